@@ -1,0 +1,62 @@
+//! The `agent-guard` command line. See the workspace README for a tour.
+
+mod cmd;
+mod policy;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  the evaluation completed (whatever the decision)
+  2  bad arguments, a bad policy file or bad input";
+
+/// Stand between an LLM agent and the tools it calls.
+#[derive(Parser, Debug)]
+#[command(name = "agent-guard", version, about, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Decide one tool call against the permission rules (layer 2).
+    Check(cmd::check::Args),
+    /// Decide one path against the filesystem sandbox (layer 4).
+    Path(cmd::path::Args),
+    /// Classify one bash command (layer 5).
+    Bash(cmd::bash::Args),
+    /// List audit-log rows and a per-tool summary (layer 3).
+    Audit(cmd::audit::Args),
+    /// Validate a bash command, then run it confined (layer 5).
+    Exec(cmd::exec::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // clap exits 2 for usage errors and 0 for --help/--version; keep that contract.
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => cmd::check::run(args),
+        Command::Path(args) => cmd::path::run(args),
+        Command::Bash(args) => cmd::bash::run(args),
+        Command::Audit(args) => cmd::audit::run(args),
+        Command::Exec(args) => cmd::exec::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("agent-guard: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,5 @@
+#![doc = include_str!("../README.md")]
+
+mod decision;
+
+pub use decision::Decision;

@@ -1,0 +1,1 @@
+//! Cross-crate scenarios live in `tests/`; this library holds their shared fixtures.

@@ -1,0 +1,121 @@
+//! `cargo xtask <chore>`: the repeatable chores of the workspace, so nobody has to remember
+//! long commands. Run `cargo xtask help` for the list.
+
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+
+const HELP: &str = "\
+usage: cargo xtask <chore>
+
+chores:
+  ci      everything CI runs: fmt check, clippy -D warnings, tests, docs -D warnings,
+          tidy, bench smoke (each benchmark run once)
+  bench   run the criterion benchmarks (extra arguments go to `cargo bench`)
+  fuzz    run a fuzz target for a while: cargo xtask fuzz <crate> <target> [seconds]
+  tidy    check the workspace layout rules (dependency direction, READMEs, lints)";
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let chore = args.next().unwrap_or_else(|| "help".to_owned());
+    let rest: Vec<String> = args.collect();
+    let root = workspace_root();
+    match chore.as_str() {
+        "ci" => ci(&root),
+        "bench" => bench(&root, &rest),
+        "fuzz" => fuzz(&root, &rest),
+        "tidy" => {
+            tidy::check(&root)?;
+            println!("tidy: ok");
+            Ok(())
+        }
+        "help" | "--help" | "-h" => {
+            println!("{HELP}");
+            Ok(())
+        }
+        other => bail!("unknown chore `{other}`\n\n{HELP}"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    // xtask lives one level below the workspace root.
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
+}
+
+fn ci(root: &Path) -> anyhow::Result<()> {
+    tidy::check(root)?;
+    println!("tidy: ok");
+    cargo(root, &["fmt", "--all", "--check"], &[])?;
+    cargo(
+        root,
+        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        &[],
+    )?;
+    cargo(root, &["test", "--workspace"], &[])?;
+    cargo(
+        root,
+        &["doc", "--workspace", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    // Bench smoke: every benchmark runs once, so a broken bench fails CI without the cost
+    // of measuring.
+    cargo(root, &["bench", "--workspace", "--", "--test"], &[])?;
+    println!("xtask ci: all checks passed");
+    Ok(())
+}
+
+fn bench(root: &Path, rest: &[String]) -> anyhow::Result<()> {
+    let mut args = vec!["bench", "--workspace"];
+    args.extend(rest.iter().map(String::as_str));
+    cargo(root, &args, &[])
+}
+
+fn fuzz(root: &Path, rest: &[String]) -> anyhow::Result<()> {
+    let [krate, target, more @ ..] = rest else {
+        bail!("usage: cargo xtask fuzz <crate> <target> [seconds]");
+    };
+    let seconds = more.first().map(String::as_str).unwrap_or("60");
+    let dir = root.join("crates").join(krate).join("fuzz");
+    if !dir.is_dir() {
+        bail!("`{}` has no fuzz directory", krate);
+    }
+    let have_fuzz = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have_fuzz {
+        println!("installing cargo-fuzz (once)...");
+        cargo(root, &["install", "cargo-fuzz", "--locked"], &[])?;
+    }
+    let max_time = format!("-max_total_time={seconds}");
+    let status = Command::new("cargo")
+        .current_dir(&dir)
+        .args(["+nightly", "fuzz", "run", target, "--", &max_time])
+        .status()
+        .context("cannot run cargo +nightly fuzz (is a nightly toolchain installed?)")?;
+    if !status.success() {
+        bail!("fuzzing `{krate}/{target}` failed: {status}");
+    }
+    Ok(())
+}
+
+fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<()> {
+    println!("$ cargo {}", args.join(" "));
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    cmd.current_dir(root).args(args);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("`cargo {}` failed: {status}", args.join(" "));
+    }
+    Ok(())
+}
