@@ -1,0 +1,1 @@
+//! Guarded execution of an already-validated command.
