@@ -1,8 +1,617 @@
 //! Guarded execution of an already-validated command.
 
+mod cgroup;
+mod env;
+mod output;
+mod trampoline;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+pub use trampoline::trampoline_main;
+
+use cgroup::PidsCgroup;
+use output::{Capture, Rendered, head_cap};
 
 /// Execution settings: the `[bash.exec]` table of a policy file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExecConfig {
+    /// Timeout when the request names none, in seconds (60).
+    pub default_timeout_secs: u64,
+    /// Upper bound for any requested timeout, in seconds (120).
+    pub max_timeout_secs: u64,
+    /// Characters kept of stdout and of stderr each (4000).
+    pub max_output_chars: usize,
+    /// Time between SIGTERM and SIGKILL on timeout or cancel, in milliseconds (500).
+    pub kill_grace_ms: u64,
+    /// The shell, run as `<shell> --noprofile --norc -c COMMAND` (`/bin/bash`).
+    pub shell: PathBuf,
+    /// Names of variables the child inherits; `*` is a wildcard, case is ignored.
+    pub env_allow: Vec<String>,
+    /// Names never inherited even when allowed (secrets); wins over `env_allow`.
+    pub env_deny: Vec<String>,
+    /// Variables set in the child whatever the parent has.
+    pub env_set: BTreeMap<String, String>,
+    /// System paths a confined child may read (and execute).
+    pub system_read_paths: Vec<PathBuf>,
+    /// Device files a confined child may read and write (no `/dev/stdout`-style links: they
+    /// resolve to pipes, which Landlock rejects as rule targets).
+    pub device_paths: Vec<PathBuf>,
+    /// Process cap of a confined run (a pids cgroup; 256).
+    pub max_processes: u32,
+    /// Largest file a confined run may write, in bytes (1 GiB).
+    pub max_file_size_bytes: u64,
+    /// CPU seconds a confined run may use (120).
+    pub cpu_time_secs: u64,
+    /// Fail instead of running when the confinement cannot be fully enforced (true).
+    pub require_confinement: bool,
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_string()).collect()
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            default_timeout_secs: 60,
+            max_timeout_secs: 120,
+            max_output_chars: 4000,
+            kill_grace_ms: 500,
+            shell: PathBuf::from("/bin/bash"),
+            env_allow: strings(&[
+                "PATH",
+                "HOME",
+                "LANG",
+                "LANGUAGE",
+                "LC_*",
+                "TERM",
+                "USER",
+                "LOGNAME",
+                "SHELL",
+                "TZ",
+                "COLORTERM",
+                "NO_COLOR",
+            ]),
+            env_deny: strings(&[
+                "*_TOKEN",
+                "*_TOKEN_*",
+                "*_SECRET",
+                "*_SECRET_*",
+                "*_KEY",
+                "*_KEY_*",
+                "*PASSWORD*",
+                "*PASSWD*",
+                "*_CREDENTIALS",
+                "*CREDENTIAL*",
+                "AWS_*",
+                "GITHUB_TOKEN",
+                "GH_TOKEN",
+                "*_API_KEY",
+                "*_AUTH",
+                "*COOKIE*",
+                "*SESSION*",
+                "SSH_AUTH_SOCK",
+            ]),
+            env_set: BTreeMap::new(),
+            system_read_paths: [
+                "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc",
+                "/sys",
+            ]
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
+            device_paths: [
+                "/dev/null",
+                "/dev/zero",
+                "/dev/full",
+                "/dev/random",
+                "/dev/urandom",
+                "/dev/tty",
+                "/dev/pts",
+                "/dev/ptmx",
+            ]
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
+            max_processes: 256,
+            max_file_size_bytes: 1 << 30,
+            cpu_time_secs: 120,
+            require_confinement: true,
+        }
+    }
+}
+
+/// Kernel confinement of one run, compiled by the caller from the same sandbox roots as the path
+/// checks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExecConfig {}
+pub struct Confinement {
+    /// Directories the command may read (besides the system paths).
+    pub read_roots: Vec<PathBuf>,
+    /// Directories the command may read and write (a private temp dir is always added).
+    pub write_roots: Vec<PathBuf>,
+    /// Deny TCP connect and bind (Landlock ABI >= 4).
+    pub block_network: bool,
+    /// Process cap (pids cgroup, plus `RLIMIT_NPROC`, which does not bind root).
+    pub max_processes: Option<u32>,
+    /// `RLIMIT_FSIZE` in bytes.
+    pub max_file_size: Option<u64>,
+    /// `RLIMIT_CPU`.
+    pub cpu_time: Option<Duration>,
+    /// Fail with [`ExecError::Unconfined`] instead of running with less than asked.
+    pub require_confinement: bool,
+}
+
+impl Confinement {
+    /// A confinement to `write_roots` (read-write) and `read_roots` (read-only) with the limits and
+    /// `require_confinement` of `config`, network blocked.
+    pub fn from_config(
+        config: &ExecConfig,
+        read_roots: Vec<PathBuf>,
+        write_roots: Vec<PathBuf>,
+    ) -> Self {
+        Confinement {
+            read_roots,
+            write_roots,
+            block_network: true,
+            max_processes: Some(config.max_processes),
+            max_file_size: Some(config.max_file_size_bytes),
+            cpu_time: Some(Duration::from_secs(config.cpu_time_secs)),
+            require_confinement: config.require_confinement,
+        }
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// The command text, already validated by the analyzer.
+    pub command: String,
+    /// Working directory, already checked by the caller (fs-sandbox `execute-dir`).
+    pub cwd: PathBuf,
+    /// Requested timeout; `None` means the configured default; clamped to the maximum.
+    pub timeout: Option<Duration>,
+    /// Kernel confinement; `None` runs with the process-group, timeout and output guards only.
+    pub confinement: Option<Confinement>,
+}
+
+/// Landlock enforcement as reported by the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LandlockState {
+    /// Every requested restriction is enforced.
+    FullyEnforced,
+    /// Some restrictions are enforced (an older kernel ABI).
+    PartiallyEnforced,
+    /// Nothing is enforced (no Landlock, or not attempted).
+    #[default]
+    NotEnforced,
+}
+
+impl LandlockState {
+    /// The snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LandlockState::FullyEnforced => "fully_enforced",
+            LandlockState::PartiallyEnforced => "partially_enforced",
+            LandlockState::NotEnforced => "not_enforced",
+        }
+    }
+}
+
+/// What Landlock enforced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LandlockReport {
+    /// The kernel's Landlock ABI, when available.
+    pub abi: Option<i32>,
+    /// Enforcement status.
+    pub status: LandlockState,
+    /// TCP connect/bind is denied.
+    pub network_blocked: bool,
+    /// Why Landlock could not be applied.
+    pub error: Option<String>,
+}
+
+/// Which protections were actually in force for a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfinementReport {
+    /// Confinement was requested.
+    pub requested: bool,
+    /// Landlock result.
+    pub landlock: LandlockReport,
+    /// The process cap was in force through a pids cgroup.
+    pub cgroup: bool,
+    /// `cgroup-v1`/`cgroup-v2` when `cgroup` is true.
+    pub cgroup_version: Option<String>,
+    /// `pids.max` as read back from the kernel.
+    pub cgroup_pids_max: Option<String>,
+    /// Why no cgroup was used.
+    pub cgroup_reason: Option<String>,
+    /// Resource limits that were set (`fsize=N`, `cpu=N`, `nproc=N`).
+    pub rlimits: Vec<String>,
+    /// Other notes (limits that failed, a missing report).
+    pub notes: Vec<String>,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecResult {
+    /// Exit code of the shell, `None` when it was killed by a signal.
+    pub exit_code: Option<i32>,
+    /// The terminating signal, if any.
+    pub signal: Option<i32>,
+    /// Standard output, lossily decoded, truncated with a marker.
+    pub stdout: String,
+    /// Standard error, lossily decoded, truncated with a marker.
+    pub stderr: String,
+    /// Stdout was cut.
+    pub stdout_truncated: bool,
+    /// Bytes of stdout not returned.
+    pub stdout_dropped_bytes: u64,
+    /// Stderr was cut.
+    pub stderr_truncated: bool,
+    /// Bytes of stderr not returned.
+    pub stderr_dropped_bytes: u64,
+    /// The timeout fired.
+    pub timed_out: bool,
+    /// The cancellation token fired.
+    pub cancelled: bool,
+    /// The effective timeout.
+    pub timeout: Duration,
+    /// Wall time of the run.
+    pub duration: Duration,
+    /// Which protections were in force.
+    pub confinement: ConfinementReport,
+}
+
+/// Errors of the runner: the command could not be started as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The working directory does not exist or is not a directory.
+    #[error("working directory `{0}` is not a directory")]
+    BadCwd(PathBuf),
+    /// A private temporary directory could not be created.
+    #[error("cannot create a private temp dir: {0}")]
+    TempDir(#[source] std::io::Error),
+    /// The process could not be spawned.
+    #[error("cannot spawn `{program}`: {source}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Confinement was required and could not be enforced; nothing ran.
+    #[error("refusing to run unconfined: {0}")]
+    Unconfined(String),
+}
+
+/// Runs validated commands under the guards of an [`ExecConfig`].
+#[derive(Debug, Clone)]
+pub struct Runner {
+    config: ExecConfig,
+    trampoline: Option<PathBuf>,
+    trampoline_prefix: Vec<std::ffi::OsString>,
+}
+
+impl Runner {
+    /// A runner with no trampoline: confinement cannot be applied until
+    /// [`Runner::with_trampoline`] names one.
+    pub fn new(config: ExecConfig) -> Self {
+        Runner {
+            config,
+            trampoline: None,
+            trampoline_prefix: Vec::new(),
+        }
+    }
+
+    /// Sets the executable that runs [`trampoline_main`] on its arguments (the
+    /// `bash-guard-sandbox-exec` binary, or `agent-guard __sandbox-exec` via
+    /// [`Runner::with_trampoline_args`]).
+    pub fn with_trampoline(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.trampoline = Some(exe.into());
+        self
+    }
+
+    /// Sets a trampoline that needs leading arguments before the spec, e.g. the `agent-guard`
+    /// binary with `["__sandbox-exec"]`.
+    pub fn with_trampoline_args<I, S>(mut self, exe: impl Into<PathBuf>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString>,
+    {
+        self.trampoline = Some(exe.into());
+        self.trampoline_prefix = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ExecConfig {
+        &self.config
+    }
+
+    /// The effective timeout of a request: the default when none, clamped to the maximum.
+    pub fn effective_timeout(&self, requested: Option<Duration>) -> Duration {
+        let max = Duration::from_secs(self.config.max_timeout_secs);
+        requested
+            .unwrap_or(Duration::from_secs(self.config.default_timeout_secs))
+            .min(max)
+    }
+
+    /// Runs `request`. On timeout or cancel the whole process group (and cgroup) is terminated and
+    /// the result says so; background processes left when the shell exits are killed too.
+    pub async fn run(
+        &self,
+        request: &ExecRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ExecResult, ExecError> {
+        if !request.cwd.is_dir() {
+            return Err(ExecError::BadCwd(request.cwd.clone()));
+        }
+        let started = Instant::now();
+        let timeout = self.effective_timeout(request.timeout);
+        let private = tempfile::Builder::new()
+            .prefix("bash-guard-")
+            .tempdir()
+            .map_err(ExecError::TempDir)?;
+        let tmp = private.path().join("tmp");
+        std::fs::create_dir(&tmp).map_err(ExecError::TempDir)?;
+        let report_path = private.path().join("report.json");
+
+        let mut report = ConfinementReport::default();
+        let mut cgroup = None;
+        let cmd = match &request.confinement {
+            None => Command::new(&self.config.shell),
+            Some(conf) => {
+                report.requested = true;
+                let Some(exe) = &self.trampoline else {
+                    let reason = "no sandbox trampoline is configured".to_string();
+                    if conf.require_confinement {
+                        return Err(ExecError::Unconfined(reason));
+                    }
+                    report.notes.push(reason);
+                    let cmd = Command::new(&self.config.shell);
+                    return self
+                        .finish_spawn(
+                            cmd, request, timeout, &tmp, None, None, report, started, cancel,
+                        )
+                        .await;
+                };
+                if let Some(max) = conf.max_processes {
+                    match PidsCgroup::create(max) {
+                        Ok(cg) => cgroup = Some(cg),
+                        Err(reason) => {
+                            let root = rustix::process::getuid().is_root();
+                            if conf.require_confinement && root {
+                                return Err(ExecError::Unconfined(format!(
+                                    "no process cap for root: {reason}"
+                                )));
+                            }
+                            report.cgroup_reason = Some(reason);
+                        }
+                    }
+                }
+                let mut write_roots = conf.write_roots.clone();
+                write_roots.push(tmp.clone());
+                let spec = trampoline::Spec {
+                    read_roots: conf.read_roots.clone(),
+                    write_roots,
+                    system_read: self.config.system_read_paths.clone(),
+                    devices: self.config.device_paths.clone(),
+                    block_network: conf.block_network,
+                    cgroup_procs: cgroup.as_ref().map(PidsCgroup::procs_file),
+                    max_file_size: conf.max_file_size,
+                    cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
+                    max_processes: conf.max_processes.map(u64::from),
+                    require: conf.require_confinement,
+                    report: report_path.clone(),
+                };
+                let spec = serde_json::to_string(&spec)
+                    .map_err(|e| ExecError::Unconfined(format!("cannot encode the spec: {e}")))?;
+                let mut cmd = Command::new(exe);
+                cmd.args(&self.trampoline_prefix);
+                cmd.arg(spec).arg("--").arg(&self.config.shell);
+                cmd
+            }
+        };
+        let result = self
+            .finish_spawn(
+                cmd,
+                request,
+                timeout,
+                &tmp,
+                cgroup.as_ref(),
+                request.confinement.as_ref().map(|_| report_path.as_path()),
+                report,
+                started,
+                cancel,
+            )
+            .await;
+        if let Some(cg) = &cgroup {
+            cg.remove();
+        }
+        drop(private);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_spawn(
+        &self,
+        mut cmd: Command,
+        request: &ExecRequest,
+        timeout: Duration,
+        tmp: &Path,
+        cgroup: Option<&PidsCgroup>,
+        report_path: Option<&Path>,
+        mut report: ConfinementReport,
+        started: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<ExecResult, ExecError> {
+        cmd.arg("--noprofile")
+            .arg("--norc")
+            .arg("-c")
+            .arg(&request.command)
+            .current_dir(&request.cwd)
+            .env_clear()
+            .envs(env::filter(
+                std::env::vars(),
+                &self.config.env_allow,
+                &self.config.env_deny,
+            ))
+            .envs(&self.config.env_set)
+            .env("TMPDIR", tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let program = PathBuf::from(cmd.as_std().get_program());
+        let mut child = cmd
+            .spawn()
+            .map_err(|source| ExecError::Spawn { program, source })?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        let cap = head_cap(self.config.max_output_chars);
+        let out_task = child
+            .stdout
+            .take()
+            .map(|mut s| tokio::spawn(async move { Capture::read_from(&mut s, cap).await }));
+        let err_task = child
+            .stderr
+            .take()
+            .map(|mut s| tokio::spawn(async move { Capture::read_from(&mut s, cap).await }));
+        if let Some(cg) = cgroup {
+            report.cgroup_version = Some(cg.version.name().to_string());
+            report.cgroup_pids_max = cg.read_max();
+        }
+
+        let mut timed_out = false;
+        let mut cancelled = false;
+        let status: Option<ExitStatus> = tokio::select! {
+            st = child.wait() => st.ok(),
+            () = tokio::time::sleep(timeout) => { timed_out = true; None }
+            () = cancel.cancelled() => { cancelled = true; None }
+        };
+        let status = match status {
+            Some(st) => Some(st),
+            None => {
+                signal_group(pgid, cgroup, Signal::TERM);
+                let grace = Duration::from_millis(self.config.kill_grace_ms);
+                match tokio::time::timeout(grace, child.wait()).await {
+                    Ok(st) => st.ok(),
+                    Err(_) => {
+                        signal_group(pgid, cgroup, Signal::KILL);
+                        child.wait().await.ok()
+                    }
+                }
+            }
+        };
+        // The shell is gone; nothing it started may outlive the run (or hold the pipes open).
+        signal_group(pgid, cgroup, Signal::KILL);
+        if let Some(cg) = cgroup {
+            cg.kill_all().await;
+        }
+        let drain = Duration::from_millis(self.config.kill_grace_ms.max(100));
+        let stdout = collect(out_task, drain).await;
+        let stderr = collect(err_task, drain).await;
+        let stdout = stdout.finish(self.config.max_output_chars);
+        let stderr = stderr.finish(self.config.max_output_chars);
+
+        if let Some(path) = report_path {
+            match std::fs::read(path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<trampoline::Applied>(&b).ok())
+            {
+                Some(applied) => {
+                    report.landlock = applied.landlock;
+                    report.cgroup = applied.cgroup_joined;
+                    if let Some(e) = applied.cgroup_error {
+                        report.cgroup_reason = Some(e);
+                    }
+                    report.rlimits = applied.rlimits;
+                    report.notes.extend(applied.rlimit_errors);
+                    if let Some(reason) = applied.refused {
+                        return Err(ExecError::Unconfined(reason));
+                    }
+                }
+                None => {
+                    let note = "the trampoline wrote no report".to_string();
+                    if request
+                        .confinement
+                        .as_ref()
+                        .is_some_and(|c| c.require_confinement)
+                    {
+                        return Err(ExecError::Unconfined(note));
+                    }
+                    report.notes.push(note);
+                }
+            }
+        }
+        if !report.cgroup {
+            report.cgroup_version = None;
+            report.cgroup_pids_max = None;
+        }
+        use std::os::unix::process::ExitStatusExt;
+        Ok(ExecResult {
+            exit_code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            stdout: with_marker(&stdout),
+            stderr: with_marker(&stderr),
+            stdout_truncated: stdout.truncated,
+            stdout_dropped_bytes: stdout.dropped_bytes,
+            stderr_truncated: stderr.truncated,
+            stderr_dropped_bytes: stderr.dropped_bytes,
+            timed_out,
+            cancelled,
+            timeout,
+            duration: started.elapsed(),
+            confinement: report,
+        })
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, cgroup: Option<&PidsCgroup>, sig: Signal) {
+    if let Some(pgid) = pgid {
+        // ESRCH (the group is already empty) is the expected outcome.
+        let _ = rustix::process::kill_process_group(pgid, sig);
+    }
+    if let Some(cg) = cgroup {
+        cg.signal_all(sig);
+    }
+}
+
+async fn collect(task: Option<tokio::task::JoinHandle<Capture>>, wait: Duration) -> Capture {
+    let Some(mut task) = task else {
+        return Capture::default();
+    };
+    match tokio::time::timeout(wait, &mut task).await {
+        Ok(Ok(c)) => c,
+        // A process that escaped the group and cgroup still holds the pipe: stop reading.
+        _ => {
+            task.abort();
+            Capture::default()
+        }
+    }
+}
+
+fn with_marker(r: &Rendered) -> String {
+    if r.truncated {
+        format!(
+            "{}\n[... output truncated: {} of {} bytes dropped]",
+            r.text, r.dropped_bytes, r.total_bytes
+        )
+    } else {
+        r.text.clone()
+    }
+}

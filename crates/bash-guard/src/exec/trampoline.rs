@@ -1,0 +1,206 @@
+//! The trampoline: a tiny process that confines itself and then `exec`s the shell, so that limits
+//! and Landlock apply to the command and everything it spawns, with no `unsafe` `pre_exec` hook.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+};
+use rustix::process::{Resource, Rlimit};
+use serde::{Deserialize, Serialize};
+
+use super::{LandlockReport, LandlockState};
+
+/// Exit code of a trampoline that refused to run the command unconfined.
+pub(crate) const REFUSED_EXIT: i32 = 125;
+
+/// What the runner asks the trampoline to apply, passed as one JSON argument.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Spec {
+    pub(crate) read_roots: Vec<PathBuf>,
+    pub(crate) write_roots: Vec<PathBuf>,
+    pub(crate) system_read: Vec<PathBuf>,
+    pub(crate) devices: Vec<PathBuf>,
+    pub(crate) block_network: bool,
+    pub(crate) cgroup_procs: Option<PathBuf>,
+    pub(crate) max_file_size: Option<u64>,
+    pub(crate) cpu_time_secs: Option<u64>,
+    pub(crate) max_processes: Option<u64>,
+    pub(crate) require: bool,
+    pub(crate) report: PathBuf,
+}
+
+/// What the trampoline managed to apply, written to `Spec::report` before `exec`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Applied {
+    pub(crate) landlock: LandlockReport,
+    pub(crate) cgroup_joined: bool,
+    pub(crate) cgroup_error: Option<String>,
+    pub(crate) rlimits: Vec<String>,
+    pub(crate) rlimit_errors: Vec<String>,
+    pub(crate) refused: Option<String>,
+}
+
+/// Entry point of the trampoline (the `bash-guard-sandbox-exec` binary and
+/// `agent-guard __sandbox-exec`).
+///
+/// `args` are the arguments after the program name (or subcommand): `<spec-json> -- <program>
+/// <args>...`. On success this never returns (the process becomes `<program>`); it returns exit
+/// code 125 when `require_confinement` could not be met and 127 when the arguments are bad or the
+/// program cannot be executed.
+pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    let mut args = args.into_iter();
+    let Some(spec) = args.next() else {
+        return usage("missing the spec argument");
+    };
+    let spec: Spec = match spec.to_str().map(serde_json::from_str) {
+        Some(Ok(spec)) => spec,
+        Some(Err(e)) => return usage(&format!("bad spec: {e}")),
+        None => return usage("the spec is not utf-8"),
+    };
+    if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
+        return usage("expected `--` after the spec");
+    }
+    let Some(program) = args.next() else {
+        return usage("missing the program to run");
+    };
+    // Opened before Landlock so the report can be written once the ruleset is known.
+    let mut report = std::fs::File::create(&spec.report).ok();
+    let applied = apply(&spec);
+    if let Some(file) = report.as_mut() {
+        let _ = serde_json::to_writer(&mut *file, &applied);
+        let _ = file.flush();
+    }
+    drop(report);
+    if let Some(reason) = &applied.refused {
+        eprintln!("bash-guard: refusing to run unconfined: {reason}");
+        return ExitCode::from(REFUSED_EXIT as u8);
+    }
+    let err = std::process::Command::new(&program).args(args).exec();
+    eprintln!(
+        "bash-guard: cannot execute `{}`: {err}",
+        program.to_string_lossy()
+    );
+    ExitCode::from(127)
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("bash-guard sandbox trampoline: {msg}");
+    ExitCode::from(127)
+}
+
+fn apply(spec: &Spec) -> Applied {
+    let mut applied = Applied::default();
+    // Join the cgroup first so every task the command creates is counted and killable.
+    if let Some(procs) = &spec.cgroup_procs {
+        match std::fs::write(procs, std::process::id().to_string()) {
+            Ok(()) => applied.cgroup_joined = true,
+            Err(e) => {
+                applied.cgroup_error = Some(format!("cannot join `{}`: {e}", procs.display()))
+            }
+        }
+    }
+    let limits = [
+        ("fsize", Resource::Fsize, spec.max_file_size),
+        ("cpu", Resource::Cpu, spec.cpu_time_secs),
+        ("nproc", Resource::Nproc, spec.max_processes),
+    ];
+    for (name, resource, value) in limits {
+        let Some(v) = value else { continue };
+        let limit = Rlimit {
+            current: Some(v),
+            maximum: Some(v),
+        };
+        match rustix::process::setrlimit(resource, limit) {
+            Ok(()) => applied.rlimits.push(format!("{name}={v}")),
+            Err(e) => applied.rlimit_errors.push(format!("{name}: {e}")),
+        }
+    }
+    applied.landlock = landlock(spec);
+    if spec.require {
+        applied.refused = unmet(spec, &applied);
+    }
+    applied
+}
+
+fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
+    if applied.landlock.status != LandlockState::FullyEnforced {
+        return Some(format!(
+            "landlock is {} ({})",
+            applied.landlock.status.name(),
+            applied
+                .landlock
+                .error
+                .as_deref()
+                .unwrap_or("the kernel did not enforce every rule")
+        ));
+    }
+    if spec.cgroup_procs.is_some() && !applied.cgroup_joined {
+        return Some(applied.cgroup_error.clone().unwrap_or_default());
+    }
+    if let Some(err) = applied.rlimit_errors.first() {
+        return Some(format!("cannot set a resource limit: {err}"));
+    }
+    None
+}
+
+fn landlock(spec: &Spec) -> LandlockReport {
+    // The newest ABI this crate knows; best-effort compatibility reports what the kernel lacks
+    // as PartiallyEnforced/NotEnforced rather than failing.
+    let abi = ABI::V7;
+    let result = (|| -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(abi))?
+            .scope(Scope::from_all(abi))?;
+        if spec.block_network {
+            ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+        }
+        let read = AccessFs::from_read(abi);
+        ruleset
+            .create()?
+            .add_rules(path_beneath_rules(&spec.system_read, read))?
+            .add_rules(path_beneath_rules(&spec.read_roots, read))?
+            .add_rules(path_beneath_rules(&spec.devices, AccessFs::from_file(abi)))?
+            .add_rules(path_beneath_rules(
+                &spec.write_roots,
+                AccessFs::from_all(abi),
+            ))?
+            .restrict_self()
+    })();
+    match result {
+        Ok(status) => {
+            let abi = match status.landlock {
+                LandlockStatus::Available {
+                    effective_abi,
+                    kernel_abi,
+                } => Some(kernel_abi.unwrap_or(effective_abi as i32)),
+                _ => None,
+            };
+            LandlockReport {
+                abi,
+                status: match status.ruleset {
+                    RulesetStatus::FullyEnforced => LandlockState::FullyEnforced,
+                    RulesetStatus::PartiallyEnforced => LandlockState::PartiallyEnforced,
+                    RulesetStatus::NotEnforced => LandlockState::NotEnforced,
+                },
+                network_blocked: spec.block_network
+                    && status.ruleset != RulesetStatus::NotEnforced
+                    && abi.is_some_and(|a| a >= 4),
+                error: None,
+            }
+        }
+        Err(e) => LandlockReport {
+            abi: None,
+            status: LandlockState::NotEnforced,
+            network_blocked: false,
+            error: Some(e.to_string()),
+        },
+    }
+}
