@@ -33,6 +33,14 @@ enum Command {
     Audit(cmd::audit::Args),
     /// Validate a bash command, then run it confined (layer 5).
     Exec(cmd::exec::Args),
+    /// A drop-in Claude Code PreToolUse/PostToolUse hook: hook JSON on stdin, decision on stdout.
+    ClaudeHook(cmd::claude_hook::Args),
+    /// Run policy test cases: expected decisions for tool calls; non-zero exit on any failure.
+    Test(cmd::test::Args),
+    /// Find rules that can never decide, allow rules that allow everything, unknown tools.
+    Lint(cmd::lint::Args),
+    /// Explain a decision with a human trace of every layer.
+    Explain(cmd::explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +59,10 @@ fn main() -> ExitCode {
         Command::Bash(args) => cmd::bash::run(args),
         Command::Audit(args) => cmd::audit::run(args),
         Command::Exec(args) => cmd::exec::run(args),
+        Command::ClaudeHook(args) => cmd::claude_hook::run(args),
+        Command::Test(args) => cmd::test::run(args),
+        Command::Lint(args) => cmd::lint::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
     };
     match result {
         Ok(code) => code,

@@ -3,5 +3,9 @@
 pub mod audit;
 pub mod bash;
 pub mod check;
+pub mod claude_hook;
 pub mod exec;
+pub mod explain;
+pub mod lint;
 pub mod path;
+pub mod test;
