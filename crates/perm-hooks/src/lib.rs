@@ -1,1 +1,33 @@
 #![doc = include_str!("../README.md")]
+
+mod audit;
+mod builtin;
+mod command;
+mod config;
+mod error;
+mod hook;
+mod redact;
+mod registry;
+
+/// Re-exported so implementors need not depend on `async-trait` by version.
+pub use async_trait::async_trait;
+pub use audit::{
+    AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord, AuditRow,
+    AuditStatus, DEFAULT_AUDIT_DB, OUTPUT_PREVIEW_CHARS, Recorded, ToolSummary, output_preview,
+};
+pub use builtin::{
+    CancellationHook, CancellationSource, CancelledSet, MetricsHook, MetricsSnapshot, ToolMetrics,
+};
+pub use command::{CommandHook, HookEvent, ToolMatcher};
+pub use config::{CommandHookConfig, HooksConfig};
+pub use error::Error;
+pub use hook::{
+    AgentHook, CompactContext, HookError, HookResult, PostToolUseAction, PostToolUseContext,
+    PreToolUseAction, PreToolUseContext, SessionStartContext, SessionStopContext, StepContext,
+    SubagentStartContext, SubagentStopContext,
+};
+pub use redact::{RedactionHook, redact_secrets};
+pub use registry::{
+    Blocked, DEFAULT_HOOK_TIMEOUT, FailureKind, HookFailure, HookOptions, HookRegistry, Mutation,
+    OnError, PermissionRequest, PostToolUseResult, PreToolUseResult,
+};

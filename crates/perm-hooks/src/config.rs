@@ -1,0 +1,141 @@
+//! The `[hooks]` section of the policy file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{CommandHook, HookEvent};
+use crate::error::Error;
+use crate::redact::RedactionHook;
+use crate::registry::{DEFAULT_HOOK_TIMEOUT, HookOptions, HookRegistry, OnError};
+
+fn yes() -> bool {
+    true
+}
+
+fn default_events() -> Vec<HookEvent> {
+    vec![HookEvent::PreToolUse]
+}
+
+/// The `[hooks]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    /// Mask secrets in tool output (default `true`).
+    #[serde(default = "yes")]
+    pub redact_secrets: bool,
+    /// The audit database (default [`crate::DEFAULT_AUDIT_DB`]).
+    #[serde(default)]
+    pub audit_db: Option<PathBuf>,
+    /// Write the audit log (default `true`).
+    #[serde(default = "yes")]
+    pub audit: bool,
+    /// The per-hook timeout in seconds when a hook does not set one (default 10).
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// External hooks, `[[hooks.command]]`.
+    #[serde(default)]
+    pub command: Vec<CommandHookConfig>,
+}
+
+impl Default for HooksConfig {
+    fn default() -> Self {
+        HooksConfig {
+            redact_secrets: true,
+            audit_db: None,
+            audit: true,
+            timeout: None,
+            command: Vec::new(),
+        }
+    }
+}
+
+/// One `[[hooks.command]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandHookConfig {
+    /// Run with `bash -c`, as Claude Code does.
+    pub command: String,
+    /// Tool names it applies to: exact, `a|b`, a regex, a glob like `mcp__*`; empty or `*` = all.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    /// Which events it receives (default `["PreToolUse"]`).
+    #[serde(default = "default_events")]
+    pub events: Vec<HookEvent>,
+    /// Seconds before it is killed and counted as failed.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// Failure policy (default `deny` for PreToolUse, `ignore` for PostToolUse).
+    #[serde(default)]
+    pub on_error: Option<OnError>,
+    /// A name for results and logs (default `command:<command>`).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+fn seconds(key: &str, value: Option<f64>, default: Duration) -> Result<Duration, Error> {
+    match value {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(Error::Config {
+            key: key.to_owned(),
+            message: format!("`{s}` is not a number of seconds in (0, 3600]"),
+        }),
+    }
+}
+
+impl HooksConfig {
+    /// The audit database path.
+    pub fn audit_db_path(&self) -> PathBuf {
+        self.audit_db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(crate::DEFAULT_AUDIT_DB))
+    }
+
+    /// The default per-hook timeout.
+    pub fn default_timeout(&self) -> Result<Duration, Error> {
+        seconds("hooks.timeout", self.timeout, DEFAULT_HOOK_TIMEOUT)
+    }
+
+    /// Compiles every command hook with its options, in file order.
+    pub fn command_hooks(&self) -> Result<Vec<(Arc<CommandHook>, HookOptions)>, Error> {
+        let default_timeout = self.default_timeout()?;
+        self.command
+            .iter()
+            .map(|c| {
+                let timeout = seconds("hooks.command.timeout", c.timeout, default_timeout)?;
+                let hook = CommandHook::new(c)?;
+                let defaults = HookOptions::default();
+                let options = HookOptions {
+                    timeout,
+                    pre_on_error: c.on_error.unwrap_or(defaults.pre_on_error),
+                    post_on_error: c.on_error.unwrap_or(defaults.post_on_error),
+                };
+                Ok((Arc::new(hook), options))
+            })
+            .collect()
+    }
+
+    /// Registers the configured hooks: the command hooks in file order, then redaction (when
+    /// on), so a post hook registered after these sees redacted output.
+    pub fn register(&self, registry: &mut HookRegistry) -> Result<(), Error> {
+        let timeout = self.default_timeout()?;
+        for (hook, options) in self.command_hooks()? {
+            registry.register_with(hook, options);
+        }
+        if self.redact_secrets {
+            registry.register_with(
+                Arc::new(RedactionHook),
+                HookOptions {
+                    timeout,
+                    // A redaction that failed must not let the secret through.
+                    post_on_error: OnError::Deny,
+                    ..HookOptions::default()
+                },
+            );
+        }
+        Ok(())
+    }
+}
