@@ -1,1 +1,29 @@
 #![doc = include_str!("../README.md")]
+
+mod config;
+mod error;
+#[doc(hidden)]
+pub mod fuzz;
+mod glob;
+mod open;
+mod sandbox;
+
+pub use config::SandboxConfig;
+pub use error::SandboxError;
+pub use open::{DirEntryInfo, EntryKind, WriteMode};
+pub use sandbox::{
+    Access, DEFAULT_PROTECTED, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn sandbox_is_send_and_sync() {
+        assert_send_sync::<Sandbox>();
+        assert_send_sync::<SandboxPath>();
+    }
+}

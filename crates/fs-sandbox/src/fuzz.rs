@@ -1,0 +1,71 @@
+//! The fuzz target's body, public so `cargo test` can run it on the committed corpus.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::sandbox::{Access, Op, Sandbox};
+
+struct Fixture {
+    sandbox: Sandbox,
+}
+
+/// A small tree in the temp dir: `root/{a/b, file, in -> a, out -> <outside>, loop -> loop,
+/// abs -> <root>/a}` and `outside/secret`. Built once per process.
+fn fixture() -> Option<&'static Fixture> {
+    static FIXTURE: OnceLock<Option<Fixture>> = OnceLock::new();
+    FIXTURE
+        .get_or_init(|| {
+            let base = std::env::temp_dir().join(format!("fs-sandbox-fuzz-{}", std::process::id()));
+            let root = base.join("root");
+            let outside = base.join("outside");
+            std::fs::create_dir_all(root.join("a/b")).ok()?;
+            std::fs::create_dir_all(&outside).ok()?;
+            std::fs::write(root.join("file"), b"x").ok()?;
+            std::fs::write(outside.join("secret"), b"s").ok()?;
+            let links: [(&str, PathBuf); 4] = [
+                ("in", PathBuf::from("a")),
+                ("out", outside.clone()),
+                ("loop", PathBuf::from("loop")),
+                ("abs", root.join("a")),
+            ];
+            for (name, target) in links {
+                let link = root.join(name);
+                if std::fs::symlink_metadata(&link).is_err() {
+                    std::os::unix::fs::symlink(target, &link).ok()?;
+                }
+            }
+            let sandbox = Sandbox::builder(&root)
+                .root(&root, Access::ReadWrite)
+                .build()
+                .ok()?;
+            Some(Fixture { sandbox })
+        })
+        .as_ref()
+}
+
+/// Checks `data` as a path for every op and asserts the sandbox's invariants: no panic, and an
+/// accepted path is inside a root and, when it exists, canonicalises to itself.
+#[doc(hidden)]
+pub fn check_path(data: &[u8]) {
+    let Some(fixture) = fixture() else { return };
+    let path = Path::new(OsStr::from_bytes(data));
+    for op in [Op::Read, Op::Write, Op::List, Op::ExecuteDir] {
+        let Ok(checked) = fixture.sandbox.check(path, op) else {
+            continue;
+        };
+        let root = checked.root().path();
+        assert!(
+            checked.path().starts_with(root),
+            "accepted path escaped its root"
+        );
+        if let Ok(real) = std::fs::canonicalize(checked.path()) {
+            assert!(
+                real.starts_with(root),
+                "accepted path leads outside its root"
+            );
+            assert_eq!(real, checked.path(), "resolution disagrees with the kernel");
+        }
+    }
+}
