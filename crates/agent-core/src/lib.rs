@@ -1,1 +1,34 @@
 #![doc = include_str!("../README.md")]
+
+mod approver;
+mod context;
+mod error;
+mod event;
+mod executor;
+mod model;
+mod output;
+mod registry;
+mod runtime;
+mod schema;
+mod tool;
+
+pub use approver::{
+    Approval, ApprovalOutcome, ApprovalReceiver, ApprovalRequest, Approver, ChannelApprover,
+    DEFAULT_APPROVAL_TIMEOUT, FixedApprover, ask,
+};
+pub use context::{RemainingBudget, ToolContext};
+pub use error::Error;
+pub use event::{AgentEvent, ChannelSink, EventSink};
+pub use executor::{
+    CallScreen, DEFAULT_MAX_TOOL_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT, Executor, ExecutorConfig,
+    ToolCallResult,
+};
+pub use model::{
+    AssistantMessage, Message, Model, ModelError, ModelRequest, ScriptedModel, ToolCall, Usage,
+};
+pub use output::{result_path, safe_file_stem, shrink_output, truncate_chars};
+pub use registry::ToolRegistry;
+pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
+pub use runtime::{
+    AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,
+};
