@@ -47,7 +47,7 @@ pub struct PermissionsConfig {
     pub allow: Vec<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct Doc {
     #[serde(default)]
     permissions: PermissionsConfig,
@@ -62,6 +62,15 @@ impl PermissionsConfig {
             message: e.to_string(),
         })?;
         Ok(doc.permissions)
+    }
+
+    /// Writes the table as a policy document (`[permissions]` ...) that
+    /// [`PermissionsConfig::from_policy_text`] reads back to the same rules.
+    pub fn to_policy_text(&self) -> Result<String, Error> {
+        toml::to_string(&Doc { permissions: self.clone() }).map_err(|e| Error::Policy {
+            path: "<serialized>".to_owned(),
+            message: e.to_string(),
+        })
     }
 }
 

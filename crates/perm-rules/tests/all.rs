@@ -1,0 +1,184 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! Behaviour and property tests of perm-rules.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use perm_rules::{
+    ConfigLayer, ContentSubjects, Decision, DefaultSubjects, HookBlock, HookPermissionRequest, Origin,
+    PermissionChecker, PermissionMode, PermissionResult, PermissionRule, PermissionsConfig, PrecedenceInputs,
+    RuleKind, RuleSource, Subjects, resolve_permission_precedence,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const TOOLS: &[&str] = &["run_bash", "read_file", "file_write", "mcp__gh__push", "web_fetch"];
+const RULES: &[&str] = &[
+    "*", "run_bash", "run_*", "mcp__*", "read_file", "file_write", "web_fetch",
+    "run_bash(rm:*)", "run_bash(ls:*)", "run_bash(git status)", "run_bash(git diff:*)",
+    "read_file(**/.env)", "read_file(/etc/**)", "file_write(/etc/**)", "web_fetch(domain:example.com)",
+];
+const COMMANDS: &[&str] = &["ls", "rm -rf x", "git status", "git diff --stat", "ls && rm x", "echo $(id)", "ls | git status"];
+const PATHS: &[&str] = &["/etc/passwd", "/repo/.env", "/repo/src/a.rs"];
+
+fn kind() -> impl Strategy<Value = RuleKind> {
+    prop_oneof![Just(RuleKind::Deny), Just(RuleKind::Ask), Just(RuleKind::Allow)]
+}
+
+fn rules() -> impl Strategy<Value = Vec<(RuleKind, &'static str)>> {
+    prop::collection::vec((kind(), prop::sample::select(RULES)), 0..12)
+}
+
+fn call() -> impl Strategy<Value = (&'static str, Option<Value>)> {
+    (
+        prop::sample::select(TOOLS),
+        prop::sample::select(COMMANDS),
+        prop::sample::select(PATHS),
+        any::<bool>(),
+    )
+        .prop_map(|(tool, cmd, path, some)| {
+            let args = json!({"command": cmd, "file_path": path, "url": format!("https://{}/x", if cmd.len() % 2 == 0 { "example.com" } else { "evil.org" })});
+            (tool, some.then_some(args))
+        })
+}
+
+fn checker(rules: &[(RuleKind, &str)]) -> PermissionChecker {
+    let mut c = PermissionChecker::new();
+    for (k, t) in rules {
+        c.add_rule(PermissionRule::parse(*k, t, RuleSource::Api).unwrap());
+    }
+    c
+}
+
+/// The reference model: scan every rule in order, strictest kind first.
+fn naive(rules: &[PermissionRule], tool: &str, args: Option<&Value>) -> (Decision, Option<String>) {
+    let subjects = match args {
+        Some(a) => DefaultSubjects.subjects(tool, a),
+        None => Subjects::Unsplittable,
+    };
+    for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
+        for r in rules.iter().filter(|r| r.kind() == kind) {
+            if r.matches_tool(tool) && r.matches_content(&subjects, None) {
+                return (kind.decision(), Some(r.text().to_owned()));
+            }
+        }
+    }
+    (Decision::Allow, None)
+}
+
+fn result_of(kind: RuleKind) -> PermissionResult {
+    let rule = PermissionRule::parse(kind, "run_bash", RuleSource::Session).unwrap();
+    PermissionResult { decision: kind.decision(), rule: Some(Arc::new(rule)), changed_by_mode: None }
+}
+
+fn opt_result() -> impl Strategy<Value = Option<PermissionResult>> {
+    prop_oneof![Just(None), kind().prop_map(|k| Some(result_of(k)))]
+}
+
+fn mode() -> impl Strategy<Value = PermissionMode> {
+    prop::sample::select(PermissionMode::ALL.to_vec())
+}
+
+proptest! {
+    #[test]
+    fn compiled_agrees_with_naive(rules in rules(), (tool, args) in call()) {
+        let c = checker(&rules);
+        let all: Vec<PermissionRule> = c.rules().cloned().collect();
+        let got = c.check(tool, args.as_ref());
+        let want = naive(&all, tool, args.as_ref());
+        prop_assert_eq!((got.decision, got.rule.map(|r| r.text().to_owned())), want);
+    }
+
+    #[test]
+    fn adding_allow_never_stricter_deny_never_looser(rules in rules(), extra in prop::sample::select(RULES), (tool, args) in call()) {
+        let before = checker(&rules).check(tool, args.as_ref()).decision;
+        let mut with_allow = checker(&rules);
+        with_allow.add_rule(PermissionRule::parse(RuleKind::Allow, extra, RuleSource::Api).unwrap());
+        prop_assert!(with_allow.check(tool, args.as_ref()).decision <= before);
+        let mut with_deny = checker(&rules);
+        with_deny.add_rule(PermissionRule::parse(RuleKind::Deny, extra, RuleSource::Api).unwrap());
+        prop_assert!(with_deny.check(tool, args.as_ref()).decision >= before);
+    }
+
+    #[test]
+    fn p0_p2_deny_is_final(
+        which in 0..3usize, config_kind in kind(), session in opt_result(), tool_level in opt_result(),
+        block in any::<bool>(), asks in 0..3usize, mode in mode(), read_only in any::<bool>(),
+    ) {
+        let mut inputs = PrecedenceInputs {
+            tool: "run_bash".into(),
+            read_only,
+            mode,
+            config: result_of(config_kind),
+            session,
+            tool_level,
+            hook_block: block.then(|| HookBlock { hook: "h".into(), reason: "r".into() }),
+            hook_requests: (0..asks).map(|i| HookPermissionRequest { hook: format!("h{i}"), message: "m".into() }).collect(),
+        };
+        match which {
+            0 => inputs.config = result_of(RuleKind::Deny),
+            1 => inputs.tool_level = Some(result_of(RuleKind::Deny)),
+            _ => inputs.session = Some(result_of(RuleKind::Deny)),
+        }
+        let r = resolve_permission_precedence(&inputs);
+        prop_assert_eq!(r.decision, Decision::Deny);
+        prop_assert!(r.decided_by.priority <= perm_rules::Priority::SessionDeny);
+    }
+
+    #[test]
+    fn config_round_trips(rules in rules(), mode in prop::option::of(mode()), (tool, args) in call()) {
+        let mut text = String::from("[permissions]\n");
+        if let Some(m) = mode { text.push_str(&format!("mode = \"{m}\"\n")); }
+        for (label, k) in [("deny", RuleKind::Deny), ("ask", RuleKind::Ask), ("allow", RuleKind::Allow)] {
+            let list: Vec<String> = rules.iter().filter(|(rk, _)| *rk == k).map(|(_, t)| format!("{t:?}")).collect();
+            text.push_str(&format!("{label} = [{}]\n", list.join(", ")));
+        }
+        let cfg = PermissionsConfig::from_policy_text("a.toml", &text).unwrap();
+        let serialized = cfg.to_policy_text().unwrap();
+        let again = PermissionsConfig::from_policy_text("b.toml", &serialized).unwrap();
+        let layer = |cfg: PermissionsConfig, text: &str| ConfigLayer { origin: Origin::Project, path: "p".into(), text: text.into(), config: cfg };
+        let c1 = PermissionChecker::from_config(&[layer(cfg, &text)], &HashMap::new()).unwrap();
+        let c2 = PermissionChecker::from_config(&[layer(again, &serialized)], &HashMap::new()).unwrap();
+        let t1: Vec<(RuleKind, String)> = c1.rules().map(|r| (r.kind(), r.text().to_owned())).collect();
+        let t2: Vec<(RuleKind, String)> = c2.rules().map(|r| (r.kind(), r.text().to_owned())).collect();
+        prop_assert_eq!(t1, t2);
+        prop_assert_eq!(c1.mode(), c2.mode());
+        prop_assert_eq!(c1.check(tool, args.as_ref()).decision, c2.check(tool, args.as_ref()).decision);
+    }
+}
+
+#[test]
+fn custom_subjects_provider_is_used() {
+    struct Whole;
+    impl ContentSubjects for Whole {
+        fn subjects(&self, _tool: &str, args: &Value) -> Subjects {
+            Subjects::List(vec![args["command"].as_str().unwrap_or_default().to_owned()])
+        }
+    }
+    let mut c = checker(&[(RuleKind::Allow, "run_bash(ls:*)")]);
+    c.set_default(Decision::Ask);
+    let args = json!({"command": "ls && rm x"});
+    assert_eq!(c.check("run_bash", Some(&args)).decision, Decision::Ask);
+    c.set_subjects(Arc::new(Whole));
+    assert_eq!(c.check("run_bash", Some(&args)).decision, Decision::Allow);
+}
+
+#[test]
+fn unsplittable_never_allows() {
+    let mut c = checker(&[(RuleKind::Allow, "run_bash(echo:*)")]);
+    c.set_default(Decision::Ask);
+    assert_eq!(c.check("run_bash", Some(&json!({"command": "echo $(rm -rf x)"}))).decision, Decision::Ask);
+    assert_eq!(c.check("run_bash", Some(&json!({"command": "echo hi"}))).decision, Decision::Allow);
+}
+
+#[test]
+fn fuzz_corpus() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(perm_rules::fuzz::check_rule_text(&data));
+        n += 1;
+    }
+    assert!(n >= 5);
+}
