@@ -1,0 +1,780 @@
+//! The walker: parses a command, visits every node of the tree and hands each simple command,
+//! decoded, to the classifier.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+use brush_parser::ParserOptions;
+use brush_parser::ast::{
+    self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect,
+};
+
+use crate::config::BashConfig;
+use crate::error::ParseError;
+use crate::judge::{PathAccess, PathJudge, PathVerdict};
+use crate::verdict::{Decision, Finding, Verdict};
+use crate::words::{DecodeOut, Decoded, Decoder};
+
+/// Commands longer than this are denied unread: nobody reviews them either.
+pub(crate) const MAX_COMMAND_LEN: usize = 64 * 1024;
+/// Nesting (substitutions, `bash -c`, `eval`, ...) deeper than this is denied.
+pub(crate) const MAX_DEPTH: usize = 12;
+
+/// Classifies bash commands. Cheap to share: it holds only the configuration.
+#[derive(Debug, Clone)]
+pub struct Analyzer {
+    pub(crate) config: BashConfig,
+    pub(crate) home: Option<String>,
+    pub(crate) fingerprint: u64,
+}
+
+impl Analyzer {
+    /// An analyzer for `config`; `~` expands to `$HOME` as read now.
+    pub fn new(config: BashConfig) -> Analyzer {
+        let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
+        Analyzer::with_home(config, home)
+    }
+
+    /// An analyzer that expands `~` to `home` (or leaves `~` unresolved, hence dynamic).
+    pub fn with_home(config: BashConfig, home: Option<String>) -> Analyzer {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut h = DefaultHasher::new();
+        format!("{config:?}").hash(&mut h);
+        home.hash(&mut h);
+        Analyzer {
+            config,
+            home,
+            fingerprint: h.finish(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BashConfig {
+        &self.config
+    }
+
+    /// A value that changes whenever this analyzer's configuration does.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// Classifies `command` as run in `cwd`, asking `judge` about every path it reads or writes.
+    pub fn analyze(&self, command: &str, cwd: &Path, judge: &dyn PathJudge) -> Verdict {
+        self.analyze_tracked(command, cwd, judge).0
+    }
+
+    /// As [`Analyzer::analyze`], also saying whether the judge was consulted.
+    pub(crate) fn analyze_tracked(
+        &self,
+        command: &str,
+        cwd: &Path,
+        judge: &dyn PathJudge,
+    ) -> (Verdict, bool) {
+        let options = ParserOptions::default();
+        let mut w = Walker {
+            an: self,
+            judge,
+            options: &options,
+            cwd: Some(cwd.to_path_buf()),
+            findings: Vec::new(),
+            depth: 0,
+            functions: HashSet::new(),
+            judged: false,
+        };
+        if command.len() > MAX_COMMAND_LEN {
+            w.add(
+                Decision::Deny,
+                "too_long",
+                "",
+                format!("the command is {} bytes long; the limit is {MAX_COMMAND_LEN}", command.len()),
+            );
+        } else if command.trim().is_empty() {
+            w.add(Decision::Deny, "empty_command", "", "the command is empty".to_owned());
+        } else {
+            w.script(command, StdinKind::Terminal);
+            if w.findings.is_empty() {
+                w.add(Decision::Deny, "empty_command", "", "the command contains no command to run".to_owned());
+            }
+        }
+        let judged = w.judged;
+        (Verdict::from_findings(w.findings), judged)
+    }
+}
+
+/// Parses a whole program.
+pub(crate) fn parse_program(text: &str, options: &ParserOptions) -> Result<ast::Program, ParseError> {
+    let err = |message: String| ParseError {
+        command: text.to_owned(),
+        message,
+    };
+    let tokens = brush_parser::tokenize_str_with_options(text, &options.tokenizer_options())
+        .map_err(|e| err(e.to_string()))?;
+    brush_parser::parse_tokens(&tokens, options).map_err(|e| err(e.to_string()))
+}
+
+/// Every simple command anywhere in `command` (inside substitutions, `bash -c` strings,
+/// wrappers and `find -exec` too), as its decoded words joined by spaces. Used by perm-rules to
+/// match content rules against each subcommand.
+pub fn simple_commands(command: &str) -> Result<Vec<String>, ParseError> {
+    let options = ParserOptions::default();
+    let program = parse_program(command, &options)?;
+    let analyzer = Analyzer::with_home(BashConfig::default(), std::env::var("HOME").ok());
+    struct NoJudge;
+    impl PathJudge for NoJudge {
+        fn judge(&self, _: &str, _: PathAccess, _: &Path) -> PathVerdict {
+            PathVerdict::Inside
+        }
+    }
+    let mut w = Walker {
+        an: &analyzer,
+        judge: &NoJudge,
+        options: &options,
+        cwd: None,
+        findings: Vec::new(),
+        depth: 0,
+        functions: HashSet::new(),
+        judged: false,
+    };
+    let mut out = Vec::new();
+    w.collect_program(&program, &mut out);
+    Ok(out)
+}
+
+/// Where a simple command's standard input comes from: a shell reading a script from stdin is
+/// reviewed only when that script is literal text in the command.
+#[derive(Debug, Clone)]
+pub(crate) enum StdinKind {
+    /// Not redirected (closed or a terminal).
+    Terminal,
+    /// The output of the previous pipeline stage.
+    Pipe,
+    /// Literal text (a here-document without expansions, a literal here-string).
+    Literal(String),
+    /// Text with run-time parts.
+    Dynamic,
+}
+
+pub(crate) struct Walker<'a> {
+    pub an: &'a Analyzer,
+    pub judge: &'a dyn PathJudge,
+    pub options: &'a ParserOptions,
+    /// `None` once a `cd` to a place only known at run time happened.
+    pub cwd: Option<PathBuf>,
+    pub findings: Vec<Finding>,
+    pub depth: usize,
+    /// Functions defined in this command; calling one runs a body already walked.
+    pub functions: HashSet<String>,
+    pub judged: bool,
+}
+
+impl Walker<'_> {
+    pub(crate) fn add(&mut self, decision: Decision, code: &'static str, sub: &str, message: String) {
+        self.findings.push(Finding {
+            decision,
+            code,
+            subcommand: sub.to_owned(),
+            message,
+        });
+    }
+
+    /// Parses and walks a nested command string (substitution, `bash -c`, `eval`, ...).
+    pub(crate) fn script(&mut self, text: &str, stdin: StdinKind) {
+        if self.depth >= MAX_DEPTH {
+            self.add(
+                Decision::Deny,
+                "too_deep",
+                text,
+                format!("commands nested deeper than {MAX_DEPTH} levels cannot be reviewed"),
+            );
+            return;
+        }
+        match parse_program(text, self.options) {
+            Ok(program) => {
+                self.depth += 1;
+                for cc in &program.complete_commands {
+                    self.compound_list(cc, &stdin);
+                }
+                self.depth -= 1;
+            }
+            Err(e) => self.add(
+                Decision::Deny,
+                "parse_error",
+                text,
+                format!("the shell parser rejects `{text}`: {}", e.message),
+            ),
+        }
+    }
+
+    fn compound_list(&mut self, list: &CompoundList, stdin: &StdinKind) {
+        for item in &list.0 {
+            let ao = &item.0;
+            self.pipeline(&ao.first, stdin);
+            for next in &ao.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, stdin),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline, stdin: &StdinKind) {
+        let multi = p.seq.len() > 1;
+        for (i, cmd) in p.seq.iter().enumerate() {
+            let input = if i == 0 { stdin.clone() } else { StdinKind::Pipe };
+            // Every stage of a real pipeline runs in a subshell: a `cd` there does not leak.
+            let saved = multi.then(|| self.cwd.clone());
+            self.command(cmd, &input);
+            if let Some(cwd) = saved {
+                self.cwd = cwd;
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: &Command, stdin: &StdinKind) {
+        match cmd {
+            Command::Simple(sc) => self.simple(sc, stdin),
+            Command::Compound(cc, redirects) => {
+                let input = redirects
+                    .as_ref()
+                    .map(|r| self.redirects(&r.0, "compound command"))
+                    .flatten()
+                    .unwrap_or_else(|| stdin.clone());
+                self.compound(cc, &input);
+            }
+            Command::Function(f) => self.function(f),
+            Command::ExtendedTest(t, redirects) => {
+                self.extended_test(&t.expr);
+                if let Some(r) = redirects {
+                    self.redirects(&r.0, "[[ ]]");
+                }
+                self.add(Decision::Allow, "read_only", "[[ ]]", "a test expression".to_owned());
+            }
+        }
+    }
+
+    fn extended_test(&mut self, e: &ast::ExtendedTestExpr) {
+        use ast::ExtendedTestExpr as E;
+        match e {
+            E::And(a, b) | E::Or(a, b) => {
+                self.extended_test(a);
+                self.extended_test(b);
+            }
+            E::Not(a) | E::Parenthesized(a) => self.extended_test(a),
+            E::UnaryTest(_, w) => {
+                self.words(std::slice::from_ref(w));
+            }
+            E::BinaryTest(_, a, b) => {
+                self.words(&[a.clone(), b.clone()]);
+            }
+        }
+    }
+
+    fn compound(&mut self, cc: &CompoundCommand, stdin: &StdinKind) {
+        match cc {
+            CompoundCommand::Arithmetic(a) => {
+                self.arith(&a.expr.value);
+                self.add(Decision::Allow, "read_only", "(( ))", "an arithmetic expression".to_owned());
+            }
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                    self.arith(&e.value);
+                }
+                self.compound_list(&f.body.list, stdin);
+            }
+            CompoundCommand::BraceGroup(b) => self.compound_list(&b.list, stdin),
+            CompoundCommand::Subshell(s) => {
+                let saved = self.cwd.clone();
+                self.compound_list(&s.list, stdin);
+                self.cwd = saved;
+            }
+            CompoundCommand::ForClause(f) => {
+                if let Some(values) = &f.values {
+                    self.words(values);
+                }
+                self.compound_list(&f.body.list, stdin);
+            }
+            CompoundCommand::CaseClause(c) => {
+                self.words(std::slice::from_ref(&c.value));
+                for item in &c.cases {
+                    self.words(&item.patterns);
+                    if let Some(body) = &item.cmd {
+                        self.compound_list(body, stdin);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.compound_list(&i.condition, stdin);
+                self.compound_list(&i.then, stdin);
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.compound_list(c, stdin);
+                    }
+                    self.compound_list(&e.body, stdin);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.compound_list(&w.0, stdin);
+                self.compound_list(&w.1.list, stdin);
+            }
+            CompoundCommand::Coprocess(c) => {
+                self.add(
+                    Decision::Ask,
+                    "coprocess",
+                    "coproc",
+                    "a coprocess keeps running in the background".to_owned(),
+                );
+                self.command(&c.body, stdin);
+            }
+        }
+    }
+
+    fn arith(&mut self, text: &str) {
+        let mut out = DecodeOut::default();
+        self.decoder().decode_into(text, &mut out);
+        self.nested(&out, "arithmetic");
+    }
+
+    fn function(&mut self, f: &ast::FunctionDefinition) {
+        let name = {
+            let mut out = DecodeOut::default();
+            self.decoder().decode_into(&f.fname.value, &mut out);
+            out.words.first().map(|w| w.text.clone()).unwrap_or_default()
+        };
+        let body_text = f.body.0.to_string();
+        if crate::classify::is_known_command(&name) {
+            self.add(
+                Decision::Deny,
+                "function_shadows_command",
+                &name,
+                format!("defining a function named `{name}` changes what that command does for the rest of the script"),
+            );
+        }
+        if is_fork_bomb(&name, &body_text) {
+            self.add(
+                Decision::Deny,
+                "fork_bomb",
+                &name,
+                format!("function `{name}` calls itself through a pipe or in the background: a fork bomb"),
+            );
+        }
+        self.functions.insert(name);
+        self.compound(&f.body.0, &StdinKind::Terminal);
+        if let Some(r) = &f.body.1 {
+            self.redirects(&r.0, "function");
+        }
+    }
+
+    pub(crate) fn decoder(&self) -> Decoder<'_> {
+        Decoder {
+            options: self.options,
+            home: self.an.home.as_deref(),
+        }
+    }
+
+    /// Decodes words and walks their substitutions.
+    pub(crate) fn words(&mut self, words: &[ast::Word]) -> Vec<Decoded> {
+        let mut out = DecodeOut::default();
+        let decoder = self.decoder();
+        for w in words {
+            decoder.decode_into(&w.value, &mut out);
+        }
+        self.nested(&out, "");
+        out.words
+    }
+
+    fn nested(&mut self, out: &DecodeOut, context: &str) {
+        for s in &out.substitutions {
+            let saved = self.cwd.clone();
+            self.script(s, StdinKind::Terminal);
+            self.cwd = saved;
+        }
+        for e in &out.errors {
+            self.add(Decision::Deny, "parse_error", context, e.clone());
+        }
+        if out.words.iter().any(|w| w.prompt_expansion) {
+            self.add(
+                Decision::Deny,
+                "prompt_expansion",
+                context,
+                "`${var@P}` runs the command substitutions stored in a variable, which cannot be reviewed".to_owned(),
+            );
+        }
+    }
+
+    /// Walks redirections; returns where stdin then comes from, if redirected.
+    fn redirects(&mut self, list: &[IoRedirect], sub: &str) -> Option<StdinKind> {
+        let mut stdin = None;
+        for r in list {
+            if let Some(s) = self.redirect(r, sub) {
+                stdin = Some(s);
+            }
+        }
+        stdin
+    }
+
+    fn redirect(&mut self, r: &IoRedirect, sub: &str) -> Option<StdinKind> {
+        match r {
+            IoRedirect::File(fd, kind, target) => {
+                let access = match kind {
+                    IoFileRedirectKind::Read => PathAccess::Read,
+                    IoFileRedirectKind::DuplicateInput | IoFileRedirectKind::DuplicateOutput => {
+                        match target {
+                            IoFileRedirectTarget::Duplicate(w) | IoFileRedirectTarget::Filename(w) => {
+                                let d = self.words(std::slice::from_ref(w));
+                                let all_fd = d.iter().all(|w| {
+                                    !w.dynamic
+                                        && (w.text == "-"
+                                            || w.text.trim_end_matches('-').bytes().all(|b| b.is_ascii_digit()))
+                                });
+                                if all_fd {
+                                    return None;
+                                }
+                                if matches!(kind, IoFileRedirectKind::DuplicateInput) {
+                                    PathAccess::Read
+                                } else {
+                                    PathAccess::Write
+                                }
+                            }
+                            _ => return None,
+                        }
+                    }
+                    _ => PathAccess::Write,
+                };
+                match target {
+                    IoFileRedirectTarget::Filename(w) | IoFileRedirectTarget::Duplicate(w) => {
+                        let d = self.words(std::slice::from_ref(w));
+                        let what = if access == PathAccess::Read { "input redirection" } else { "output redirection" };
+                        for word in &d {
+                            self.path(word, access, sub, what);
+                        }
+                        let is_stdin = fd.is_none_or(|f| f == 0) && access == PathAccess::Read;
+                        is_stdin.then_some(StdinKind::Dynamic)
+                    }
+                    IoFileRedirectTarget::Fd(_) => None,
+                    IoFileRedirectTarget::ProcessSubstitution(_, s) => {
+                        let saved = self.cwd.clone();
+                        self.compound_list(&s.list, &StdinKind::Terminal);
+                        self.cwd = saved;
+                        Some(StdinKind::Dynamic)
+                    }
+                }
+            }
+            IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let mut out = DecodeOut::default();
+                    let dynamic = self.decoder().scan_heredoc(&doc.doc.value, &mut out);
+                    self.nested(&out, "here-document");
+                    if dynamic {
+                        return Some(StdinKind::Dynamic);
+                    }
+                }
+                Some(StdinKind::Literal(doc.doc.value.clone()))
+            }
+            IoRedirect::HereString(_, w) => {
+                let d = self.words(std::slice::from_ref(w));
+                match d.as_slice() {
+                    [one] if !one.dynamic => Some(StdinKind::Literal(one.text.clone())),
+                    _ => Some(StdinKind::Dynamic),
+                }
+            }
+            IoRedirect::OutputAndError(w, _) => {
+                let d = self.words(std::slice::from_ref(w));
+                for word in &d {
+                    self.path(word, PathAccess::Write, sub, "output redirection");
+                }
+                None
+            }
+        }
+    }
+
+    fn simple(&mut self, sc: &ast::SimpleCommand, stdin: &StdinKind) {
+        let mut argv: Vec<ast::Word> = Vec::new();
+        let mut redirects: Vec<&IoRedirect> = Vec::new();
+        let mut assignments: Vec<(&ast::Assignment, &ast::Word)> = Vec::new();
+        let mut procsubs: Vec<&ast::SubshellCommand> = Vec::new();
+        let prefix = sc.prefix.iter().flat_map(|p| p.0.iter());
+        let suffix = sc.suffix.iter().flat_map(|p| p.0.iter());
+        let mut items: Vec<Option<&CommandPrefixOrSuffixItem>> = prefix.map(Some).collect();
+        items.push(None); // the command name's position
+        items.extend(suffix.map(Some));
+        for item in items {
+            match item {
+                None => {
+                    if let Some(name) = &sc.word_or_name {
+                        argv.push(name.clone());
+                    }
+                }
+                Some(CommandPrefixOrSuffixItem::IoRedirect(r)) => redirects.push(r),
+                Some(CommandPrefixOrSuffixItem::Word(w)) => argv.push(w.clone()),
+                Some(CommandPrefixOrSuffixItem::AssignmentWord(a, w)) => {
+                    if argv.is_empty() {
+                        assignments.push((a, w));
+                    } else {
+                        argv.push(w.clone());
+                    }
+                }
+                Some(CommandPrefixOrSuffixItem::ProcessSubstitution(_, s)) => {
+                    procsubs.push(s);
+                    argv.push(ast::Word {
+                        value: "/dev/fd/63".to_owned(),
+                        loc: None,
+                    });
+                }
+            }
+        }
+
+        let decoded = self.words(&argv);
+        let display = display_words(&decoded);
+        for s in procsubs {
+            let saved = self.cwd.clone();
+            self.compound_list(&s.list, &StdinKind::Terminal);
+            self.cwd = saved;
+        }
+        let mut input = stdin.clone();
+        for r in redirects {
+            if let Some(s) = self.redirect(r, &display) {
+                input = s;
+            }
+        }
+        let mut env_names = Vec::new();
+        for (a, _) in &assignments {
+            let name = match &a.name {
+                ast::AssignmentName::VariableName(n) | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+            };
+            match &a.value {
+                ast::AssignmentValue::Scalar(w) => {
+                    self.words(std::slice::from_ref(w));
+                }
+                ast::AssignmentValue::Array(items) => {
+                    for (k, v) in items {
+                        if let Some(k) = k {
+                            self.words(std::slice::from_ref(k));
+                        }
+                        self.words(std::slice::from_ref(v));
+                    }
+                }
+            }
+            if let ast::AssignmentName::ArrayElementName(_, idx) = &a.name {
+                self.arith(idx);
+            }
+            env_names.push(name);
+        }
+        for name in &env_names {
+            crate::classify::check_env_name(self, name, if display.is_empty() { name } else { &display });
+        }
+        if decoded.is_empty() {
+            if !assignments.is_empty() {
+                self.add(
+                    Decision::Allow,
+                    "assignment",
+                    &env_names.join(" "),
+                    "sets shell variables".to_owned(),
+                );
+            } else if !self.findings.is_empty() {
+                // Redirections alone (`> file`): already judged above.
+            }
+            return;
+        }
+        crate::classify::classify(self, &decoded, &display, &input);
+    }
+
+    /// Judges one path argument.
+    pub(crate) fn path(&mut self, word: &Decoded, access: PathAccess, sub: &str, what: &str) {
+        if word.dynamic {
+            let decision = if access == PathAccess::Write { Decision::Ask } else { Decision::Ask };
+            self.add(
+                decision,
+                "dynamic_path",
+                sub,
+                format!("the {what} target is only known at run time"),
+            );
+            return;
+        }
+        let mut text = word.text.as_str();
+        if text.is_empty() {
+            return;
+        }
+        let glob_dir;
+        if word.glob {
+            let cut = text.find(['*', '?', '[']).unwrap_or(text.len());
+            let prefix = text.get(..cut).unwrap_or("");
+            glob_dir = match prefix.rfind('/') {
+                Some(0) => "/".to_owned(),
+                Some(i) => prefix.get(..i).unwrap_or(".").to_owned(),
+                None => ".".to_owned(),
+            };
+            text = &glob_dir;
+        }
+        if let Some(d) = device(text, access) {
+            if let Some((decision, code, msg)) = d {
+                self.add(decision, code, sub, msg);
+            }
+            return;
+        }
+        let Some(cwd) = self.cwd.clone() else {
+            if !text.starts_with('/') {
+                self.add(
+                    Decision::Ask,
+                    "unknown_cwd",
+                    sub,
+                    format!("`{text}` is relative to a directory only known at run time"),
+                );
+                return;
+            }
+            self.judge_path(text, access, Path::new("/"), sub, what);
+            return;
+        };
+        self.judge_path(text, access, &cwd, sub, what);
+    }
+
+    fn judge_path(&mut self, text: &str, access: PathAccess, cwd: &Path, sub: &str, what: &str) {
+        let abs = normalize(&cwd.join(text));
+        if let Some(kind) = crate::classify::credential_store(&abs, self.an.home.as_deref()) {
+            self.add(
+                Decision::Deny,
+                "credential_store",
+                sub,
+                format!("`{text}` is {kind}; reading or writing it is never allowed"),
+            );
+            return;
+        }
+        if access == PathAccess::Write
+            && let Some(kind) = crate::classify::runs_code_later(&abs)
+        {
+            self.add(
+                Decision::Deny,
+                "write_code_config",
+                sub,
+                format!("`{text}` is {kind}, which runs code later; writing it is never allowed"),
+            );
+            return;
+        }
+        self.judged = true;
+        let verdict = self.judge.judge(text, access, cwd);
+        let (decision, code, message) = match (verdict, access) {
+            (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => return,
+            (PathVerdict::Inside | PathVerdict::Root, PathAccess::Write) => (
+                Decision::Ask,
+                "write_inside_roots",
+                format!("the {what} writes `{text}` inside the project"),
+            ),
+            (PathVerdict::OutsideRoots, PathAccess::Read) => (
+                Decision::Ask,
+                "read_outside_roots",
+                format!("the {what} reads `{text}`, outside the allowed roots"),
+            ),
+            (PathVerdict::OutsideRoots, PathAccess::Write) => (
+                Decision::Deny,
+                "write_outside_roots",
+                format!("the {what} writes `{text}`, outside the allowed roots"),
+            ),
+            (PathVerdict::Sensitive, _) => (
+                Decision::Deny,
+                "credential_store",
+                format!("`{text}` holds credentials; the sandbox never lets a command touch it"),
+            ),
+            (PathVerdict::Denied { code, message }, _) => (
+                Decision::Deny,
+                "sandbox_denied",
+                format!("the sandbox refuses `{text}` ({code}): {message}"),
+            ),
+        };
+        self.add(decision, code, sub, message);
+    }
+
+    /// Whether `path` (as written, relative to the current cwd) names one of the roots.
+    pub(crate) fn is_root(&mut self, word: &Decoded) -> bool {
+        if word.dynamic {
+            return false;
+        }
+        let cwd = self.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
+        self.judged = true;
+        self.judge.judge(&word.text, PathAccess::Write, &cwd) == PathVerdict::Root
+    }
+
+    fn collect_program(&mut self, program: &ast::Program, out: &mut Vec<String>) {
+        // Collection reuses the classifier's recursion: every classified simple command is a
+        // finding carrying its subcommand text.
+        for cc in &program.complete_commands {
+            self.compound_list(cc, &StdinKind::Terminal);
+        }
+        let mut seen = HashSet::new();
+        for f in &self.findings {
+            if !f.subcommand.is_empty() && f.code != "parse_error" && seen.insert(f.subcommand.clone()) {
+                out.push(f.subcommand.clone());
+            }
+        }
+    }
+}
+
+/// Devices: `None` when `path` is not under `/dev`; `Some(None)` for harmless ones.
+type DeviceVerdict = Option<Option<(Decision, &'static str, String)>>;
+
+fn device(path: &str, access: PathAccess) -> DeviceVerdict {
+    const HARMLESS: &[&str] = &[
+        "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2",
+        "/dev/fd/63", "/dev/tty",
+    ];
+    const READABLE: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
+    if !path.starts_with("/dev/") {
+        return None;
+    }
+    if HARMLESS.contains(&path) || (access == PathAccess::Read && READABLE.contains(&path)) {
+        return Some(None);
+    }
+    if path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/") {
+        return Some(Some((
+            Decision::Deny,
+            "network",
+            format!("`{path}` opens a network connection"),
+        )));
+    }
+    Some(Some((
+        Decision::Deny,
+        "device_access",
+        format!("`{path}` is a device; commands may not read or write devices other than /dev/null and the standard streams"),
+    )))
+}
+
+/// Lexical normalisation (`.` and `..`), enough for the credential and rc-file checks; the
+/// judge resolves physically.
+pub(crate) fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+pub(crate) fn display_words(words: &[Decoded]) -> String {
+    let mut s = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        if w.dynamic && w.text.is_empty() {
+            s.push_str("$?");
+        } else {
+            s.push_str(&w.text);
+        }
+    }
+    s
+}
+
+/// `f(){ f|f& }`-style bodies: the function calls itself through a pipe or in the background.
+fn is_fork_bomb(name: &str, body: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    let calls_self = body
+        .split(|c: char| c.is_whitespace() || matches!(c, '|' | '&' | ';' | '{' | '}' | '(' | ')'))
+        .any(|t| t == name);
+    calls_self && (body.contains('|') || body.contains('&'))
+}

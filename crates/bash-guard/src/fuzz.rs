@@ -1,0 +1,36 @@
+//! The check the fuzz target runs (and `cargo test` runs over the committed corpus).
+
+use std::path::Path;
+
+use crate::analyze::{Analyzer, simple_commands};
+use crate::config::BashConfig;
+use crate::judge::{PathAccess, PathJudge, PathVerdict};
+use crate::verdict::Decision;
+
+struct Everything;
+
+impl PathJudge for Everything {
+    fn judge(&self, path: &str, _: PathAccess, _: &Path) -> PathVerdict {
+        if path.starts_with('/') { PathVerdict::OutsideRoots } else { PathVerdict::Inside }
+    }
+}
+
+/// Analyzes arbitrary bytes as a command and checks the invariants that must hold for every
+/// input: no panic, the verdict is the strictest finding, a deny always has a deny finding,
+/// and wrapping the command in a subshell never lowers the decision.
+pub fn check_command(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if text.len() > 4096 {
+        return;
+    }
+    let analyzer = Analyzer::with_home(BashConfig::default(), Some("/home/fuzz".to_owned()));
+    let cwd = Path::new("/proj");
+    let v = analyzer.analyze(text, cwd, &Everything);
+    let max = v.findings.iter().map(|f| f.decision).max();
+    assert_eq!(max.unwrap_or(Decision::Deny), v.decision, "verdict is not the strictest finding");
+    let wrapped = analyzer.analyze(&format!("( {text}\n)"), cwd, &Everything);
+    if v.decision == Decision::Deny && !text.contains(')') && !text.contains('#') {
+        assert_eq!(wrapped.decision, Decision::Deny, "wrapping lowered a deny: {text:?}");
+    }
+    let _ = simple_commands(text);
+}

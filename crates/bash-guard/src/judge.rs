@@ -1,0 +1,47 @@
+//! The narrow interface through which the analyzer asks the filesystem sandbox about paths.
+
+use std::path::Path;
+
+/// How a command uses a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathAccess {
+    /// The command reads the file or lists the directory.
+    Read,
+    /// The command creates, changes or removes it.
+    Write,
+}
+
+/// What the sandbox says about one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathVerdict {
+    /// Inside a root that permits this access.
+    Inside,
+    /// Exactly one of the roots (a recursive delete of it destroys the project).
+    Root,
+    /// Not under any root.
+    OutsideRoots,
+    /// A credential store or secret (`~/.ssh`, `/etc/shadow`, ...): never read or written.
+    Sensitive,
+    /// Refused for another reason (read-only root, protected file, unresolvable path, ...).
+    Denied {
+        /// The sandbox's stable reason code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
+}
+
+/// Judges the paths a command reads and writes. `agent-core` and the CLI implement it over
+/// `fs-sandbox`; tests implement it over a temporary directory.
+pub trait PathJudge: Send + Sync {
+    /// Judges `path` (as written in the command, after quote removal and `~` expansion),
+    /// relative to `cwd` when it is relative.
+    fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict;
+
+    /// A value that changes whenever this judge's answers may change (its roots, protected
+    /// paths, ...). Verdict caches key on it, so a cached verdict is never reused under a
+    /// different policy.
+    fn fingerprint(&self) -> u64 {
+        0
+    }
+}

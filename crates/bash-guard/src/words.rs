@@ -1,0 +1,451 @@
+//! Decoding shell words the way bash would before running them: quote removal, backslashes,
+//! ANSI-C `$'..'`, `~`, brace expansion. What only the running shell can know (parameters,
+//! command output) is marked dynamic, and nested command strings are collected for the walker.
+
+use brush_parser::ParserOptions;
+use brush_parser::word::{
+    self, BraceExpressionMember, BraceExpressionOrText, ParameterExpr, ParameterTransformOp,
+    WordPiece, WordPieceWithSource,
+};
+
+/// Brace expansions producing more words than this are treated as dynamic.
+const MAX_BRACE_WORDS: usize = 256;
+
+/// One decoded word.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Decoded {
+    /// The text with quoting removed; dynamic parts contribute nothing.
+    pub text: String,
+    /// Some part is only known at run time (`$x`, `$(..)`, `~user`, ...).
+    pub dynamic: bool,
+    /// Contains unquoted glob characters.
+    pub glob: bool,
+    /// `${x@P}`: prompt expansion runs command substitutions stored in a variable.
+    pub prompt_expansion: bool,
+}
+
+/// The result of decoding: the words and every nested command string met on the way.
+#[derive(Debug, Default)]
+pub(crate) struct DecodeOut {
+    pub words: Vec<Decoded>,
+    /// `$(..)` and backtick bodies, in order; the walker parses and classifies them.
+    pub substitutions: Vec<String>,
+    /// A word the word parser rejected (it is also marked dynamic).
+    pub errors: Vec<String>,
+}
+
+/// Characters after which a word needs the full word parser.
+fn is_plain(raw: &str) -> bool {
+    !raw.bytes().any(|b| {
+        matches!(
+            b,
+            b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'*' | b'?' | b'[' | b'{' | b'!' | b'@' | b'+'
+        )
+    })
+}
+
+pub(crate) struct Decoder<'a> {
+    pub options: &'a ParserOptions,
+    pub home: Option<&'a str>,
+}
+
+impl Decoder<'_> {
+    /// Decodes one raw word, applying brace expansion first as bash does.
+    pub(crate) fn decode_into(&self, raw: &str, out: &mut DecodeOut) {
+        if is_plain(raw) {
+            out.words.push(Decoded {
+                text: raw.to_owned(),
+                ..Decoded::default()
+            });
+            return;
+        }
+        if raw.contains('{') && (raw.contains(',') || raw.contains("..")) {
+            if let Ok(Some(exprs)) = word::parse_brace_expansions(raw, self.options) {
+                let mut expanded = vec![String::new()];
+                if expand_braces(&exprs, &mut expanded) {
+                    for one in expanded {
+                        self.decode_one(&one, out);
+                    }
+                } else {
+                    out.words.push(Decoded {
+                        text: String::new(),
+                        dynamic: true,
+                        ..Decoded::default()
+                    });
+                    // Still look for substitutions in the unexpanded text.
+                    let mut sink = DecodeOut::default();
+                    self.decode_one(raw, &mut sink);
+                    out.substitutions.extend(sink.substitutions);
+                }
+                return;
+            }
+        }
+        self.decode_one(raw, out);
+    }
+
+    fn decode_one(&self, raw: &str, out: &mut DecodeOut) {
+        let mut decoded = Decoded::default();
+        match word::parse(raw, self.options) {
+            Ok(pieces) => self.pieces(&pieces, false, &mut decoded, out),
+            Err(err) => {
+                decoded.dynamic = true;
+                out.errors.push(format!("cannot decode word `{raw}`: {err}"));
+                // A word the word parser cannot read may still hide a substitution.
+                if raw.contains("$(") || raw.contains('`') {
+                    out.errors.push(format!("unreadable substitution in `{raw}`"));
+                }
+            }
+        }
+        out.words.push(decoded);
+    }
+
+    /// Decodes a here-document body or other expanding text: only its substitutions matter.
+    pub(crate) fn scan_heredoc(&self, body: &str, out: &mut DecodeOut) -> bool {
+        match word::parse_heredoc(body, self.options) {
+            Ok(pieces) => {
+                let mut decoded = Decoded::default();
+                self.pieces(&pieces, true, &mut decoded, out);
+                decoded.dynamic
+            }
+            Err(err) => {
+                out.errors.push(format!("cannot read here-document: {err}"));
+                true
+            }
+        }
+    }
+
+    /// Scans a raw fragment (a `${x:-..}` default, an arithmetic expression) for substitutions.
+    fn scan_fragment(&self, text: &str, out: &mut DecodeOut) {
+        if !text.contains('$') && !text.contains('`') {
+            return;
+        }
+        let mut sink = DecodeOut::default();
+        self.decode_one(text, &mut sink);
+        out.substitutions.extend(sink.substitutions);
+        out.errors.extend(sink.errors);
+        if sink.words.iter().any(|w| w.prompt_expansion) {
+            out.words.push(Decoded {
+                dynamic: true,
+                prompt_expansion: true,
+                ..Decoded::default()
+            });
+        }
+    }
+
+    fn pieces(
+        &self,
+        pieces: &[WordPieceWithSource],
+        quoted: bool,
+        d: &mut Decoded,
+        out: &mut DecodeOut,
+    ) {
+        for p in pieces {
+            match &p.piece {
+                WordPiece::Text(s) => {
+                    if !quoted && s.contains(['*', '?', '[']) {
+                        d.glob = true;
+                    }
+                    d.text.push_str(s);
+                }
+                WordPiece::SingleQuotedText(s) => d.text.push_str(s),
+                WordPiece::AnsiCQuotedText(s) => d.text.push_str(&decode_ansi_c(s)),
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    self.pieces(inner, true, d, out);
+                }
+                WordPiece::TildeExpansion(t) => match (t, self.home) {
+                    (word::TildeExpr::Home, Some(home)) => d.text.push_str(home),
+                    _ => d.dynamic = true,
+                },
+                WordPiece::ParameterExpansion(expr) => {
+                    d.dynamic = true;
+                    self.parameter(expr, d, out);
+                }
+                WordPiece::CommandSubstitution(s) => {
+                    d.dynamic = true;
+                    out.substitutions.push(s.clone());
+                }
+                WordPiece::BackquotedCommandSubstitution(s) => {
+                    d.dynamic = true;
+                    out.substitutions.push(unescape_backquoted(s));
+                }
+                WordPiece::EscapeSequence(s) => {
+                    let mut chars = s.chars();
+                    if chars.next() == Some('\\') {
+                        let rest: String = chars.collect();
+                        if rest != "\n" {
+                            d.text.push_str(&rest);
+                        }
+                    } else {
+                        d.text.push_str(s);
+                    }
+                }
+                WordPiece::ArithmeticExpression(expr) => {
+                    d.dynamic = true;
+                    self.scan_fragment(&expr.value, out);
+                }
+            }
+        }
+    }
+
+    fn parameter(&self, expr: &ParameterExpr, d: &mut Decoded, out: &mut DecodeOut) {
+        use ParameterExpr as P;
+        let fragments: Vec<&str> = match expr {
+            P::UseDefaultValues { default_value, .. } | P::AssignDefaultValues { default_value, .. } => {
+                default_value.iter().map(String::as_str).collect()
+            }
+            P::IndicateErrorIfNullOrUnset { error_message, .. } => {
+                error_message.iter().map(String::as_str).collect()
+            }
+            P::UseAlternativeValue { alternative_value, .. } => {
+                alternative_value.iter().map(String::as_str).collect()
+            }
+            P::RemoveSmallestSuffixPattern { pattern, .. }
+            | P::RemoveLargestSuffixPattern { pattern, .. }
+            | P::RemoveSmallestPrefixPattern { pattern, .. }
+            | P::RemoveLargestPrefixPattern { pattern, .. }
+            | P::UppercaseFirstChar { pattern, .. }
+            | P::UppercasePattern { pattern, .. }
+            | P::LowercaseFirstChar { pattern, .. }
+            | P::LowercasePattern { pattern, .. } => pattern.iter().map(String::as_str).collect(),
+            P::ReplaceSubstring { pattern, replacement, .. } => {
+                let mut v = vec![pattern.as_str()];
+                v.extend(replacement.iter().map(String::as_str));
+                v
+            }
+            P::Substring { offset, length, .. } => {
+                let mut v = vec![offset.value.as_str()];
+                v.extend(length.iter().map(|l| l.value.as_str()));
+                v
+            }
+            P::Transform { op, .. } => {
+                if matches!(op, ParameterTransformOp::PromptExpand) {
+                    d.prompt_expansion = true;
+                }
+                Vec::new()
+            }
+            P::Parameter { .. }
+            | P::ParameterLength { .. }
+            | P::VariableNames { .. }
+            | P::MemberKeys { .. } => Vec::new(),
+        };
+        if let P::Parameter {
+            parameter: word::Parameter::NamedWithIndex { index, .. },
+            ..
+        } = expr
+        {
+            self.scan_fragment(index, out);
+        }
+        for f in fragments {
+            self.scan_fragment(f, out);
+        }
+    }
+}
+
+/// Expands `exprs` into `acc` (the cartesian product bash builds); false when too many words.
+fn expand_braces(exprs: &[BraceExpressionOrText], acc: &mut Vec<String>) -> bool {
+    for e in exprs {
+        match e {
+            BraceExpressionOrText::Text(t) => {
+                for a in acc.iter_mut() {
+                    a.push_str(t);
+                }
+            }
+            BraceExpressionOrText::Expr(members) => {
+                let mut alternatives: Vec<String> = Vec::new();
+                for m in members {
+                    match m {
+                        BraceExpressionMember::Child(children) => {
+                            let mut sub = vec![String::new()];
+                            if !expand_braces(children, &mut sub) {
+                                return false;
+                            }
+                            alternatives.extend(sub);
+                        }
+                        BraceExpressionMember::NumberSequence { start, end, increment } => {
+                            let step = increment.unsigned_abs().max(1);
+                            let span = start.abs_diff(*end) / step;
+                            if span as usize >= MAX_BRACE_WORDS {
+                                return false;
+                            }
+                            let mut v = *start;
+                            loop {
+                                alternatives.push(v.to_string());
+                                if v == *end {
+                                    break;
+                                }
+                                let next = if start <= end {
+                                    v.checked_add(step as i64)
+                                } else {
+                                    v.checked_sub(step as i64)
+                                };
+                                match next {
+                                    Some(n) if (start <= end && n <= *end) || (start > end && n >= *end) => v = n,
+                                    _ => break,
+                                }
+                            }
+                        }
+                        BraceExpressionMember::CharSequence { start, end, .. } => {
+                            let (a, b) = (*start as u32, *end as u32);
+                            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                            if (hi - lo) as usize >= MAX_BRACE_WORDS {
+                                return false;
+                            }
+                            for c in (lo..=hi).filter_map(char::from_u32) {
+                                alternatives.push(c.to_string());
+                            }
+                        }
+                    }
+                    if alternatives.len() > MAX_BRACE_WORDS {
+                        return false;
+                    }
+                }
+                let mut next = Vec::with_capacity(acc.len() * alternatives.len().max(1));
+                for a in acc.iter() {
+                    for alt in &alternatives {
+                        next.push(format!("{a}{alt}"));
+                    }
+                }
+                if next.len() > MAX_BRACE_WORDS {
+                    return false;
+                }
+                *acc = next;
+            }
+        }
+    }
+    true
+}
+
+/// Removes the backslashes bash removes inside backticks (before `$`, `` ` `` and `\`).
+fn unescape_backquoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&n) = chars.peek()
+            && matches!(n, '$' | '`' | '\\')
+        {
+            out.push(n);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Decodes the body of `$'..'` as bash does.
+pub(crate) fn decode_ansi_c(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(e) = chars.next() else {
+            out.push('\\');
+            break;
+        };
+        match e {
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            '0'..='7' => {
+                let mut v = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(char::from_u32(v & 0xff).unwrap_or('\u{fffd}'));
+            }
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut v: u32 = 0;
+                let mut n = 0;
+                while n < max {
+                    match chars.peek().and_then(|c| c.to_digit(16)) {
+                        Some(d) => {
+                            v = v.wrapping_mul(16).wrapping_add(d);
+                            chars.next();
+                            n += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if n == 0 {
+                    out.push('\\');
+                    out.push(e);
+                } else {
+                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                }
+            }
+            'c' => {
+                if let Some(x) = chars.next() {
+                    out.push(char::from_u32((x as u32) & 0x1f).unwrap_or('\u{fffd}'));
+                }
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(raw: &str) -> DecodeOut {
+        let options = ParserOptions::default();
+        let d = Decoder { options: &options, home: Some("/home/u") };
+        let mut out = DecodeOut::default();
+        d.decode_into(raw, &mut out);
+        out
+    }
+
+    #[test]
+    fn quote_tricks_decode_to_the_real_name() {
+        assert_eq!(dec("r''m").words[0].text, "rm");
+        assert_eq!(dec("\\rm").words[0].text, "rm");
+        assert_eq!(dec("$'\\x72m'").words[0].text, "rm");
+        assert_eq!(dec("$'\\162m'").words[0].text, "rm");
+        assert_eq!(dec("\"r\"m").words[0].text, "rm");
+    }
+
+    #[test]
+    fn braces_expand_to_several_words() {
+        let w: Vec<String> = dec("{rm,-rf,/}").words.into_iter().map(|w| w.text).collect();
+        assert_eq!(w, ["rm", "-rf", "/"]);
+    }
+
+    #[test]
+    fn substitutions_are_collected_inside_double_quotes_and_defaults() {
+        assert_eq!(dec("\"a $(id) b\"").substitutions, ["id"]);
+        assert_eq!(dec("${x:-$(whoami)}").substitutions, ["whoami"]);
+        assert_eq!(dec("`ls \\`pwd\\``").substitutions, ["ls `pwd`"]);
+        assert!(dec("${x@P}").words[0].prompt_expansion);
+    }
+
+    #[test]
+    fn tilde_expands_to_home() {
+        assert_eq!(dec("~/.ssh").words[0].text, "/home/u/.ssh");
+    }
+}
