@@ -26,7 +26,7 @@ pub struct PolicyDoc {
     pub hooks: toml::Table,
     /// Layer 7: runtime limits.
     #[serde(default)]
-    pub limits: toml::Table,
+    pub limits: runtime_limits::LimitsConfig,
 }
 
 /// A loaded policy: the parsed document and where it came from.
