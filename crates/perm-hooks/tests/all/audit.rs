@@ -1,0 +1,263 @@
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use perm_hooks::*;
+use perm_rules::Decision;
+
+fn row(session: &str, step: u32) -> AuditRow {
+    AuditRow::tool_call(&PostToolUseContext {
+        session_id: session.into(),
+        step,
+        agent_name: "lead".into(),
+        tool_name: format!("tool{}", step % 3),
+        output: "é".repeat(300),
+        is_error: step % 2 == 1,
+        ..Default::default()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_all_rows_survive_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a/audit.db");
+    let log = AuditLog::open_with(
+        &path,
+        AuditOptions {
+            queue_capacity: 64,
+            max_batch: 32,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (n, m) = (8u32, 250u32);
+    let mut tasks = Vec::new();
+    for s in 0..n {
+        let hook = AuditLogHook::new(log.clone());
+        tasks.push(tokio::spawn(async move {
+            for step in 0..m {
+                let ctx = PostToolUseContext {
+                    session_id: format!("s{s}"),
+                    step,
+                    ..Default::default()
+                };
+                hook.post_tool_use(&ctx).await.unwrap();
+            }
+            hook.on_session_stop(&SessionStopContext {
+                session_id: format!("s{s}"),
+                steps: m,
+                reason: "completed".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    log.shutdown().await.unwrap();
+    assert_eq!(log.dropped(), 0);
+    assert_eq!(
+        log.record(row("late", 0)).await,
+        Recorded::Dropped,
+        "rows after shutdown are counted"
+    );
+    assert_eq!(log.dropped(), 1);
+
+    let reopened = AuditLog::open(&path).await.unwrap();
+    let reader = reopened.reader();
+    let all = reader.query(&AuditQuery::default()).await.unwrap();
+    assert_eq!(all.len() as u32, n * m + n);
+    let stops = reader
+        .query(&AuditQuery {
+            status: Some(AuditStatus::SessionStop),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stops.len() as u32, n);
+    assert!(stops.iter().all(|r| r.row.tool_name == "session"));
+    let one = reader
+        .query(&AuditQuery {
+            session_id: Some("s3".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(one.len() as u32, m + 1);
+    reopened.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn query_filters_summary_and_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let log = AuditLog::open(&path).await.unwrap();
+    for step in 0..6 {
+        assert_eq!(log.record(row("s", step)).await, Recorded::Queued);
+    }
+    log.record(AuditRow::denied(
+        "s",
+        7,
+        "lead",
+        "run_bash",
+        Decision::Deny,
+        "bash_destructive",
+        "no",
+    ))
+    .await;
+    log.flush().await.unwrap();
+    assert_eq!(log.written(), 7);
+    let reader = AuditReader::open(&path).await.unwrap();
+    let fails = reader
+        .query(&AuditQuery {
+            status: Some(AuditStatus::Fail),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(fails.len(), 3);
+    let preview = &fails[0].row.output_preview;
+    assert_eq!(preview.chars().count(), OUTPUT_PREVIEW_CHARS);
+    let tool0 = reader
+        .query(&AuditQuery {
+            tool_name: Some("tool0".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tool0.iter().map(|r| r.row.step).collect::<Vec<_>>(), [0, 3]);
+    let denied = reader
+        .query(&AuditQuery {
+            status: Some(AuditStatus::Denied),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(denied[0].row.decision, Some(Decision::Deny));
+    assert_eq!(
+        denied[0].row.reason_code.as_deref(),
+        Some("bash_destructive")
+    );
+    let future = reader
+        .query(&AuditQuery {
+            since: Some(i64::MAX - 1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(future.is_empty());
+    let summary = reader.summary(&AuditQuery::default()).await.unwrap();
+    let names: Vec<_> = summary
+        .iter()
+        .map(|s| (s.tool_name.as_str(), s.calls, s.ok, s.fail, s.denied))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("run_bash", 1, 0, 0, 1),
+            ("tool0", 2, 1, 1, 0),
+            ("tool1", 2, 1, 1, 0),
+            ("tool2", 2, 1, 1, 0)
+        ]
+    );
+    log.shutdown().await.unwrap();
+    assert!(matches!(
+        AuditReader::open(dir.path().join("missing.db")).await,
+        Err(Error::MissingDatabase(_))
+    ));
+}
+
+#[tokio::test]
+async fn old_seed_schema_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    // The seed's table exactly, written without any migration bookkeeping.
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
+             c.execute(\"CREATE TABLE agent_audit_log (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, step INTEGER NOT NULL, tool_name TEXT NOT NULL, status TEXT NOT NULL, elapsed_ms INTEGER NOT NULL, output_preview TEXT NOT NULL, agent_name TEXT NOT NULL, created_at TEXT DEFAULT CURRENT_TIMESTAMP)\"); \
+             c.execute(\"INSERT INTO agent_audit_log (session_id, step, tool_name, status, elapsed_ms, output_preview, agent_name, created_at) VALUES ('old', 1, 'read_file', 'OK', 3, 'x', 'lead', '2025-01-02 03:04:05')\"); \
+             c.commit()",
+        )
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let log = AuditLog::open(&path).await.unwrap();
+    log.record(row("new", 2)).await;
+    log.shutdown().await.unwrap();
+    let reader = AuditReader::open(&path).await.unwrap();
+    let rows = reader.query(&AuditQuery::default()).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].row.session_id, "old");
+    assert_eq!(
+        rows[0].row.ts, 1_735_787_045_000,
+        "ts backfilled from created_at"
+    );
+    assert_eq!(rows[0].row.decision, None);
+    assert_eq!(rows[1].row.decision, Some(Decision::Allow));
+}
+
+const CRASH_ENV: &str = "PERM_HOOKS_CRASH_DB";
+
+/// Not a test on its own: the child half of `committed_batches_survive_sigkill`.
+#[tokio::test]
+async fn crash_child() {
+    let Ok(path) = std::env::var(CRASH_ENV) else {
+        return;
+    };
+    let log = AuditLog::open(&path).await.unwrap();
+    for step in 0..500 {
+        log.record(row("crash", step)).await;
+    }
+    log.flush().await.unwrap();
+    println!("FLUSHED 500");
+    let mut step = 500;
+    loop {
+        log.record(row("crash", step)).await;
+        step += 1;
+        if step % 100 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+#[test]
+fn committed_batches_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "audit::crash_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CRASH_ENV, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("child ended early").unwrap();
+        if line.contains("FLUSHED 500") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    child.kill().unwrap(); // SIGKILL: no shutdown, no destructors
+    child.wait().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let n = rt.block_on(async {
+        let reader = AuditReader::open(&path).await.unwrap();
+        reader.query(&AuditQuery::default()).await.unwrap().len()
+    });
+    assert!(n >= 500, "only {n} rows survived");
+}

@@ -1,0 +1,12 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+//! Behaviour tests of perm-hooks: pipeline semantics, audit log durability, command hooks.
+
+mod audit;
+mod command;
+mod pipeline;
