@@ -1,0 +1,70 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! Checks per second for short and deep paths, existing and new, against
+//! `std::fs::canonicalize + starts_with` and one raw `openat2` call.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use fs_sandbox::{Access, Op, Sandbox};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("a/b/c/d/e/f")).unwrap();
+    std::fs::write(root.join("short.txt"), "x").unwrap();
+    std::fs::write(root.join("a/b/c/d/e/f/deep.txt"), "x").unwrap();
+    let sandbox = Sandbox::builder(&root)
+        .root(&root, Access::ReadWrite)
+        .build()
+        .unwrap();
+    let root_fd = rustix::fs::open(
+        &root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+
+    let mut group = c.benchmark_group("check");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30)
+        .warm_up_time(Duration::from_millis(500));
+    for (name, rel) in [
+        ("short_existing", "short.txt"),
+        ("deep_existing", "a/b/c/d/e/f/deep.txt"),
+        ("short_new", "new.txt"),
+        ("deep_new", "a/b/c/d/e/f/new.txt"),
+    ] {
+        let path = root.join(rel);
+        group.bench_function(format!("sandbox_{name}"), |b| {
+            b.iter(|| sandbox.check(black_box(&path), Op::Read))
+        });
+        group.bench_function(format!("canonicalize_{name}"), |b| {
+            b.iter(|| std::fs::canonicalize(black_box(&path)).map(|p| p.starts_with(&root)))
+        });
+    }
+    for (name, rel) in [("short", "short.txt"), ("deep", "a/b/c/d/e/f/deep.txt")] {
+        group.bench_function(format!("openat2_{name}"), |b| {
+            b.iter(|| {
+                rustix::fs::openat2(
+                    &root_fd,
+                    black_box(rel),
+                    OFlags::PATH | OFlags::CLOEXEC,
+                    Mode::empty(),
+                    ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

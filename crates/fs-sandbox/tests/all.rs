@@ -1,0 +1,539 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! Behaviour tests on real temporary trees with real symlinks and hard links.
+
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fs_sandbox::{Access, Op, ResolveMode, Sandbox, SandboxConfig, WriteMode};
+use proptest::prelude::*;
+
+/// `base/{proj (rw), proj-evil, ro (read-only root), outside}` with links inside `proj`.
+struct Tree {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    proj: PathBuf,
+}
+
+fn tree() -> Tree {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    for d in [
+        "proj/src/deep/er",
+        "proj/.git/hooks",
+        "proj/.claude",
+        "proj-evil",
+        "ro/docs",
+        "outside",
+    ] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    for (f, text) in [
+        ("proj/file.txt", "inside"),
+        ("proj/src/main.rs", "fn main() {}"),
+        ("proj/.git/config", "[core]"),
+        ("proj/a..b", "dots"),
+        ("proj/x~", "tilde"),
+        ("proj-evil/x", "evil"),
+        ("ro/docs/readme", "ro"),
+        ("outside/secret", "secret"),
+    ] {
+        std::fs::write(base.join(f), text).unwrap();
+    }
+    symlink("src", proj.join("link_src")).unwrap();
+    symlink(base.join("outside"), proj.join("link_out")).unwrap();
+    symlink(base.join("outside/secret"), proj.join("link_secret")).unwrap();
+    symlink(proj.join("src/main.rs"), proj.join("abs_in")).unwrap();
+    symlink("missing_target", proj.join("dangling_in")).unwrap();
+    symlink(base.join("outside/new"), proj.join("dangling_out")).unwrap();
+    symlink("loop_a", proj.join("loop_b")).unwrap();
+    symlink("loop_b", proj.join("loop_a")).unwrap();
+    symlink("self_loop", proj.join("self_loop")).unwrap();
+    symlink("../..", proj.join("src/up2")).unwrap();
+    symlink(base.join("ro/docs"), proj.join("to_ro")).unwrap();
+    symlink(".git/config", proj.join("to_gitconfig")).unwrap();
+    symlink("/proc/self/root", proj.join("magic")).unwrap();
+    std::fs::hard_link(base.join("outside/secret"), proj.join("hard")).unwrap();
+    Tree {
+        _dir: dir,
+        base,
+        proj,
+    }
+}
+
+fn sandbox(t: &Tree, mode: ResolveMode) -> Sandbox {
+    Sandbox::builder(&t.proj)
+        .root(&t.proj, Access::ReadWrite)
+        .root(t.base.join("ro"), Access::ReadOnly)
+        .resolve_mode(mode)
+        .build()
+        .unwrap()
+}
+
+/// (path, op, expected): `Ok(suffix)` = allowed and resolved path ends with `base/suffix`;
+/// `Err(code)` = refused with that code. `{base}` is replaced by the tree's base.
+const CASES: &[(&str, Op, Result<&str, &str>)] = &[
+    // plain inside
+    ("file.txt", Op::Read, Ok("proj/file.txt")),
+    ("file.txt", Op::Write, Ok("proj/file.txt")),
+    ("./file.txt", Op::Read, Ok("proj/file.txt")),
+    ("src/main.rs", Op::Read, Ok("proj/src/main.rs")),
+    ("src", Op::List, Ok("proj/src")),
+    ("src", Op::ExecuteDir, Ok("proj/src")),
+    (".", Op::List, Ok("proj")),
+    ("{base}/proj/file.txt", Op::Read, Ok("proj/file.txt")),
+    ("{base}/proj", Op::ExecuteDir, Ok("proj")),
+    ("src/deep/er", Op::List, Ok("proj/src/deep/er")),
+    ("src//main.rs", Op::Read, Ok("proj/src/main.rs")),
+    ("src/", Op::List, Ok("proj/src")),
+    // names with dots and tildes inside
+    ("a..b", Op::Read, Ok("proj/a..b")),
+    ("a..b", Op::Write, Ok("proj/a..b")),
+    ("x~", Op::Read, Ok("proj/x~")),
+    ("src/~name", Op::Write, Ok("proj/src/~name")),
+    ("...", Op::Write, Ok("proj/...")),
+    // `..` that stays inside
+    ("src/../file.txt", Op::Read, Ok("proj/file.txt")),
+    ("src/deep/../../file.txt", Op::Read, Ok("proj/file.txt")),
+    (
+        "src/deep/er/../../main.rs",
+        Op::Read,
+        Ok("proj/src/main.rs"),
+    ),
+    (
+        "{base}/outside/../proj/file.txt",
+        Op::Read,
+        Ok("proj/file.txt"),
+    ),
+    // `..` that climbs out
+    ("..", Op::List, Err("outside_roots")),
+    ("../outside/secret", Op::Read, Err("outside_roots")),
+    ("src/../../outside/secret", Op::Read, Err("outside_roots")),
+    (
+        "../../../../../../etc/passwd",
+        Op::Read,
+        Err("outside_roots"),
+    ),
+    // prefix siblings
+    ("../proj-evil/x", Op::Read, Err("outside_roots")),
+    ("{base}/proj-evil/x", Op::Read, Err("outside_roots")),
+    ("{base}/proj-evil", Op::List, Err("outside_roots")),
+    ("{base}/projx", Op::Write, Err("outside_roots")),
+    ("/etc/passwd", Op::Read, Err("outside_roots")),
+    ("/", Op::List, Err("outside_roots")),
+    // symlinks inside
+    ("link_src/main.rs", Op::Read, Ok("proj/src/main.rs")),
+    ("link_src", Op::List, Ok("proj/src")),
+    ("abs_in", Op::Read, Ok("proj/src/main.rs")),
+    ("abs_in", Op::Write, Ok("proj/src/main.rs")),
+    ("link_src/../file.txt", Op::Read, Ok("file.txt")),
+    // symlinks out
+    ("link_out/secret", Op::Read, Err("outside_roots")),
+    ("link_out", Op::List, Err("outside_roots")),
+    ("link_secret", Op::Read, Err("outside_roots")),
+    ("link_secret", Op::Write, Err("outside_roots")),
+    ("link_out/new_file", Op::Write, Err("outside_roots")),
+    ("src/up2/outside/secret", Op::Read, Err("outside_roots")),
+    ("src/up2", Op::List, Err("outside_roots")),
+    ("src/up2/proj/file.txt", Op::Read, Ok("proj/file.txt")),
+    // dangling final symlinks judged by their target
+    ("dangling_in", Op::Write, Ok("proj/missing_target")),
+    ("dangling_out", Op::Write, Err("outside_roots")),
+    ("dangling_out", Op::Read, Err("outside_roots")),
+    // non-existent paths
+    ("new.txt", Op::Write, Ok("proj/new.txt")),
+    ("new/dir/file", Op::Write, Ok("proj/new/dir/file")),
+    ("new/../file2", Op::Write, Ok("proj/file2")),
+    ("new/../../outside/x", Op::Write, Err("outside_roots")),
+    ("link_src/new.rs", Op::Write, Ok("proj/src/new.rs")),
+    // loops and magic links
+    ("loop_a", Op::Read, Err("symlink_loop")),
+    ("loop_b/x", Op::Write, Err("symlink_loop")),
+    ("self_loop", Op::Read, Err("symlink_loop")),
+    ("magic/etc/passwd", Op::Read, Err("magic_link")),
+    ("/proc/self/root/etc/passwd", Op::Read, Err("magic_link")),
+    ("/proc/self/cwd", Op::List, Err("magic_link")),
+    // typed errors
+    ("", Op::Read, Err("empty")),
+    ("~", Op::Read, Err("tilde")),
+    ("~/file.txt", Op::Read, Err("tilde")),
+    ("~root/.bashrc", Op::Write, Err("tilde")),
+    // read-only root
+    ("{base}/ro/docs/readme", Op::Read, Ok("ro/docs/readme")),
+    ("{base}/ro/docs", Op::List, Ok("ro/docs")),
+    ("{base}/ro/docs/readme", Op::Write, Err("read_only_root")),
+    ("{base}/ro/new", Op::Write, Err("read_only_root")),
+    ("to_ro/readme", Op::Read, Ok("ro/docs/readme")),
+    ("to_ro/readme", Op::Write, Err("read_only_root")),
+    // protected
+    (".git/config", Op::Read, Ok("proj/.git/config")),
+    (".git/config", Op::Write, Err("protected_path")),
+    ("to_gitconfig", Op::Write, Err("protected_path")),
+    (".git/hooks/pre-commit", Op::Write, Err("protected_path")),
+    (".git/hooks", Op::Write, Err("protected_path")),
+    (".git/HEAD", Op::Write, Ok("proj/.git/HEAD")),
+    (".claude/settings.json", Op::Write, Err("protected_path")),
+    (".agent/x/y", Op::Write, Err("protected_path")),
+    (".bashrc", Op::Write, Err("protected_path")),
+    ("src/.zshrc", Op::Write, Err("protected_path")),
+    (".profile", Op::Write, Err("protected_path")),
+    (".bash_profile", Op::Write, Err("protected_path")),
+    (".bashrc.bak", Op::Write, Ok("proj/.bashrc.bak")),
+    ("src/.git/config", Op::Write, Ok("proj/src/.git/config")),
+    // hard links
+    ("hard", Op::Read, Ok("proj/hard")),
+    ("hard", Op::Write, Err("hard_link")),
+];
+
+fn run_cases(mode: ResolveMode) {
+    let t = tree();
+    let sb = sandbox(&t, mode);
+    let base = t.base.display().to_string();
+    let mut failures = Vec::new();
+    for (path, op, expected) in CASES {
+        let path = path.replace("{base}", &base);
+        let got = sb.check(&path, *op);
+        let ok = match (expected, &got) {
+            (Ok(suffix), Ok(p)) => {
+                p.path() == t.base.join(suffix)
+                    || p.path().ends_with(suffix) && p.path().starts_with(&t.base)
+            }
+            (Err(code), Err(e)) => e.code() == *code,
+            _ => false,
+        };
+        if !ok {
+            failures.push(format!(
+                "{path:?} {op:?}: expected {expected:?}, got {got:?}"
+            ));
+        }
+    }
+    assert!(CASES.len() >= 60);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn table_auto() {
+    run_cases(ResolveMode::Auto);
+}
+
+#[test]
+fn table_walk() {
+    run_cases(ResolveMode::Walk);
+}
+
+#[test]
+fn typed_errors_for_nul_and_length() {
+    let t = tree();
+    let sb = sandbox(&t, ResolveMode::Auto);
+    let nul = std::ffi::OsStr::new("a\0b");
+    assert_eq!(sb.check(nul, Op::Read).unwrap_err().code(), "nul");
+    assert_eq!(
+        sb.check("a".repeat(256), Op::Write).unwrap_err().code(),
+        "too_long"
+    );
+    assert!(sb.check("a".repeat(255), Op::Write).is_ok());
+    let long = vec!["d"; 2100].join("/");
+    assert_eq!(sb.check(long, Op::Write).unwrap_err().code(), "too_long");
+}
+
+#[test]
+fn messages_name_path_and_roots() {
+    let t = tree();
+    let sb = sandbox(&t, ResolveMode::Auto);
+    let err = sb.check(t.base.join("proj-evil/x"), Op::Read).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!(
+            "`{}/proj-evil/x` is outside the allowed roots `{}`",
+            t.base.display(),
+            t.proj.display()
+        )),
+        "{msg}"
+    );
+}
+
+fn ops_roundtrip(mode: ResolveMode) {
+    let t = tree();
+    let sb = sandbox(&t, mode);
+    let mut s = String::new();
+    sb.open_read("link_src/main.rs")
+        .unwrap()
+        .read_to_string(&mut s)
+        .unwrap();
+    assert_eq!(s, "fn main() {}");
+    let mut s = String::new();
+    sb.open_read("abs_in")
+        .unwrap()
+        .read_to_string(&mut s)
+        .unwrap();
+    assert_eq!(s, "fn main() {}");
+    assert_eq!(
+        sb.open_read("link_secret").unwrap_err().code(),
+        "outside_roots"
+    );
+    sb.open_write("new.txt", WriteMode::Create)
+        .unwrap()
+        .write_all(b"one")
+        .unwrap();
+    assert_eq!(
+        sb.open_write("new.txt", WriteMode::Create)
+            .unwrap_err()
+            .code(),
+        "io"
+    );
+    sb.open_write("new.txt", WriteMode::Append)
+        .unwrap()
+        .write_all(b"two")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(t.proj.join("new.txt")).unwrap(),
+        "onetwo"
+    );
+    sb.open_write("new.txt", WriteMode::Truncate)
+        .unwrap()
+        .write_all(b"3")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(t.proj.join("new.txt")).unwrap(),
+        "3"
+    );
+    assert_eq!(
+        sb.open_write("hard", WriteMode::Truncate)
+            .unwrap_err()
+            .code(),
+        "hard_link"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.base.join("outside/secret")).unwrap(),
+        "secret"
+    );
+    assert_eq!(
+        sb.open_write(".git/config", WriteMode::Append)
+            .unwrap_err()
+            .code(),
+        "protected_path"
+    );
+    sb.open_write("dangling_in", WriteMode::Create).unwrap();
+    assert!(t.proj.join("missing_target").is_file());
+    sb.create_dir_all("made/a/b").unwrap();
+    assert!(t.proj.join("made/a/b").is_dir());
+    assert_eq!(
+        sb.create_dir_all("link_out/x").unwrap_err().code(),
+        "outside_roots"
+    );
+    let names: Vec<_> = sb
+        .read_dir("src")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name.into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["deep", "main.rs", "up2"]);
+    assert!(sb.metadata("link_src").unwrap().is_dir());
+    assert_eq!(sb.metadata("link_out").unwrap_err().code(), "outside_roots");
+    assert_eq!(sb.read_dir("link_out").unwrap_err().code(), "outside_roots");
+}
+
+#[test]
+fn ops_openat2_or_auto() {
+    ops_roundtrip(ResolveMode::Auto);
+}
+
+#[test]
+fn ops_walk() {
+    ops_roundtrip(ResolveMode::Walk);
+}
+
+#[test]
+fn glob_is_confined() {
+    let t = tree();
+    let sb = sandbox(&t, ResolveMode::Auto);
+    let found = sb.glob("src/**/*.rs", None).unwrap();
+    assert_eq!(found, vec![t.proj.join("src/main.rs")]);
+    // `link_out` matches `*` by name but leads outside: not returned, not walked.
+    let top = sb.glob("*", None).unwrap();
+    assert!(top.contains(&t.proj.join("file.txt")));
+    assert!(top.contains(&t.proj.join("link_src")));
+    assert!(!top.contains(&t.proj.join("link_out")));
+    assert!(!top.contains(&t.proj.join("link_secret")));
+    let all = sb.glob("**/secret", None).unwrap();
+    assert!(all.is_empty(), "{all:?}");
+    assert_eq!(
+        sb.glob("../outside/*", None).unwrap_err().code(),
+        "glob_escape"
+    );
+    assert_eq!(
+        sb.glob(&format!("{}/outside/*", t.base.display()), None)
+            .unwrap_err()
+            .code(),
+        "outside_roots"
+    );
+    assert_eq!(
+        sb.glob("link_out/*", None).unwrap_err().code(),
+        "outside_roots"
+    );
+}
+
+#[test]
+fn config_relative_roots_and_protected() {
+    let t = tree();
+    let config: SandboxConfig = toml_like(&t);
+    let sb = Sandbox::from_config(&config, &t.proj).unwrap();
+    assert_eq!(sb.roots().len(), 2);
+    assert_eq!(sb.roots()[0].path(), t.proj);
+    assert_eq!(sb.roots()[1].access(), Access::ReadOnly);
+    assert!(
+        sb.check(".bashrc", Op::Write).is_ok(),
+        "protected replaced the defaults"
+    );
+    assert_eq!(
+        sb.check("secrets/k", Op::Write).unwrap_err().code(),
+        "protected_path"
+    );
+    assert_eq!(
+        sb.check("file.txt", Op::Write).unwrap_err().code(),
+        "protected_path"
+    );
+    let empty = Sandbox::from_config(&SandboxConfig::default(), &t.proj).unwrap();
+    assert_eq!(empty.roots()[0].path(), t.proj);
+    assert_eq!(empty.roots()[0].access(), Access::ReadWrite);
+}
+
+fn toml_like(_t: &Tree) -> SandboxConfig {
+    SandboxConfig {
+        roots: vec![PathBuf::from(".")],
+        read_only_roots: vec![PathBuf::from("../ro")],
+        protected: Some(vec!["secrets/**".into()]),
+        extra_protected: vec!["*.txt".into()],
+    }
+}
+
+fn race(mode: ResolveMode) {
+    let t = tree();
+    let sb = Arc::new(sandbox(&t, mode));
+    let link = t.proj.join("flip");
+    let tmp = t.proj.join("flip.tmp");
+    symlink("file.txt", &link).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        let outside = t.base.join("outside/secret");
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let target: &Path = if n % 2 == 0 {
+                    &outside
+                } else {
+                    Path::new("file.txt")
+                };
+                let _ = std::fs::remove_file(&tmp);
+                symlink(target, &tmp).unwrap();
+                std::fs::rename(&tmp, &link).unwrap();
+                n += 1;
+            }
+        })
+    };
+    let start = Instant::now();
+    let mut opened = 0;
+    while start.elapsed() < Duration::from_millis(700) {
+        if let Ok(mut f) = sb.open_read("flip") {
+            let mut s = String::new();
+            f.read_to_string(&mut s).unwrap();
+            assert_ne!(s, "secret", "an open reached the outside file");
+            opened += 1;
+        }
+        if let Ok(mut f) = sb.open_write("flip", WriteMode::Append) {
+            f.write_all(b"").unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(t.base.join("outside/secret")).unwrap(),
+        "secret"
+    );
+    assert!(opened > 0, "the loop never opened the inside file");
+}
+
+#[test]
+fn race_symlink_flip_auto() {
+    race(ResolveMode::Auto);
+}
+
+#[test]
+fn race_symlink_flip_walk() {
+    race(ResolveMode::Walk);
+}
+
+#[test]
+fn fuzz_corpus_runs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/check_path");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        fs_sandbox::fuzz::check_path(&std::fs::read(entry.unwrap().path()).unwrap());
+        n += 1;
+    }
+    assert!(n >= 5);
+}
+
+fn part() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "..",
+        ".",
+        "",
+        "a",
+        "b",
+        "src",
+        "link_src",
+        "link_out",
+        "src/up2",
+        "abs_in",
+        "dangling_out",
+        "deep",
+        "new",
+        "file.txt",
+        "to_ro",
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn no_generated_path_escapes(parts in prop::collection::vec(part(), 1..8), absolute in any::<bool>(), op in prop::sample::select(vec![Op::Read, Op::Write, Op::List])) {
+        let t = tree();
+        let sb = sandbox(&t, ResolveMode::Auto);
+        let rel = parts.join("/");
+        let path = if absolute { format!("{}/{rel}", t.proj.display()) } else { rel };
+        match sb.check(&path, op) {
+            Ok(p) => {
+                prop_assert!(p.path().starts_with(&t.proj) || p.path().starts_with(t.base.join("ro")));
+                if let Ok(real) = std::fs::canonicalize(t.proj.join(&path)) {
+                    prop_assert_eq!(real, p.path().to_owned());
+                }
+            }
+            Err(_) => {
+                if let Ok(real) = std::fs::canonicalize(t.proj.join(&path)) {
+                    prop_assert!(!(real.starts_with(&t.proj) && op == Op::Read), "refused a read inside the root: {real:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn check_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        fs_sandbox::fuzz::check_path(&bytes);
+    }
+}
