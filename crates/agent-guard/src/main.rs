@@ -41,6 +41,9 @@ enum Command {
     Lint(cmd::lint::Args),
     /// Explain a decision with a human trace of every layer.
     Explain(cmd::explain::Args),
+    /// The sandbox trampoline `exec` re-executes itself as (internal).
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec(cmd::exec::TrampolineArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::SandboxExec(args) => return cmd::exec::trampoline(args),
     };
     match result {
         Ok(code) => code,

@@ -1,12 +1,236 @@
-//! `agent-guard exec`.
+//! `agent-guard exec`: validate a bash command with bash-guard, then run it confined.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bash_guard::{
+    Analyzer, BashConfig, Confinement, ExecConfig, ExecError, ExecRequest, PathAccess, PathJudge,
+    PathVerdict, Runner,
+};
+use fs_sandbox::{Access, Op, Sandbox, SandboxConfig, SandboxError};
+use perm_rules::Decision;
+
+use crate::report::{Reason, Report};
 
 /// Arguments of `agent-guard exec`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Policy file (`[sandbox]` roots, `[bash]` analysis, `[bash.exec]` execution).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// A read-write root (repeatable); the cwd is the root when none is given.
+    #[arg(long = "root")]
+    roots: Vec<PathBuf>,
+    /// A read-only root (repeatable).
+    #[arg(long = "read-only-root")]
+    read_only_roots: Vec<PathBuf>,
+    /// Working directory (default: the current directory); must be inside a root.
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Timeout in seconds (default `AGENT_TOOL_TIMEOUT_SECS`, else 60; clamped to the maximum).
+    #[arg(long, env = "AGENT_TOOL_TIMEOUT_SECS")]
+    timeout: Option<u64>,
+    /// Let the command use the network (TCP connect/bind is denied otherwise).
+    #[arg(long)]
+    allow_network: bool,
+    /// Run a command the analyzer asks about (never one it denies).
+    #[arg(long)]
+    yes: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// The command, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    command: Vec<String>,
+}
 
-/// Runs the subcommand.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`agent-guard exec` is not available in this build yet")
+/// Hidden arguments of `agent-guard __sandbox-exec` (the trampoline).
+#[derive(clap::Args, Debug)]
+pub struct TrampolineArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<std::ffi::OsString>,
+}
+
+/// Runs the trampoline: confines this process, then executes the shell.
+pub fn trampoline(args: TrampolineArgs) -> ExitCode {
+    bash_guard::trampoline_main(args.args)
+}
+
+/// The analyzer's path questions, answered by the same sandbox the run is confined to.
+pub(crate) struct SandboxJudge<'a>(pub(crate) &'a Sandbox);
+
+impl PathJudge for SandboxJudge<'_> {
+    fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict {
+        let full = cwd.join(path);
+        let op = match access {
+            PathAccess::Read => Op::Read,
+            PathAccess::Write => Op::Write,
+        };
+        match self.0.check(&full, op) {
+            Ok(sp) if sp.path() == sp.root().path() => PathVerdict::Root,
+            Ok(_) => PathVerdict::Inside,
+            Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
+            Err(e) => PathVerdict::Denied {
+                code: e.code().to_string(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+fn refuse(
+    json: bool,
+    decision: Decision,
+    reasons: Vec<Reason>,
+    extra: Option<serde_json::Value>,
+) -> anyhow::Result<ExitCode> {
+    let mut report = Report::new(decision, reasons).with("ran", false);
+    if let Some(extra) = extra {
+        report = report.with("verdict", extra);
+    }
+    report.print(json)?;
+    Ok(ExitCode::from(1))
+}
+
+/// Runs the subcommand. Exit status: the command's own exit code when it ran (128+signal when
+/// killed, 124 on timeout), 1 when it was refused, 2 for bad arguments.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let policy = crate::policy::Policy::load(args.policy.as_deref())?;
+    let cwd = match &args.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let cwd = std::fs::canonicalize(&cwd)
+        .with_context(|| format!("bad working directory `{}`", cwd.display()))?;
+    let command = args.command.join(" ");
+
+    let sandbox_config: SandboxConfig =
+        toml::Value::Table(policy.doc.sandbox.clone())
+            .try_into()
+            .map_err(|e| anyhow::anyhow!("bad [sandbox] section: {e}"))?;
+    let mut builder = sandbox_config.builder(&cwd);
+    for r in &args.roots {
+        builder = builder.root(r, Access::ReadWrite);
+    }
+    for r in &args.read_only_roots {
+        builder = builder.root(r, Access::ReadOnly);
+    }
+    if args.roots.is_empty() && sandbox_config.roots.is_empty() {
+        builder = builder.root(&cwd, Access::ReadWrite);
+    }
+    let sandbox = builder.build().context("bad sandbox roots")?;
+
+    let mut bash_table = policy.doc.bash.clone();
+    let exec_config: ExecConfig = match bash_table.remove("exec") {
+        Some(v) => v
+            .try_into()
+            .map_err(|e| anyhow::anyhow!("bad [bash.exec] section: {e}"))?,
+        None => ExecConfig::default(),
+    };
+    let bash_config: BashConfig = toml::Value::Table(bash_table)
+        .try_into()
+        .map_err(|e| anyhow::anyhow!("bad [bash] section: {e}"))?;
+
+    if let Err(e) = sandbox.check(&cwd, Op::ExecuteDir) {
+        return refuse(
+            args.json,
+            Decision::Deny,
+            vec![Reason::new("fs-sandbox", e.code(), e.to_string())],
+            None,
+        );
+    }
+
+    let verdict = Analyzer::new(bash_config).analyze(&command, &cwd, &SandboxJudge(&sandbox));
+    let reasons: Vec<Reason> = verdict
+        .deciding()
+        .map(|f| Reason::new("bash-guard", f.code, f.message.clone()))
+        .collect();
+    let verdict_json = serde_json::to_value(&verdict)?;
+    match verdict.decision {
+        bash_guard::Decision::Deny => {
+            return refuse(args.json, Decision::Deny, reasons, Some(verdict_json));
+        }
+        bash_guard::Decision::Ask if !args.yes => {
+            let mut reasons = reasons;
+            reasons.push(Reason::new(
+                "agent-guard",
+                "exec.ask_needs_yes",
+                "the command needs confirmation: review it and pass `--yes` to run it",
+            ));
+            return refuse(args.json, Decision::Ask, reasons, Some(verdict_json));
+        }
+        _ => {}
+    }
+
+    let (mut read_roots, mut write_roots) = (Vec::new(), Vec::new());
+    for root in sandbox.roots() {
+        match root.access() {
+            Access::ReadWrite => write_roots.push(root.path().to_path_buf()),
+            Access::ReadOnly => read_roots.push(root.path().to_path_buf()),
+        }
+    }
+    let mut confinement = Confinement::from_config(&exec_config, read_roots, write_roots);
+    confinement.block_network = !args.allow_network;
+    let exe = std::env::current_exe().context("cannot find the agent-guard executable")?;
+    let runner = Runner::new(exec_config).with_trampoline_args(exe, ["__sandbox-exec", "--"]);
+    let request = ExecRequest {
+        command,
+        cwd,
+        timeout: args.timeout.map(Duration::from_secs),
+        confinement: Some(confinement),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let result = match rt.block_on(runner.run(&request, &cancel)) {
+        Ok(r) => r,
+        Err(ExecError::Unconfined(why)) => {
+            return refuse(
+                args.json,
+                Decision::Deny,
+                vec![Reason::new(
+                    "bash-guard",
+                    "exec.unconfined",
+                    format!("refusing to run unconfined: {why}"),
+                )],
+                None,
+            );
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let code = if result.timed_out {
+        124
+    } else {
+        match (result.exit_code, result.signal) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            (None, None) => 1,
+        }
+    };
+    if args.json {
+        let mut value = serde_json::to_value(&result)?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("ran".into(), true.into());
+            obj.insert("decision".into(), serde_json::to_value(verdict.decision)?);
+            obj.insert(
+                "truncated".into(),
+                (result.stdout_truncated || result.stderr_truncated).into(),
+            );
+        }
+        println!("{}", serde_json::to_string(&value)?);
+    } else {
+        print!("{}", result.stdout);
+        eprint!("{}", result.stderr);
+        if result.timed_out {
+            eprintln!(
+                "agent-guard: timed out after {} s",
+                result.timeout.as_secs()
+            );
+        }
+    }
+    Ok(ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)))
 }
