@@ -11,6 +11,7 @@ mod registry;
 mod runtime;
 mod schema;
 mod tool;
+pub mod tools;
 
 pub use approver::{
     Approval, ApprovalOutcome, ApprovalReceiver, ApprovalRequest, Approver, ChannelApprover,

@@ -1,0 +1,222 @@
+//! run_bash, and the adapters that wire bash-guard into fs-sandbox and perm-rules.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bash_guard::{
+    Analyzer, BashConfig, CachedAnalyzer, Confinement, Decision, ExecRequest, PathAccess,
+    PathJudge, PathVerdict, Runner, Verdict,
+};
+use fs_sandbox::{Access, Op, Sandbox, SandboxError};
+use perm_rules::{ContentSubjects, DefaultSubjects, PermissionRule, RuleKind, RuleSource, Subjects};
+use serde_json::{Value, json};
+
+use super::{sandbox_denied, str_arg};
+use crate::context::ToolContext;
+use crate::tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput};
+
+/// bash-guard's [`PathJudge`] over an fs-sandbox [`Sandbox`]: a redirection target or a path
+/// argument is judged exactly as the file tools would judge it.
+#[derive(Debug, Clone)]
+pub struct SandboxJudge {
+    sandbox: Arc<Sandbox>,
+}
+
+impl SandboxJudge {
+    /// A judge over `sandbox`.
+    pub fn new(sandbox: Arc<Sandbox>) -> Self {
+        SandboxJudge { sandbox }
+    }
+}
+
+impl PathJudge for SandboxJudge {
+    fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict {
+        let full = if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            cwd.join(path)
+        };
+        let op = match access {
+            PathAccess::Read => Op::Read,
+            PathAccess::Write => Op::Write,
+        };
+        match self.sandbox.check(&full, op) {
+            Ok(checked) if checked.path() == checked.root().path() => PathVerdict::Root,
+            Ok(_) => PathVerdict::Inside,
+            Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
+            Err(err) => PathVerdict::Denied {
+                code: err.code().to_owned(),
+                message: err.to_string(),
+            },
+        }
+    }
+
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut h = DefaultHasher::new();
+        for root in self.sandbox.roots() {
+            root.path().hash(&mut h);
+            matches!(root.access(), Access::ReadWrite).hash(&mut h);
+        }
+        self.sandbox.cwd().hash(&mut h);
+        h.finish()
+    }
+}
+
+/// perm-rules' [`ContentSubjects`] backed by bash-guard's real parser: a `run_bash` command is
+/// split into every simple command it contains (inside substitutions and `bash -c` too); a
+/// command that does not parse is [`Subjects::Unsplittable`] and never matches an Allow rule.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BashSubjects;
+
+impl ContentSubjects for BashSubjects {
+    fn subjects(&self, tool: &str, args: &Value) -> Subjects {
+        if tool != "run_bash" {
+            return DefaultSubjects.subjects(tool, args);
+        }
+        match args.get("command").and_then(Value::as_str) {
+            Some(cmd) => match bash_guard::simple_commands(cmd) {
+                Ok(list) if !list.is_empty() => Subjects::List(list),
+                _ => Subjects::Unsplittable,
+            },
+            None => Subjects::Unsplittable,
+        }
+    }
+}
+
+/// Runs a bash command: bash-guard's analysis decides the tool-level rule (Allow = no opinion,
+/// Ask = P6, Deny = P1), and the guarded runner executes it in its own process group under a
+/// Landlock confinement compiled from the same sandbox roots. Serial, Block.
+#[derive(Debug, Clone)]
+pub struct RunBashTool {
+    analyzer: Arc<CachedAnalyzer>,
+    runner: Arc<Runner>,
+    sandbox: Arc<Sandbox>,
+    config: BashConfig,
+}
+
+impl RunBashTool {
+    /// A tool analysing with `config` and judging paths through `sandbox`; `runner` executes.
+    pub fn new(config: BashConfig, sandbox: Arc<Sandbox>, runner: Runner) -> Self {
+        let judge: Arc<dyn PathJudge> = Arc::new(SandboxJudge::new(Arc::clone(&sandbox)));
+        let analyzer = CachedAnalyzer::new(Analyzer::new(config.clone()), judge, 256);
+        RunBashTool {
+            analyzer: Arc::new(analyzer),
+            runner: Arc::new(runner),
+            sandbox,
+            config,
+        }
+    }
+
+    fn cwd(&self, args: &Value) -> PathBuf {
+        match args.get("working_dir").and_then(Value::as_str) {
+            Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
+            Some(dir) => self.sandbox.cwd().join(dir),
+            None => self.sandbox.cwd().to_path_buf(),
+        }
+    }
+
+    fn verdict(&self, args: &Value) -> Option<Arc<Verdict>> {
+        let cmd = args.get("command").and_then(Value::as_str)?;
+        Some(self.analyzer.analyze(cmd, &self.cwd(args)))
+    }
+
+    fn confinement(&self) -> Confinement {
+        let mut read = Vec::new();
+        let mut write = Vec::new();
+        for root in self.sandbox.roots() {
+            match root.access() {
+                Access::ReadWrite => write.push(root.path().to_path_buf()),
+                Access::ReadOnly => read.push(root.path().to_path_buf()),
+            }
+        }
+        let mut c = Confinement::from_config(&self.config.exec, read, write);
+        c.block_network = self.config.block_network;
+        c
+    }
+}
+
+fn describe(verdict: &Verdict) -> String {
+    let parts: Vec<String> = verdict
+        .deciding()
+        .map(|f| format!("{} (`{}`): {}", f.code, f.subcommand, f.message))
+        .collect();
+    parts.join("; ")
+}
+
+#[async_trait]
+impl AgentTool for RunBashTool {
+    fn name(&self) -> &str {
+        "run_bash"
+    }
+    fn description(&self) -> &str {
+        "Run a bash command in `working_dir` (default: the working directory) with a timeout in seconds."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type":"object","required":["command"],"additionalProperties":false,"properties":{
+            "command":{"type":"string"},"working_dir":{"type":"string"},"timeout_secs":{"type":"integer"}}})
+    }
+    fn interrupt_behavior(&self) -> InterruptBehavior {
+        InterruptBehavior::Block
+    }
+    fn check_permissions(&self, args: &Value) -> Vec<PermissionRule> {
+        let source = RuleSource::Tool {
+            name: "run_bash".into(),
+        };
+        let (kind, message) = match self.verdict(args) {
+            // No command: the schema check refuses it before this runs; fail closed anyway.
+            None => (RuleKind::Deny, "no command to analyse".to_owned()),
+            Some(v) => match v.decision {
+                Decision::Allow => return Vec::new(),
+                Decision::Ask => (RuleKind::Ask, describe(&v)),
+                Decision::Deny => (RuleKind::Deny, describe(&v)),
+            },
+        };
+        PermissionRule::parse(kind, "run_bash", source)
+            .map(|r| vec![r.with_message(format!("bash-guard: {message}"))])
+            .unwrap_or_default()
+    }
+    async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let command = str_arg(&args, "command")?;
+        let cwd = self.cwd(&args);
+        self.sandbox
+            .check(&cwd, Op::ExecuteDir)
+            .map_err(|e| sandbox_denied(&e))?;
+        // Defence in depth: the permission phase already refused a Deny verdict.
+        let verdict = self.analyzer.analyze(command, &cwd);
+        if verdict.decision == Decision::Deny {
+            let code = verdict.deciding().next().map_or("deny", |f| f.code);
+            return Err(ToolError::denied(format!("bash-{code}"), describe(&verdict)));
+        }
+        let request = ExecRequest {
+            command: command.to_owned(),
+            cwd,
+            timeout: args
+                .get("timeout_secs")
+                .and_then(Value::as_u64)
+                .map(Duration::from_secs),
+            confinement: Some(self.confinement()),
+        };
+        let result = self
+            .runner
+            .run(&request, &ctx.cancel)
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let mut out = String::new();
+        out.push_str(&result.stdout);
+        if !result.stderr.is_empty() {
+            out.push_str("\n[stderr]\n");
+            out.push_str(&result.stderr);
+        }
+        if result.timed_out {
+            out.push_str(&format!("\n[timed out after {} s]", result.timeout.as_secs()));
+        }
+        match result.exit_code {
+            Some(0) => Ok(ToolOutput::text(out)),
+            Some(code) => Err(ToolError::Failed(format!("exit code {code}\n{out}"))),
+            None => Err(ToolError::Failed(format!("killed by signal {:?}\n{out}", result.signal))),
+        }
+    }
+}
