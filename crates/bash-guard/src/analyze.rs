@@ -653,7 +653,14 @@ impl Walker<'_> {
         self.judged = true;
         let verdict = self.judge.judge(text, access, cwd);
         let (decision, code, message) = match (verdict, access) {
-            (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => return,
+            (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => {
+                let name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if name == ".env" || (name.starts_with(".env.") && !name.ends_with(".example") && !name.ends_with(".sample")) {
+                    (Decision::Ask, "secret_file", format!("`{text}` usually holds secrets (API keys, passwords)"))
+                } else {
+                    return;
+                }
+            }
             (PathVerdict::Inside | PathVerdict::Root, PathAccess::Write) => (
                 Decision::Ask,
                 "write_inside_roots",

@@ -783,6 +783,9 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                 w.add(Decision::Deny, "exec_option", sub, format!("this option of `{name}` runs another program"));
                 return;
             }
+            for p in args.iter().filter(|a| !a.text.starts_with('-')) {
+                w.path(p, PathAccess::Read, sub, "argument");
+            }
             if matches!(name, "nsenter" | "unshare") {
                 w.add(Decision::Deny, "privilege_escalation", sub, format!("`{name}` changes namespaces"));
                 return;
@@ -843,6 +846,10 @@ fn copy_like(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_ar
     }
     let destructive = matches!(name, "rm" | "shred") || (matches!(name, "chmod" | "chown" | "chgrp") && recursive);
     for p in &pos {
+        if destructive && recursive && p.dynamic {
+            w.add(Decision::Deny, "destroys_unknown", sub, format!("`{name}` recursively on a target only known at run time could destroy anything"));
+            continue;
+        }
         if destructive && (recursive || name == "shred") && !p.dynamic && is_catastrophic_target(w, p) {
             w.add(Decision::Deny, "destroys_system", sub, format!("`{name}` on `{}` destroys the system, the home directory or the project", p.text));
             continue;
@@ -913,7 +920,15 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
                     .get(start..j)
                     .unwrap_or(&[])
                     .iter()
-                    .map(|b| if b.text.contains("{}") { Decoded { text: String::new(), dynamic: true, ..Decoded::default() } } else { b.clone() })
+                    .map(|b| {
+                        if b.text == "{}" {
+                            Decoded { text: starts.first().map_or_else(|| ".".to_owned(), |s| s.text.clone()), ..Decoded::default() }
+                        } else if b.text.contains("{}") {
+                            Decoded { text: String::new(), dynamic: true, ..Decoded::default() }
+                        } else {
+                            b.clone()
+                        }
+                    })
                     .collect();
                 j += 1;
                 if a.text.starts_with("-ok") {
@@ -922,14 +937,10 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
                 if inner.is_empty() {
                     w.add(Decision::Deny, "parse_error", sub, "`find -exec` without a command".to_owned());
                 } else {
-                    // The found paths are under the start points, which are judged below.
-                    let named: Vec<Decoded> = inner.iter().filter(|d| !d.dynamic).cloned().collect();
+                    // A lone `{}` is a found path, under the start points judged below; `{}`
+                    // inside a larger word splices a file name into code: unknown.
                     let display = display_words(&inner);
-                    if inner.iter().skip(1).any(|d| d.dynamic) {
-                        classify(w, &named, &display, &StdinKind::Terminal);
-                    } else {
-                        classify(w, &inner, &display, &StdinKind::Terminal);
-                    }
+                    classify(w, &inner, &display, &StdinKind::Terminal);
                 }
             }
             "-delete" => {
@@ -945,8 +956,9 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             _ => {}
         }
     }
+    let dot = Decoded { text: ".".to_owned(), ..Decoded::default() };
     if starts.is_empty() {
-        starts.push(&DOT);
+        starts.push(&dot);
     }
     for s in starts {
         w.path(s, if writes { PathAccess::Write } else { PathAccess::Read }, sub, "start point");
@@ -954,7 +966,6 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     w.add(Decision::Allow, "read_only", sub, "`find` only lists".to_owned());
 }
 
-static DOT: Decoded = Decoded { text: String::new(), dynamic: false, glob: false, prompt_expansion: false };
 
 fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {

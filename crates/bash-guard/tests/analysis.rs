@@ -1,0 +1,229 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! Behaviour tests of the analyzer: the corpus, properties, the cache and the fuzz corpus.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bash_guard::{
+    Analyzer, BashConfig, CachedAnalyzer, Decision, PathAccess, PathJudge, PathVerdict, Verdict,
+    simple_commands,
+};
+use proptest::prelude::*;
+
+const HOME: &str = "/home/agent";
+
+/// A judge over lexical paths: one writable root (the project) and `/usr` read-only.
+struct TestJudge {
+    root: PathBuf,
+}
+
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+impl PathJudge for TestJudge {
+    fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict {
+        let abs = normalize(&cwd.join(path));
+        if abs == self.root {
+            return PathVerdict::Root;
+        }
+        if abs.starts_with(&self.root) {
+            return PathVerdict::Inside;
+        }
+        if abs.starts_with("/usr") {
+            return match access {
+                PathAccess::Read => PathVerdict::Inside,
+                PathAccess::Write => PathVerdict::Denied {
+                    code: "read_only_root".into(),
+                    message: "read-only root".into(),
+                },
+            };
+        }
+        PathVerdict::OutsideRoots
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    analyzer: Analyzer,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    Fixture {
+        _dir: dir,
+        root,
+        analyzer: Analyzer::with_home(BashConfig::default(), Some(HOME.to_owned())),
+    }
+}
+
+impl Fixture {
+    fn check(&self, command: &str) -> Verdict {
+        let judge = TestJudge { root: self.root.clone() };
+        self.analyzer.analyze(command, &self.root, &judge)
+    }
+}
+
+fn corpus() -> Vec<(Decision, String, String, usize)> {
+    let text = include_str!("data/corpus.txt");
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let mut parts = line.splitn(2, " | ");
+        let decision = match parts.next().unwrap().trim() {
+            "allow" => Decision::Allow,
+            "ask" => Decision::Ask,
+            "deny" => Decision::Deny,
+            other => panic!("line {}: bad decision `{other}`", n + 1),
+        };
+        let rest = parts.next().unwrap_or("");
+        let (command, why) = rest.rsplit_once(" | ").unwrap_or((rest, ""));
+        out.push((decision, command.replace("\\n", "\n"), why.to_owned(), n + 1));
+    }
+    out
+}
+
+#[test]
+fn corpus_has_at_least_200_commands() {
+    assert!(corpus().len() >= 200, "{}", corpus().len());
+}
+
+#[test]
+fn corpus_decisions() {
+    let f = fixture();
+    let mut failures = Vec::new();
+    for (expected, command, why, line) in corpus() {
+        let v = f.check(&command);
+        if v.decision != expected {
+            failures.push(format!(
+                "line {line}: `{command}` expected {expected}, got {} ({why})\n    {:?}",
+                v.decision,
+                v.findings.iter().map(|f| format!("{} {} [{}]", f.decision, f.code, f.subcommand)).collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} corpus failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn every_refusal_names_a_finding_with_a_code() {
+    let f = fixture();
+    for (_, command, _, _) in corpus() {
+        let v = f.check(&command);
+        assert!(v.findings.iter().any(|x| x.decision == v.decision && !x.code.is_empty()), "{command}");
+    }
+}
+
+#[test]
+fn network_class_follows_the_config() {
+    let f = fixture();
+    let open = Analyzer::with_home(BashConfig { block_network: false, ..BashConfig::default() }, Some(HOME.into()));
+    let judge = TestJudge { root: f.root.clone() };
+    assert_eq!(f.check("curl https://example.com").decision, Decision::Deny);
+    assert_eq!(open.analyze("curl https://example.com", &f.root, &judge).decision, Decision::Ask);
+    assert_eq!(open.analyze("git push", &f.root, &judge).decision, Decision::Ask);
+}
+
+#[test]
+fn parse_errors_are_denied_with_the_parser_message() {
+    let v = fixture().check("echo \"unterminated");
+    assert_eq!(v.decision, Decision::Deny);
+    assert!(v.findings.iter().any(|f| f.code == "parse_error"), "{v:?}");
+}
+
+#[test]
+fn simple_commands_lists_every_subcommand() {
+    let got = simple_commands("git status && (ls -la | wc -l); echo \"$(r''m -rf x)\"").unwrap();
+    for want in ["git status", "ls -la", "wc -l", "rm -rf x"] {
+        assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
+    }
+    assert!(simple_commands("echo \"oops").is_err());
+}
+
+#[test]
+fn cache_answers_repeats_and_respects_the_key() {
+    let f = fixture();
+    let judge = Arc::new(TestJudge { root: f.root.clone() });
+    let cached = CachedAnalyzer::new(f.analyzer.clone(), judge, 16);
+    let a = cached.analyze("git status", &f.root);
+    let b = cached.analyze("git status", &f.root);
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(cached.analyze("cat a.txt", &f.root).decision, Decision::Allow);
+    // Same command, other cwd: a new verdict, judged against that cwd.
+    assert_eq!(cached.analyze("cat a.txt", Path::new("/etc")).decision, Decision::Ask);
+}
+
+fn check_str(command: &str) -> Decision {
+    let analyzer = Analyzer::with_home(BashConfig::default(), Some(HOME.to_owned()));
+    let judge = TestJudge { root: PathBuf::from("/proj") };
+    analyzer.analyze(command, Path::new("/proj"), &judge).decision
+}
+
+fn command_strategy() -> impl Strategy<Value = String> {
+    let f = fixture();
+    let cmds: Vec<String> = corpus()
+        .into_iter()
+        .map(|(_, c, _, _)| c)
+        .filter(|c| !c.contains('\n') && !c.contains('\'') && !c.contains('#') && !c.trim().is_empty())
+        .filter(|c| f.check(c).findings.iter().all(|x| x.code != "parse_error"))
+        .collect();
+    proptest::sample::select(cmds)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn wrapping_never_lowers_the_decision(c in command_strategy()) {
+        let base = check_str(&c);
+        for wrapped in [
+            format!("( {c}\n)"),
+            format!("{{ {c}\n}}"),
+            format!("bash -c '{c}'"),
+            format!("echo \"$( {c}\n)\""),
+            format!("true | {c}"),
+            format!("{c}\n true"),
+        ] {
+            let w = check_str(&wrapped);
+            prop_assert!(w >= base, "`{}` is {} but `{}` is {}", c, base, wrapped, w);
+        }
+    }
+
+    #[test]
+    fn adding_a_subcommand_never_lowers_the_decision(a in command_strategy(), b in command_strategy()) {
+        let da = check_str(&a);
+        let both = check_str(&format!("{a}\n{b}"));
+        prop_assert!(both >= da, "`{}` is {} but with `{}` it is {}", a, da, b, both);
+    }
+
+    #[test]
+    fn never_panics(s in ".{0,200}") {
+        bash_guard::fuzz::check_command(s.as_bytes());
+    }
+}
+
+#[test]
+fn fuzz_corpus_holds_the_invariants() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/check_command");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        bash_guard::fuzz::check_command(&data);
+        n += 1;
+    }
+    assert!(n > 0);
+}
