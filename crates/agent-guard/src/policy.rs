@@ -17,7 +17,7 @@ pub struct PolicyDoc {
     pub permissions: toml::Table,
     /// Layer 4: roots and protected paths.
     #[serde(default)]
-    pub sandbox: toml::Table,
+    pub sandbox: fs_sandbox::SandboxConfig,
     /// Layer 5: bash analysis and execution.
     #[serde(default)]
     pub bash: toml::Table,
