@@ -5,6 +5,7 @@ mod context;
 mod error;
 mod event;
 mod executor;
+mod guard;
 mod model;
 mod output;
 mod registry;
@@ -33,3 +34,4 @@ pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use runtime::{
     AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,
 };
+pub use guard::{Guard, GuardBuilder};

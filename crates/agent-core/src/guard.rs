@@ -1,0 +1,327 @@
+//! `Guard`: the whole stack composed from the layer configurations, so a front end (the CLI's
+//! `demo`/`run`, a server) builds it with one call.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use bash_guard::{BashConfig, Runner};
+use fs_sandbox::{Sandbox, SandboxConfig};
+use perm_hooks::{AgentHook, AuditLog, HookRegistry, HooksConfig, RedactionHook};
+use perm_rules::PermissionChecker;
+use runtime_limits::LimitsConfig;
+
+use crate::approver::Approver;
+use crate::error::Error;
+use crate::event::EventSink;
+use crate::executor::{Executor, ExecutorConfig};
+use crate::model::Model;
+use crate::registry::ToolRegistry;
+use crate::runtime::{AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig};
+use crate::tool::AgentTool;
+use crate::tools::{
+    AskUserTool, BashSubjects, BgTaskRunTool, CompressContextTool, ExecutorSlot, FileEditTool,
+    FileWriteTool, GlobFilesTool, GrepFilesTool, ReadFileTool, RunBashTool, SaveMemoryTool,
+    SubagentSpawner, SubagentTool, TodoList, TodoWriteTool, UserChannel,
+};
+
+/// Builds a [`Guard`]. Every layer has a default; set what the policy says.
+pub struct GuardBuilder {
+    cwd: PathBuf,
+    checker: PermissionChecker,
+    sandbox: SandboxConfig,
+    bash: BashConfig,
+    hooks: HooksConfig,
+    extra_hooks: Vec<Arc<dyn AgentHook>>,
+    limits: LimitsConfig,
+    executor: ExecutorConfig,
+    approver: Option<Arc<dyn Approver>>,
+    user: Option<Arc<dyn UserChannel>>,
+    events: Option<Arc<dyn EventSink>>,
+    spawner: Option<Arc<dyn SubagentSpawner>>,
+    trampoline: Option<PathBuf>,
+    audit: Option<AuditLog>,
+    extra_tools: Vec<Arc<dyn AgentTool>>,
+    max_file_size: usize,
+}
+
+impl std::fmt::Debug for GuardBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardBuilder").field("cwd", &self.cwd).finish_non_exhaustive()
+    }
+}
+
+/// The composed stack: the tool registry, the executor with every guard, the sandbox and the
+/// shared state the built-in tools and the loop use.
+#[derive(Clone)]
+pub struct Guard {
+    executor: Executor,
+    sandbox: Arc<Sandbox>,
+    limits: LimitsConfig,
+    events: Option<Arc<dyn EventSink>>,
+    notifications: BgNotificationQueue,
+    compaction: CompactionRequest,
+    todos: TodoList,
+    // Keeps the executor `bg_task_run` reaches through a weak handle alive.
+    _slot: ExecutorSlot,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("executor", &self.executor).finish_non_exhaustive()
+    }
+}
+
+impl GuardBuilder {
+    /// A builder for a stack working in `cwd` (the sandbox's default root).
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        GuardBuilder {
+            cwd: cwd.into(),
+            checker: PermissionChecker::new(),
+            sandbox: SandboxConfig::default(),
+            bash: BashConfig::default(),
+            hooks: HooksConfig {
+                audit: false,
+                ..HooksConfig::default()
+            },
+            extra_hooks: Vec::new(),
+            limits: LimitsConfig::default(),
+            executor: ExecutorConfig::default(),
+            approver: None,
+            user: None,
+            events: None,
+            spawner: None,
+            trampoline: None,
+            audit: None,
+            extra_tools: Vec::new(),
+            max_file_size: crate::tools::DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+
+    /// Layer 2: the policy checker (build it with `PermissionChecker::from_config`).
+    pub fn permissions(mut self, checker: PermissionChecker) -> Self {
+        self.checker = checker;
+        self
+    }
+    /// Layer 4: the `[sandbox]` table.
+    pub fn sandbox(mut self, config: SandboxConfig) -> Self {
+        self.sandbox = config;
+        self
+    }
+    /// Layer 5: the `[bash]` table.
+    pub fn bash(mut self, config: BashConfig) -> Self {
+        self.bash = config;
+        self
+    }
+    /// Layer 3: the `[hooks]` table (command hooks, redaction, the audit database).
+    pub fn hooks(mut self, config: HooksConfig) -> Self {
+        self.hooks = config;
+        self
+    }
+    /// An extra hook, registered after the configured ones.
+    pub fn hook(mut self, hook: Arc<dyn AgentHook>) -> Self {
+        self.extra_hooks.push(hook);
+        self
+    }
+    /// Layer 7: the `[limits]` table.
+    pub fn limits(mut self, config: LimitsConfig) -> Self {
+        self.limits = config;
+        self
+    }
+    /// Executor settings (tool timeout, output limit, library dir).
+    pub fn executor_config(mut self, config: ExecutorConfig) -> Self {
+        self.executor = config;
+        self
+    }
+    /// Who answers Asks.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+    /// Where `ask_user` questions go.
+    pub fn user_channel(mut self, channel: Arc<dyn UserChannel>) -> Self {
+        self.user = Some(channel);
+        self
+    }
+    /// Where events go.
+    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.events = Some(sink);
+        self
+    }
+    /// Enables the `subagent` tool.
+    pub fn subagents(mut self, spawner: Arc<dyn SubagentSpawner>) -> Self {
+        self.spawner = Some(spawner);
+        self
+    }
+    /// The sandbox trampoline `run_bash` confines its children with.
+    pub fn trampoline(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.trampoline = Some(exe.into());
+        self
+    }
+    /// An already open audit log (instead of opening `[hooks] audit_db`).
+    pub fn audit(mut self, log: AuditLog) -> Self {
+        self.audit = Some(log);
+        self
+    }
+    /// An extra tool.
+    pub fn tool(mut self, tool: Arc<dyn AgentTool>) -> Self {
+        self.extra_tools.push(tool);
+        self
+    }
+    /// `max_file_size` of `file_write` and `file_edit`, in bytes.
+    pub fn max_file_size(mut self, bytes: usize) -> Self {
+        self.max_file_size = bytes;
+        self
+    }
+
+    /// Composes the stack. Opens the audit database when `[hooks] audit` is on.
+    pub async fn build(self) -> Result<Guard, Error> {
+        let sandbox = Arc::new(Sandbox::from_config(&self.sandbox, &self.cwd).map_err(|e| {
+            Error::Config {
+                layer: "sandbox",
+                message: e.to_string(),
+            }
+        })?);
+        let hooks_err = |e: perm_hooks::Error| Error::Config {
+            layer: "hooks",
+            message: e.to_string(),
+        };
+        let mut hooks = HookRegistry::new();
+        for (hook, options) in self.hooks.command_hooks().map_err(hooks_err)? {
+            hooks.register_with(hook, options);
+        }
+        if self.hooks.redact_secrets {
+            hooks.register(Arc::new(RedactionHook));
+        }
+        for hook in self.extra_hooks {
+            hooks.register(hook);
+        }
+        let audit = match self.audit {
+            Some(log) => Some(log),
+            None if self.hooks.audit => {
+                let path = absolute(&self.cwd, &self.hooks.audit_db_path());
+                Some(AuditLog::open(&path).await.map_err(hooks_err)?)
+            }
+            None => None,
+        };
+        let mut checker = self.checker;
+        checker.set_subjects(Arc::new(BashSubjects));
+        checker.set_cwd(sandbox.cwd().display().to_string());
+
+        let notifications = BgNotificationQueue::new();
+        let compaction = CompactionRequest::default();
+        let todos = TodoList::default();
+        let slot: ExecutorSlot = Arc::new(OnceLock::new());
+        let mut runner = Runner::new(self.bash.exec.clone());
+        if let Some(exe) = self.trampoline {
+            runner = runner.with_trampoline(exe);
+        }
+        let ask = match self.user {
+            Some(ch) => AskUserTool::new(ch),
+            None => AskUserTool::default(),
+        };
+        let mut tools: Vec<Arc<dyn AgentTool>> = vec![
+            Arc::new(ReadFileTool),
+            Arc::new(GrepFilesTool),
+            Arc::new(GlobFilesTool),
+            Arc::new(FileWriteTool {
+                max_file_size: self.max_file_size,
+            }),
+            Arc::new(FileEditTool {
+                max_file_size: self.max_file_size,
+            }),
+            Arc::new(RunBashTool::new(self.bash, Arc::clone(&sandbox), runner)),
+            Arc::new(ask),
+            Arc::new(TodoWriteTool {
+                todos: Arc::clone(&todos),
+            }),
+            Arc::new(SaveMemoryTool),
+            Arc::new(CompressContextTool {
+                request: compaction.clone(),
+            }),
+            Arc::new(BgTaskRunTool::new(&slot, notifications.clone())),
+        ];
+        if let Some(spawner) = self.spawner {
+            tools.push(Arc::new(SubagentTool::new(spawner)));
+        }
+        tools.extend(self.extra_tools);
+        let mut registry = ToolRegistry::new();
+        for tool in tools {
+            registry.register(tool)?;
+        }
+        let mut executor = Executor::new(registry)
+            .with_checker(Arc::new(checker))
+            .with_subjects(Arc::new(BashSubjects))
+            .with_hooks(Arc::new(hooks))
+            .with_config(self.executor);
+        if let Some(approver) = self.approver {
+            executor = executor.with_approver(approver);
+        }
+        if let Some(audit) = audit {
+            executor = executor.with_audit(audit);
+        }
+        let _ = slot.set(executor.clone());
+        Ok(Guard {
+            executor,
+            sandbox,
+            limits: self.limits,
+            events: self.events,
+            notifications,
+            compaction,
+            todos,
+            _slot: slot,
+        })
+    }
+}
+
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+}
+
+impl Guard {
+    /// A builder for a stack working in `cwd`.
+    pub fn builder(cwd: impl Into<PathBuf>) -> GuardBuilder {
+        GuardBuilder::new(cwd)
+    }
+
+    /// The executor (every guard of layers 1-5).
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// The sandbox.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &LimitsConfig {
+        &self.limits
+    }
+
+    /// The todo list `todo_write` maintains.
+    pub fn todos(&self) -> &TodoList {
+        &self.todos
+    }
+
+    /// The queue background tasks report to.
+    pub fn notifications(&self) -> &BgNotificationQueue {
+        &self.notifications
+    }
+
+    /// A lead-agent runtime over `model` with this stack.
+    pub fn runtime(&self, model: Arc<dyn Model>) -> AgentRuntime {
+        let config = RuntimeConfig {
+            limits: self.limits.clone(),
+            library_dir: self.executor.config().library_dir.clone(),
+            ..RuntimeConfig::default()
+        };
+        let mut rt = AgentRuntime::new(model, self.executor.clone(), config)
+            .with_sandbox(Arc::clone(&self.sandbox))
+            .with_notifications(self.notifications.clone())
+            .with_compaction_request(self.compaction.clone());
+        if let Some(sink) = &self.events {
+            rt = rt.with_events(Arc::clone(sink));
+        }
+        rt
+    }
+}
