@@ -106,10 +106,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("bad working directory `{}`", cwd.display()))?;
     let command = args.command.join(" ");
 
-    let sandbox_config: SandboxConfig =
-        toml::Value::Table(policy.doc.sandbox.clone())
-            .try_into()
-            .map_err(|e| anyhow::anyhow!("bad [sandbox] section: {e}"))?;
+    // Round-trip through a TOML value so this works whether the policy holds the section typed or
+    // as a raw table.
+    let sandbox_config: SandboxConfig = toml::Value::try_from(&policy.doc.sandbox)
+        .map_err(|e| anyhow::anyhow!("bad [sandbox] section: {e}"))?
+        .try_into()
+        .map_err(|e| anyhow::anyhow!("bad [sandbox] section: {e}"))?;
     let mut builder = sandbox_config.builder(&cwd);
     for r in &args.roots {
         builder = builder.root(r, Access::ReadWrite);
@@ -122,7 +124,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let sandbox = builder.build().context("bad sandbox roots")?;
 
-    let mut bash_table = policy.doc.bash.clone();
+    let mut bash_table = match toml::Value::try_from(&policy.doc.bash) {
+        Ok(toml::Value::Table(t)) => t,
+        Ok(_) => toml::Table::new(),
+        Err(e) => anyhow::bail!("bad [bash] section: {e}"),
+    };
     let exec_config: ExecConfig = match bash_table.remove("exec") {
         Some(v) => v
             .try_into()

@@ -1,0 +1,96 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! `agent-guard exec` end to end: validation, refusal, confined run.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn exec(dir: &std::path::Path, extra: &[&str], command: &str) -> (Value, i32) {
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .arg("exec")
+        .arg("--json")
+        .arg("--root")
+        .arg(dir)
+        .arg("--cwd")
+        .arg(dir)
+        .args(extra)
+        .arg("--")
+        .arg(command)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    (v, out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_read_only_command_runs_confined() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "content\n").unwrap();
+    let (v, code) = exec(dir.path(), &[], "cat f.txt");
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(code, 0);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["stdout"], "content\n");
+    assert_eq!(v["truncated"], false);
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(
+        v["confinement"]["landlock"]["status"], "fully_enforced",
+        "{v}"
+    );
+    assert_eq!(v["confinement"]["landlock"]["network_blocked"], true);
+    assert_eq!(v["confinement"]["cgroup"], true, "{v}");
+}
+
+#[test]
+fn a_denied_command_is_refused_and_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, code) = exec(dir.path(), &["--yes"], "rm -rf /");
+    assert_eq!(code, 1);
+    assert_eq!(v["ran"], false);
+    assert_eq!(v["decision"], "deny");
+    assert!(!v["reasons"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn an_ask_needs_yes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = "/usr/bin/python3 -c \"open('made','w').write('x')\"";
+    let (v, code) = exec(dir.path(), &[], cmd);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["decision"], "ask");
+    assert!(!dir.path().join("made").exists());
+    let (v, code) = exec(dir.path(), &["--yes"], cmd);
+    assert_eq!(code, 0, "{v}");
+    assert!(dir.path().join("made").exists());
+}
+
+#[test]
+fn a_hidden_write_outside_the_roots_is_stopped_by_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let target = outside.path().join("escape");
+    let cmd = format!("/usr/bin/python3 -c \"open('{}','w')\"", target.display());
+    let (v, code) = exec(dir.path(), &["--yes"], &cmd);
+    assert_eq!(v["ran"], true, "{v}");
+    assert_ne!(code, 0);
+    assert!(
+        v["stderr"].as_str().unwrap().contains("PermissionError"),
+        "{v}"
+    );
+    assert!(!target.exists());
+}
+
+#[test]
+fn timeout_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, code) = exec(dir.path(), &["--yes", "--timeout", "1"], "sleep 30");
+    assert_eq!(v["timed_out"], true, "{v}");
+    assert_eq!(code, 124);
+}
