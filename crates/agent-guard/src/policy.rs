@@ -14,7 +14,7 @@ use serde::Deserialize;
 pub struct PolicyDoc {
     /// Layer 2: rules and mode.
     #[serde(default)]
-    pub permissions: toml::Table,
+    pub permissions: perm_rules::PermissionsConfig,
     /// Layer 4: roots and protected paths.
     #[serde(default)]
     pub sandbox: fs_sandbox::SandboxConfig,

@@ -6,7 +6,9 @@ use std::sync::{Arc, OnceLock};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
-use crate::{ContentSubjects, Decision, DefaultSubjects, PermissionMode, PermissionRule, RuleKind, Subjects};
+use crate::{
+    ContentSubjects, Decision, DefaultSubjects, PermissionMode, PermissionRule, RuleKind, Subjects,
+};
 
 /// The outcome of [`PermissionChecker::check`]: the decision and the rule that decided it
 /// (`None` when no rule matched and the configured default applied).
@@ -23,7 +25,11 @@ pub struct PermissionResult {
 impl PermissionResult {
     /// A result decided by the default (no rule matched).
     pub fn default_decision(decision: Decision) -> Self {
-        PermissionResult { decision, rule: None, changed_by_mode: None }
+        PermissionResult {
+            decision,
+            rule: None,
+            changed_by_mode: None,
+        }
     }
 
     /// Whether the call may run.
@@ -195,7 +201,10 @@ impl PermissionChecker {
                         compiled.glob_rules.push(idx);
                     }
                 } else {
-                    let entry = compiled.exact.entry(rule.tool_pattern().to_owned()).or_default();
+                    let entry = compiled
+                        .exact
+                        .entry(rule.tool_pattern().to_owned())
+                        .or_default();
                     if let Some(list) = entry.get_mut(slot(rule.kind())) {
                         list.push(idx);
                     }
@@ -222,20 +231,27 @@ impl PermissionChecker {
         };
         let mut subjects: Option<Subjects> = None;
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
-            let from_exact: &[u32] = exact.and_then(|e| e.get(slot(kind))).map_or(&[], Vec::as_slice);
+            let from_exact: &[u32] = exact
+                .and_then(|e| e.get(slot(kind)))
+                .map_or(&[], Vec::as_slice);
             let mut candidates: Vec<u32>;
             let list: &[u32] = if glob_hits.is_empty() {
                 from_exact
             } else {
                 candidates = from_exact.to_vec();
-                candidates.extend(glob_hits.iter().copied().filter(|&i| {
-                    self.rules.get(i as usize).is_some_and(|r| r.kind() == kind)
-                }));
+                candidates.extend(
+                    glob_hits
+                        .iter()
+                        .copied()
+                        .filter(|&i| self.rules.get(i as usize).is_some_and(|r| r.kind() == kind)),
+                );
                 candidates.sort_unstable();
                 &candidates
             };
             for &i in list {
-                let Some(rule) = self.rules.get(i as usize) else { continue };
+                let Some(rule) = self.rules.get(i as usize) else {
+                    continue;
+                };
                 if rule.has_content() {
                     let subj = subjects.get_or_insert_with(|| match args {
                         Some(args) => self.subjects.subjects(tool, args),
@@ -245,7 +261,11 @@ impl PermissionChecker {
                         continue;
                     }
                 }
-                return PermissionResult { decision: kind.decision(), rule: Some(Arc::clone(rule)), changed_by_mode: None };
+                return PermissionResult {
+                    decision: kind.decision(),
+                    rule: Some(Arc::clone(rule)),
+                    changed_by_mode: None,
+                };
             }
         }
         PermissionResult::default_decision(self.default)
@@ -257,12 +277,21 @@ impl PermissionChecker {
     }
 
     /// Applies the checker's mode to `result` for `tool` (`read_only` as the tool declares).
-    pub fn apply_mode(&self, result: PermissionResult, tool: &str, read_only: bool) -> PermissionResult {
+    pub fn apply_mode(
+        &self,
+        result: PermissionResult,
+        tool: &str,
+        read_only: bool,
+    ) -> PermissionResult {
         let decision = self.mode.transform(result.decision, tool, read_only);
         if decision == result.decision {
             return result;
         }
-        PermissionResult { decision, changed_by_mode: Some(self.mode), ..result }
+        PermissionResult {
+            decision,
+            changed_by_mode: Some(self.mode),
+            ..result
+        }
     }
 }
 
@@ -301,6 +330,6 @@ mod tests {
         let r = c.apply_mode(c.check("file_write", None), "file_write", false);
         assert!(r.is_allowed());
         assert_eq!(r.code(), "mode-acceptedits");
-        assert!(c.is_denied("nothing") == false);
+        assert!(!c.is_denied("nothing"));
     }
 }

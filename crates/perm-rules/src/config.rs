@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::{Decision, Error, PermissionChecker, PermissionMode, PermissionRule, RuleKind, RuleSource};
+use crate::{
+    Decision, Error, PermissionChecker, PermissionMode, PermissionRule, RuleKind, RuleSource,
+};
 
 /// `AGENT_PERMISSIONS_DENY`: comma-separated Deny rules.
 pub const ENV_DENY: &str = "AGENT_PERMISSIONS_DENY";
@@ -67,7 +69,10 @@ impl PermissionsConfig {
     /// Writes the table as a policy document (`[permissions]` ...) that
     /// [`PermissionsConfig::from_policy_text`] reads back to the same rules.
     pub fn to_policy_text(&self) -> Result<String, Error> {
-        toml::to_string(&Doc { permissions: self.clone() }).map_err(|e| Error::Policy {
+        toml::to_string(&Doc {
+            permissions: self.clone(),
+        })
+        .map_err(|e| Error::Policy {
             path: "<serialized>".to_owned(),
             message: e.to_string(),
         })
@@ -133,11 +138,15 @@ pub fn split_rule_list(value: &str) -> Vec<String> {
         current.push(c);
     }
     out.push(current);
-    out.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+    out.into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset).map_or(1, |t| t.matches('\n').count() + 1)
+    text.get(..offset)
+        .map_or(1, |t| t.matches('\n').count() + 1)
 }
 
 impl PermissionChecker {
@@ -147,18 +156,29 @@ impl PermissionChecker {
     /// Layers apply user < project < session < environment < managed: rule lists are merged
     /// (Deny anywhere wins because Deny beats every Allow), and the highest layer that sets
     /// `mode` or `default` decides it.
-    pub fn from_config(layers: &[ConfigLayer], env: &HashMap<String, String>) -> Result<PermissionChecker, Error> {
+    pub fn from_config(
+        layers: &[ConfigLayer],
+        env: &HashMap<String, String>,
+    ) -> Result<PermissionChecker, Error> {
         let mut sorted: Vec<&ConfigLayer> = layers.iter().collect();
         sorted.sort_by_key(|l| l.origin);
         let mut checker = PermissionChecker::new();
         let mut mode = None;
         let mut default = None;
         let mut env_done = false;
-        let apply_env = |checker: &mut PermissionChecker, mode: &mut Option<PermissionMode>| -> Result<(), Error> {
-            for (var, kind) in [(ENV_DENY, RuleKind::Deny), (ENV_ASK, RuleKind::Ask), (ENV_ALLOW, RuleKind::Allow)] {
+        let apply_env = |checker: &mut PermissionChecker,
+                         mode: &mut Option<PermissionMode>|
+         -> Result<(), Error> {
+            for (var, kind) in [
+                (ENV_DENY, RuleKind::Deny),
+                (ENV_ASK, RuleKind::Ask),
+                (ENV_ALLOW, RuleKind::Allow),
+            ] {
                 if let Some(value) = env.get(var) {
                     for text in split_rule_list(value) {
-                        let source = RuleSource::Env { var: var.to_owned() };
+                        let source = RuleSource::Env {
+                            var: var.to_owned(),
+                        };
                         checker.add_rule(PermissionRule::parse(kind, &text, source)?);
                     }
                 }
@@ -179,7 +199,11 @@ impl PermissionChecker {
                 env_done = true;
             }
             let cfg = &layer.config;
-            for (list, kind) in [(&cfg.deny, RuleKind::Deny), (&cfg.ask, RuleKind::Ask), (&cfg.allow, RuleKind::Allow)] {
+            for (list, kind) in [
+                (&cfg.deny, RuleKind::Deny),
+                (&cfg.ask, RuleKind::Ask),
+                (&cfg.allow, RuleKind::Allow),
+            ] {
                 for text in list {
                     let source = RuleSource::File {
                         path: layer.path.clone(),
@@ -209,25 +233,46 @@ mod tests {
 
     #[test]
     fn splits_lists() {
-        assert_eq!(split_rule_list("run_bash(echo a,b), read_file,,"), vec!["run_bash(echo a,b)", "read_file"]);
+        assert_eq!(
+            split_rule_list("run_bash(echo a,b), read_file,,"),
+            vec!["run_bash(echo a,b)", "read_file"]
+        );
     }
 
     #[test]
     fn errors_name_file_line_rule() {
         let text = "[permissions]\ndeny = [\n  \"read_file\",\n  \"run_bash(rm:*\",\n]\n";
         let layer = ConfigLayer::parse(Origin::Project, "p.toml", text).unwrap();
-        let err = PermissionChecker::from_config(&[layer], &HashMap::new()).unwrap_err().to_string();
-        assert!(err.contains("p.toml:4") && err.contains("`run_bash(rm:*`"), "{err}");
-        let err = ConfigLayer::parse(Origin::Project, "p.toml", "[permissions]\ndenny = []\n").unwrap_err();
-        assert!(err.to_string().contains("p.toml") && err.to_string().contains("line 2"), "{err}");
+        let err = PermissionChecker::from_config(&[layer], &HashMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("p.toml:4") && err.contains("`run_bash(rm:*`"),
+            "{err}"
+        );
+        let err = ConfigLayer::parse(Origin::Project, "p.toml", "[permissions]\ndenny = []\n")
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("p.toml") && err.to_string().contains("line 2"),
+            "{err}"
+        );
     }
 
     #[test]
     fn layering_and_env() {
-        let user = ConfigLayer::parse(Origin::User, "u", "[permissions]\nmode = \"plan\"\nallow = [\"run_bash\"]").unwrap();
-        let managed = ConfigLayer::parse(Origin::Managed, "m", "[permissions]\ndefault = \"ask\"").unwrap();
+        let user = ConfigLayer::parse(
+            Origin::User,
+            "u",
+            "[permissions]\nmode = \"plan\"\nallow = [\"run_bash\"]",
+        )
+        .unwrap();
+        let managed =
+            ConfigLayer::parse(Origin::Managed, "m", "[permissions]\ndefault = \"ask\"").unwrap();
         let env: HashMap<String, String> = [
-            (ENV_DENY.to_owned(), "run_bash(rm:*),run_bash(echo a,b)".to_owned()),
+            (
+                ENV_DENY.to_owned(),
+                "run_bash(rm:*),run_bash(echo a,b)".to_owned(),
+            ),
             (ENV_MODE.to_owned(), "dontAsk".to_owned()),
         ]
         .into();
@@ -235,7 +280,10 @@ mod tests {
         assert_eq!(c.mode(), PermissionMode::DontAsk);
         assert_eq!(c.default_decision(), Decision::Ask);
         let texts: Vec<&str> = c.rules().map(|r| r.text()).collect();
-        assert_eq!(texts, vec!["run_bash", "run_bash(rm:*)", "run_bash(echo a,b)"]);
+        assert_eq!(
+            texts,
+            vec!["run_bash", "run_bash(rm:*)", "run_bash(echo a,b)"]
+        );
         let bad: HashMap<String, String> = [(ENV_MODE.to_owned(), "yolo".to_owned())].into();
         assert!(PermissionChecker::from_config(&[], &bad).is_err());
     }

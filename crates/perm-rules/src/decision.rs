@@ -41,7 +41,9 @@ mod tests {
         assert!(Decision::Allow < Decision::Ask);
         assert!(Decision::Ask < Decision::Deny);
         assert_eq!(
-            [Decision::Ask, Decision::Deny, Decision::Allow].into_iter().max(),
+            [Decision::Ask, Decision::Deny, Decision::Allow]
+                .into_iter()
+                .max(),
             Some(Decision::Deny)
         );
     }

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::{PermissionChecker, PermissionMode, PermissionRule, RuleKind, RuleSource, split_simple_commands};
+use crate::{
+    PermissionChecker, PermissionMode, PermissionRule, RuleKind, RuleSource, split_simple_commands,
+};
 
 /// Treats `data` as `rule text \n tool \n command`: parses the rule, checks a call, and
 /// asserts the invariants that must hold on any input (never panics on its own).
@@ -16,7 +18,8 @@ pub fn check_rule_text(data: &[u8]) -> bool {
     let tool = parts.next().unwrap_or("run_bash");
     let command = parts.next().unwrap_or_default();
     let _ = split_simple_commands(command);
-    let args: Value = serde_json::json!({ "command": command, "file_path": command, "url": command });
+    let args: Value =
+        serde_json::json!({ "command": command, "file_path": command, "url": command });
     for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
         let Ok(rule) = PermissionRule::parse(kind, rule_text, RuleSource::Api) else {
             continue;

@@ -11,12 +11,14 @@ mod rule;
 mod subjects;
 
 pub use checker::{PermissionChecker, PermissionResult};
-pub use config::{ConfigLayer, ENV_ALLOW, ENV_ASK, ENV_DENY, ENV_MODE, Origin, PermissionsConfig, split_rule_list};
+pub use config::{
+    ConfigLayer, ENV_ALLOW, ENV_ASK, ENV_DENY, ENV_MODE, Origin, PermissionsConfig, split_rule_list,
+};
 pub use decision::Decision;
 pub use error::Error;
 pub use mode::PermissionMode;
 pub use precedence::{
-    Finding, HookBlock, HookPermissionRequest, Priority, PrecedenceInputs, Resolution,
+    Finding, HookBlock, HookPermissionRequest, PrecedenceInputs, Priority, Resolution,
     resolve_permission_precedence,
 };
 pub use rule::{PermissionRule, RuleKind, RuleSource};

@@ -49,7 +49,9 @@ impl PermissionMode {
 
     /// Parses a mode name; `None` for an unknown one.
     pub fn parse(name: &str) -> Option<PermissionMode> {
-        PermissionMode::ALL.into_iter().find(|m| m.as_str() == name.trim())
+        PermissionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name.trim())
     }
 
     /// The decision after this mode, for `tool` (`read_only` as the tool declares it).
@@ -57,7 +59,9 @@ impl PermissionMode {
         match (self, decision) {
             (_, Decision::Deny) => Decision::Deny,
             (PermissionMode::Plan, _) if !read_only => Decision::Deny,
-            (PermissionMode::AcceptEdits, Decision::Ask) if matches!(tool, "file_write" | "file_edit") => {
+            (PermissionMode::AcceptEdits, Decision::Ask)
+                if matches!(tool, "file_write" | "file_edit") =>
+            {
                 Decision::Allow
             }
             (PermissionMode::DontAsk, Decision::Ask) => Decision::Deny,
@@ -92,6 +96,9 @@ mod tests {
         assert_eq!(DontAsk.transform(Ask, "x", false), Deny);
         assert_eq!(BypassPermissions.transform(Ask, "x", false), Allow);
         assert_eq!(Default.transform(Ask, "x", false), Ask);
-        assert_eq!(serde_json::to_string(&AcceptEdits).unwrap(), "\"acceptEdits\"");
+        assert_eq!(
+            serde_json::to_string(&AcceptEdits).unwrap(),
+            "\"acceptEdits\""
+        );
     }
 }

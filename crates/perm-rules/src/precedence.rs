@@ -187,8 +187,15 @@ pub fn resolve_permission_precedence(inputs: &PrecedenceInputs) -> Resolution {
         findings.push(rule_finding(Priority::Default, &inputs.config));
     }
     // The strictest kind wins; within it the highest row (findings are in table order).
-    let strictest = findings.iter().map(|f| f.decision).max().unwrap_or(inputs.config.decision);
-    let winner_pos = findings.iter().position(|f| f.decision == strictest).unwrap_or(0);
+    let strictest = findings
+        .iter()
+        .map(|f| f.decision)
+        .max()
+        .unwrap_or(inputs.config.decision);
+    let winner_pos = findings
+        .iter()
+        .position(|f| f.decision == strictest)
+        .unwrap_or(0);
     let mut conflict_log = Vec::new();
     let mut winner = None;
     for (i, f) in findings.into_iter().enumerate() {
@@ -199,19 +206,32 @@ pub fn resolve_permission_precedence(inputs: &PrecedenceInputs) -> Resolution {
         }
     }
     let winner = winner.unwrap_or_else(|| rule_finding(Priority::Default, &inputs.config));
-    let decision = inputs.mode.transform(winner.decision, &inputs.tool, inputs.read_only);
+    let decision = inputs
+        .mode
+        .transform(winner.decision, &inputs.tool, inputs.read_only);
     if decision == winner.decision {
-        return Resolution { decision, decided_by: winner, conflict_log };
+        return Resolution {
+            decision,
+            decided_by: winner,
+            conflict_log,
+        };
     }
     let mode_finding = Finding {
         priority: Priority::Mode,
         decision,
         rule: None,
         hook: None,
-        message: format!("mode `{}` turned {} into {decision}", inputs.mode, winner.decision),
+        message: format!(
+            "mode `{}` turned {} into {decision}",
+            inputs.mode, winner.decision
+        ),
     };
     conflict_log.push(winner);
-    Resolution { decision, decided_by: mode_finding, conflict_log }
+    Resolution {
+        decision,
+        decided_by: mode_finding,
+        conflict_log,
+    }
 }
 
 #[cfg(test)]
@@ -221,7 +241,11 @@ mod tests {
 
     fn result(kind: RuleKind, text: &str) -> PermissionResult {
         let rule = PermissionRule::parse(kind, text, RuleSource::Api).unwrap();
-        PermissionResult { decision: kind.decision(), rule: Some(Arc::new(rule)), changed_by_mode: None }
+        PermissionResult {
+            decision: kind.decision(),
+            rule: Some(Arc::new(rule)),
+            changed_by_mode: None,
+        }
     }
 
     fn inputs(config: PermissionResult) -> PrecedenceInputs {
@@ -240,13 +264,25 @@ mod tests {
     #[test]
     fn table_rows() {
         let mut i = inputs(result(RuleKind::Allow, "run_bash"));
-        assert_eq!(resolve_permission_precedence(&i).decided_by.priority, Priority::ConfigAllow);
-        i.hook_requests.push(HookPermissionRequest { hook: "h".into(), message: "ok?".into() });
+        assert_eq!(
+            resolve_permission_precedence(&i).decided_by.priority,
+            Priority::ConfigAllow
+        );
+        i.hook_requests.push(HookPermissionRequest {
+            hook: "h".into(),
+            message: "ok?".into(),
+        });
         let r = resolve_permission_precedence(&i);
-        assert_eq!((r.decision, r.decided_by.priority), (Decision::Ask, Priority::HookPermissionRequired));
+        assert_eq!(
+            (r.decision, r.decided_by.priority),
+            (Decision::Ask, Priority::HookPermissionRequired)
+        );
         assert_eq!(r.conflict_log.len(), 1);
         i.session = Some(result(RuleKind::Deny, "run_bash"));
-        i.hook_block = Some(HookBlock { hook: "b".into(), reason: "no".into() });
+        i.hook_block = Some(HookBlock {
+            hook: "b".into(),
+            reason: "no".into(),
+        });
         let r = resolve_permission_precedence(&i);
         assert_eq!(r.decided_by.priority, Priority::SessionDeny);
         assert_eq!(r.conflict_log.len(), 3);
@@ -260,8 +296,15 @@ mod tests {
         i.tool_level = Some(result(RuleKind::Ask, "run_bash"));
         i.mode = PermissionMode::DontAsk;
         let r = resolve_permission_precedence(&i);
-        assert_eq!((r.decision, r.decided_by.priority), (Decision::Deny, Priority::Mode));
-        assert!(r.conflict_log.iter().any(|f| f.priority == Priority::ToolAsk));
+        assert_eq!(
+            (r.decision, r.decided_by.priority),
+            (Decision::Deny, Priority::Mode)
+        );
+        assert!(
+            r.conflict_log
+                .iter()
+                .any(|f| f.priority == Priority::ToolAsk)
+        );
         i.mode = PermissionMode::Plan;
         i.tool_level = None;
         assert_eq!(resolve_permission_precedence(&i).decision, Decision::Deny);

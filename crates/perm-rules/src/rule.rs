@@ -77,7 +77,13 @@ impl fmt::Display for RuleSource {
 /// The tools whose specifier is a bash command prefix.
 pub(crate) const BASH_TOOLS: &[&str] = &["run_bash"];
 /// The tools whose specifier is a gitignore-style path glob.
-pub(crate) const PATH_TOOLS: &[&str] = &["read_file", "file_write", "file_edit", "glob_files", "grep_files"];
+pub(crate) const PATH_TOOLS: &[&str] = &[
+    "read_file",
+    "file_write",
+    "file_edit",
+    "glob_files",
+    "grep_files",
+];
 
 /// How the content specifier matches one subject.
 #[derive(Debug, Clone)]
@@ -87,10 +93,7 @@ enum Specifier {
     /// `git diff:*` or `npm run test *`: the command is the prefix, or the prefix and more words.
     Prefix(String),
     /// A gitignore-style glob over a path; `cwd_relative` for `./x` and `dir/x`.
-    Path {
-        set: GlobSet,
-        cwd_relative: bool,
-    },
+    Path { set: GlobSet, cwd_relative: bool },
     /// `domain:example.com`: the host or any subdomain of it.
     Domain(String),
 }
@@ -154,7 +157,10 @@ impl PermissionRule {
                     .get(open + 1..)
                     .and_then(|rest| rest.strip_suffix(')'))
                     .ok_or_else(|| err("a specifier must end with `)`"))?;
-                (trimmed.get(..open).unwrap_or_default().trim(), Some(inner.trim()))
+                (
+                    trimmed.get(..open).unwrap_or_default().trim(),
+                    Some(inner.trim()),
+                )
             }
         };
         if tool.is_empty() {
@@ -164,7 +170,9 @@ impl PermissionRule {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.:*?[]{},".contains(c))
         {
-            return Err(err("a tool name may hold only letters, digits, `_-.:` and glob characters"));
+            return Err(err(
+                "a tool name may hold only letters, digits, `_-.:` and glob characters",
+            ));
         }
         let tool_glob = if is_glob(tool) {
             let glob = Glob::new(tool).map_err(|e| err(&format!("bad tool glob: {e}")))?;
@@ -268,7 +276,12 @@ impl PermissionRule {
 
     /// A human description of the rule and where it came from.
     pub fn describe(&self) -> String {
-        format!("{} rule `{}` from {}", self.kind.as_str(), self.text, self.source)
+        format!(
+            "{} rule `{}` from {}",
+            self.kind.as_str(),
+            self.text,
+            self.source
+        )
     }
 }
 
@@ -367,18 +380,34 @@ fn spec_matches(spec: &Specifier, subject: &str, kind: RuleKind, cwd: Option<&st
     match spec {
         Specifier::Exact(text) | Specifier::Prefix(text) => {
             let prefix = matches!(spec, Specifier::Prefix(_));
-            let cmd = collapse_ws(subject);
-            let hit = |c: &str| {
-                c == text || (prefix && c.strip_prefix(text.as_str()).is_some_and(|r| r.starts_with(' ')))
+            // Providers usually hand over normalised commands; avoid allocating then.
+            let needs_collapse = subject.contains(['\t', '\n', '\r'])
+                || subject.contains("  ")
+                || subject.starts_with(' ')
+                || subject.ends_with(' ');
+            let cmd: std::borrow::Cow<'_, str> = if needs_collapse {
+                collapse_ws(subject).into()
+            } else {
+                subject.into()
             };
-            if hit(&cmd) {
+            let hit = |c: &str| {
+                c == text
+                    || (prefix
+                        && c.strip_prefix(text.as_str())
+                            .is_some_and(|r| r.starts_with(' ')))
+            };
+            if hit(cmd.as_ref()) {
                 return true;
             }
             // `/bin/rm -rf x` is `rm` for a deny rule; an allow rule must name the exact program.
             if kind != RuleKind::Allow {
-                let (first, rest) = cmd.split_once(' ').unwrap_or((cmd.as_str(), ""));
+                let (first, rest) = cmd.split_once(' ').unwrap_or((cmd.as_ref(), ""));
                 if let Some((_, base)) = first.rsplit_once('/') {
-                    let short = if rest.is_empty() { base.to_owned() } else { format!("{base} {rest}") };
+                    let short = if rest.is_empty() {
+                        base.to_owned()
+                    } else {
+                        format!("{base} {rest}")
+                    };
                     return hit(&short);
                 }
             }
@@ -397,13 +426,16 @@ fn spec_matches(spec: &Specifier, subject: &str, kind: RuleKind, cwd: Option<&st
                             _ => return false,
                         }
                     }
-                    None if normalized.starts_with('/') || normalized.starts_with("..") => return false,
+                    None if normalized.starts_with('/') || normalized.starts_with("..") => {
+                        return false;
+                    }
                     None => normalized,
                 };
                 set.is_match(relative.as_str())
             } else {
                 set.is_match(normalized.as_str())
-                    || (!normalized.starts_with('/') && set.is_match(format!("/{normalized}").as_str()))
+                    || (!normalized.starts_with('/')
+                        && set.is_match(format!("/{normalized}").as_str()))
             }
         }
         Specifier::Domain(domain) => {
@@ -435,8 +467,21 @@ mod tests {
         assert!(rule(RuleKind::Deny, "mcp__*").matches_tool("mcp__github__push"));
         assert!(!rule(RuleKind::Deny, "mcp__*").matches_tool("read_file"));
         assert!(!rule(RuleKind::Deny, "run_bash(*)").has_content());
-        for bad in ["", "()", "run_bash(", "run_bash(git", "a b", "run_bash( :*)", "web_fetch(x.com)", "x(domain:)", "[(x)"] {
-            assert!(PermissionRule::parse(RuleKind::Deny, bad, RuleSource::Api).is_err(), "{bad}");
+        for bad in [
+            "",
+            "()",
+            "run_bash(",
+            "run_bash(git",
+            "a b",
+            "run_bash( :*)",
+            "web_fetch(x.com)",
+            "x(domain:)",
+            "[(x)",
+        ] {
+            assert!(
+                PermissionRule::parse(RuleKind::Deny, bad, RuleSource::Api).is_err(),
+                "{bad}"
+            );
         }
     }
 

@@ -174,12 +174,26 @@ mod tests {
     #[test]
     fn splits() {
         let s = |c: &str| split_simple_commands(c);
-        assert_eq!(s("a; b\nc || d | e & f").unwrap(), vec!["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(
+            s("a; b\nc || d | e & f").unwrap(),
+            vec!["a", "b", "c", "d", "e", "f"]
+        );
         assert_eq!(s("FOO=1 rm -rf x").unwrap(), vec!["rm -rf x"]);
-        assert_eq!(s("echo \"x; $HOME\" ; ls").unwrap(), vec!["echo \"x; $HOME\"", "ls"]);
+        assert_eq!(
+            s("echo \"x; $HOME\" ; ls").unwrap(),
+            vec!["echo \"x; $HOME\"", "ls"]
+        );
         assert_eq!(s("cmd 2>&1 | tee f").unwrap(), vec!["cmd 2>&1", "tee f"]);
         assert_eq!(s("a \\; b").unwrap(), vec!["a \\; b"]);
-        for bad in ["echo `id`", "echo \"$(id)\"", "(rm x)", "{ rm x; }", "echo 'x", "diff <(a) b", "a \\"] {
+        for bad in [
+            "echo `id`",
+            "echo \"$(id)\"",
+            "(rm x)",
+            "{ rm x; }",
+            "echo 'x",
+            "diff <(a) b",
+            "a \\",
+        ] {
             assert!(s(bad).is_none(), "{bad}");
         }
         assert_eq!(s("").unwrap(), Vec::<String>::new());
@@ -192,9 +206,15 @@ mod tests {
             d.subjects("read_file", &json!({"file_path": "/a"})),
             Subjects::List(vec!["/a".into()])
         );
-        assert_eq!(d.subjects("read_file", &json!({"path": "/a"})), Subjects::Unsplittable);
         assert_eq!(
-            d.subjects("web_fetch", &json!({"url": "https://u@Docs.Example.com:443/x"})),
+            d.subjects("read_file", &json!({"path": "/a"})),
+            Subjects::Unsplittable
+        );
+        assert_eq!(
+            d.subjects(
+                "web_fetch",
+                &json!({"url": "https://u@Docs.Example.com:443/x"})
+            ),
             Subjects::List(vec!["docs.example.com".into()])
         );
         assert_eq!(d.subjects("mcp__x", &json!({})), Subjects::Unsplittable);

@@ -1,28 +1,63 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! Behaviour and property tests of perm-rules.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use perm_rules::{
-    ConfigLayer, ContentSubjects, Decision, DefaultSubjects, HookBlock, HookPermissionRequest, Origin,
-    PermissionChecker, PermissionMode, PermissionResult, PermissionRule, PermissionsConfig, PrecedenceInputs,
-    RuleKind, RuleSource, Subjects, resolve_permission_precedence,
+    ConfigLayer, ContentSubjects, Decision, DefaultSubjects, HookBlock, HookPermissionRequest,
+    Origin, PermissionChecker, PermissionMode, PermissionResult, PermissionRule, PermissionsConfig,
+    PrecedenceInputs, RuleKind, RuleSource, Subjects, resolve_permission_precedence,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-const TOOLS: &[&str] = &["run_bash", "read_file", "file_write", "mcp__gh__push", "web_fetch"];
-const RULES: &[&str] = &[
-    "*", "run_bash", "run_*", "mcp__*", "read_file", "file_write", "web_fetch",
-    "run_bash(rm:*)", "run_bash(ls:*)", "run_bash(git status)", "run_bash(git diff:*)",
-    "read_file(**/.env)", "read_file(/etc/**)", "file_write(/etc/**)", "web_fetch(domain:example.com)",
+const TOOLS: &[&str] = &[
+    "run_bash",
+    "read_file",
+    "file_write",
+    "mcp__gh__push",
+    "web_fetch",
 ];
-const COMMANDS: &[&str] = &["ls", "rm -rf x", "git status", "git diff --stat", "ls && rm x", "echo $(id)", "ls | git status"];
+const RULES: &[&str] = &[
+    "*",
+    "run_bash",
+    "run_*",
+    "mcp__*",
+    "read_file",
+    "file_write",
+    "web_fetch",
+    "run_bash(rm:*)",
+    "run_bash(ls:*)",
+    "run_bash(git status)",
+    "run_bash(git diff:*)",
+    "read_file(**/.env)",
+    "read_file(/etc/**)",
+    "file_write(/etc/**)",
+    "web_fetch(domain:example.com)",
+];
+const COMMANDS: &[&str] = &[
+    "ls",
+    "rm -rf x",
+    "git status",
+    "git diff --stat",
+    "ls && rm x",
+    "echo $(id)",
+    "ls | git status",
+];
 const PATHS: &[&str] = &["/etc/passwd", "/repo/.env", "/repo/src/a.rs"];
 
 fn kind() -> impl Strategy<Value = RuleKind> {
-    prop_oneof![Just(RuleKind::Deny), Just(RuleKind::Ask), Just(RuleKind::Allow)]
+    prop_oneof![
+        Just(RuleKind::Deny),
+        Just(RuleKind::Ask),
+        Just(RuleKind::Allow)
+    ]
 }
 
 fn rules() -> impl Strategy<Value = Vec<(RuleKind, &'static str)>> {
@@ -68,7 +103,11 @@ fn naive(rules: &[PermissionRule], tool: &str, args: Option<&Value>) -> (Decisio
 
 fn result_of(kind: RuleKind) -> PermissionResult {
     let rule = PermissionRule::parse(kind, "run_bash", RuleSource::Session).unwrap();
-    PermissionResult { decision: kind.decision(), rule: Some(Arc::new(rule)), changed_by_mode: None }
+    PermissionResult {
+        decision: kind.decision(),
+        rule: Some(Arc::new(rule)),
+        changed_by_mode: None,
+    }
 }
 
 fn opt_result() -> impl Strategy<Value = Option<PermissionResult>> {
@@ -152,7 +191,9 @@ fn custom_subjects_provider_is_used() {
     struct Whole;
     impl ContentSubjects for Whole {
         fn subjects(&self, _tool: &str, args: &Value) -> Subjects {
-            Subjects::List(vec![args["command"].as_str().unwrap_or_default().to_owned()])
+            Subjects::List(vec![
+                args["command"].as_str().unwrap_or_default().to_owned(),
+            ])
         }
     }
     let mut c = checker(&[(RuleKind::Allow, "run_bash(ls:*)")]);
@@ -167,8 +208,16 @@ fn custom_subjects_provider_is_used() {
 fn unsplittable_never_allows() {
     let mut c = checker(&[(RuleKind::Allow, "run_bash(echo:*)")]);
     c.set_default(Decision::Ask);
-    assert_eq!(c.check("run_bash", Some(&json!({"command": "echo $(rm -rf x)"}))).decision, Decision::Ask);
-    assert_eq!(c.check("run_bash", Some(&json!({"command": "echo hi"}))).decision, Decision::Allow);
+    assert_eq!(
+        c.check("run_bash", Some(&json!({"command": "echo $(rm -rf x)"})))
+            .decision,
+        Decision::Ask
+    );
+    assert_eq!(
+        c.check("run_bash", Some(&json!({"command": "echo hi"})))
+            .decision,
+        Decision::Allow
+    );
 }
 
 #[test]
