@@ -41,6 +41,9 @@ pub struct ToolContext {
     pub budget: RemainingBudget,
     /// The agent's library directory (persisted tool results, memory).
     pub library_dir: Option<PathBuf>,
+    /// The executor running this call (set by the executor). Subagents and background tasks
+    /// run their own calls through it, so they inherit every guard of their parent.
+    pub executor: Option<crate::Executor>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -73,6 +76,7 @@ impl ToolContext {
             sandbox: None,
             budget: RemainingBudget::default(),
             library_dir: None,
+            executor: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! `demo`/`run`, a server) builds it with one call.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
@@ -19,7 +19,7 @@ use crate::registry::ToolRegistry;
 use crate::runtime::{AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig};
 use crate::tool::AgentTool;
 use crate::tools::{
-    AskUserTool, BashSubjects, BgTaskRunTool, CompressContextTool, ExecutorSlot, FileEditTool,
+    AskUserTool, BashSubjects, BgTaskRunTool, CompressContextTool, FileEditTool,
     FileWriteTool, GlobFilesTool, GrepFilesTool, ReadFileTool, RunBashTool, SaveMemoryTool,
     SubagentSpawner, SubagentTool, TodoList, TodoWriteTool, UserChannel,
 };
@@ -61,8 +61,6 @@ pub struct Guard {
     notifications: BgNotificationQueue,
     compaction: CompactionRequest,
     todos: TodoList,
-    // Keeps the executor `bg_task_run` reaches through a weak handle alive.
-    _slot: ExecutorSlot,
 }
 
 impl std::fmt::Debug for Guard {
@@ -210,7 +208,6 @@ impl GuardBuilder {
         let notifications = BgNotificationQueue::new();
         let compaction = CompactionRequest::default();
         let todos = TodoList::default();
-        let slot: ExecutorSlot = Arc::new(OnceLock::new());
         let mut runner = Runner::new(self.bash.exec.clone());
         if let Some(exe) = self.trampoline {
             runner = runner.with_trampoline(exe);
@@ -238,7 +235,7 @@ impl GuardBuilder {
             Arc::new(CompressContextTool {
                 request: compaction.clone(),
             }),
-            Arc::new(BgTaskRunTool::new(&slot, notifications.clone())),
+            Arc::new(BgTaskRunTool::new(notifications.clone())),
         ];
         if let Some(spawner) = self.spawner {
             tools.push(Arc::new(SubagentTool::new(spawner)));
@@ -259,7 +256,6 @@ impl GuardBuilder {
         if let Some(audit) = audit {
             executor = executor.with_audit(audit);
         }
-        let _ = slot.set(executor.clone());
         Ok(Guard {
             executor,
             sandbox,
@@ -268,7 +264,6 @@ impl GuardBuilder {
             notifications,
             compaction,
             todos,
-            _slot: slot,
         })
     }
 }

@@ -35,3 +35,4 @@ pub use runtime::{
     AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,
 };
 pub use guard::{Guard, GuardBuilder};
+pub use tools::{SubagentRequest, SubagentSpawner};

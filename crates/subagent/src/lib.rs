@@ -1,1 +1,5 @@
 #![doc = include_str!("../README.md")]
+
+mod runner;
+
+pub use runner::{DEFAULT_MAX_DEPTH, Error, SubAgentRunner, SubagentType};

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use fs_sandbox::WriteMode;
@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 
 use super::{sandbox_denied, str_arg};
 use crate::context::ToolContext;
-use crate::executor::Executor;
 use crate::model::ToolCall;
 use crate::runtime::{BgNotificationQueue, CompactionRequest};
 use crate::tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput};
@@ -185,26 +184,19 @@ impl AgentTool for CompressContextTool {
     }
 }
 
-/// The executor a background task runs its call through, filled in once the executor exists.
-/// `bg_task_run` holds it weakly, so the registry -> tool -> executor -> registry loop is not a
-/// reference cycle.
-pub type ExecutorSlot = Arc<OnceLock<Executor>>;
-
 /// Runs another tool call in the background through the full guard pipeline (with a silent
 /// context: an Ask is denied, nobody is asked); the result arrives as a notification before a
 /// later model call. Serial, Cancel (the background task itself is not cancelled with it).
 #[derive(Debug, Clone)]
 pub struct BgTaskRunTool {
-    executor: Weak<OnceLock<Executor>>,
     queue: BgNotificationQueue,
     next: Arc<AtomicU64>,
 }
 
 impl BgTaskRunTool {
-    /// A tool running through `slot`'s executor and reporting to `queue`.
-    pub fn new(slot: &ExecutorSlot, queue: BgNotificationQueue) -> Self {
+    /// A tool reporting to `queue`; the call runs through the executor of the calling context.
+    pub fn new(queue: BgNotificationQueue) -> Self {
         BgTaskRunTool {
-            executor: Arc::downgrade(slot),
             queue,
             next: Arc::new(AtomicU64::new(1)),
         }
@@ -228,10 +220,9 @@ impl AgentTool for BgTaskRunTool {
         if tool == self.name() {
             return Err(ToolError::InvalidArgs("a background task cannot start another".into()));
         }
-        let executor = self
+        let executor = ctx
             .executor
-            .upgrade()
-            .and_then(|slot| slot.get().cloned())
+            .clone()
             .ok_or_else(|| ToolError::Failed("no executor for background tasks".into()))?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let call = ToolCall {

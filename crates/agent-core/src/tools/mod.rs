@@ -14,7 +14,7 @@ use serde_json::Value;
 pub use bash::{BashSubjects, RunBashTool, SandboxJudge};
 pub use fs::{DEFAULT_MAX_FILE_SIZE, FileEditTool, FileWriteTool, GlobFilesTool, GrepFilesTool, ReadFileTool};
 pub use misc::{
-    AskUserTool, BgTaskRunTool, CompressContextTool, ExecutorSlot, SaveMemoryTool, Todo,
+    AskUserTool, BgTaskRunTool, CompressContextTool, SaveMemoryTool, Todo,
     TodoList, TodoWriteTool, UserChannel,
 };
 pub use subagent::{SubagentRequest, SubagentSpawner, SubagentTool};
