@@ -154,6 +154,7 @@ pub(crate) fn from_claude(tool: &str, input: &Value, cwd: &Path) -> Result<Call,
     Ok(Call {
         tool: name.to_owned(),
         input: args,
+        read_only: false,
     })
 }
 

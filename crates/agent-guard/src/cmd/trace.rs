@@ -129,6 +129,8 @@ impl Trace {
 pub(crate) struct Call {
     pub tool: String,
     pub input: Value,
+    /// The caller declares the tool read-only (the seed's read-only tools always are).
+    pub read_only: bool,
 }
 
 /// The layers built once from a policy.
@@ -245,6 +247,11 @@ impl Guard {
         })
     }
 
+    /// Replaces the sandbox built from the policy (`explain path` adds `--root` flags).
+    pub fn set_sandbox(&mut self, sandbox: Result<Sandbox, String>) {
+        self.sandbox = sandbox;
+    }
+
     /// The mode the rules are applied in.
     pub fn mode(&self) -> PermissionMode {
         self.checker.mode()
@@ -329,7 +336,7 @@ impl Guard {
     }
 
     fn rules_step(&self, call: &Call) -> Step {
-        let read_only = READ_ONLY_TOOLS.contains(&call.tool.as_str());
+        let read_only = call.read_only || READ_ONLY_TOOLS.contains(&call.tool.as_str());
         let result = self.checker.check(&call.tool, Some(&call.input));
         let result = self.checker.apply_mode(result, &call.tool, read_only);
         Step {
