@@ -1,1 +1,133 @@
-fn main() {}
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! Pipeline overhead and audit writer throughput.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use perm_hooks::*;
+use serde_json::json;
+
+struct Noop(String);
+
+#[async_trait]
+impl AgentHook for Noop {
+    fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+fn pipeline(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut g = c.benchmark_group("pre_tool_use");
+    g.measurement_time(Duration::from_secs(2)).sample_size(30);
+    let args = json!({"command": "ls -la"});
+    for n in [0usize, 3, 10] {
+        let mut reg = HookRegistry::new();
+        for i in 0..n {
+            reg.register(Arc::new(Noop(format!("noop{i}"))));
+        }
+        g.bench_with_input(BenchmarkId::new("noop_hooks", n), &n, |b, _| {
+            b.iter(|| {
+                let ctx = PreToolUseContext {
+                    session_id: "s".into(),
+                    tool_name: "run_bash".into(),
+                    args: args.clone(),
+                    ..Default::default()
+                };
+                rt.block_on(reg.run_pre_tool_use(ctx))
+            });
+        });
+    }
+    g.finish();
+}
+
+fn row(i: u64) -> AuditRow {
+    AuditRow {
+        session_id: format!("s{}", i % 8),
+        step: (i % 50) as u32,
+        tool_name: "run_bash".into(),
+        status: AuditStatus::Ok,
+        elapsed_ms: 3,
+        output_preview: "total 0\ndrwxr-xr-x 2 user user 40 .".into(),
+        agent_name: "lead".into(),
+        decision: None,
+        reason_code: None,
+        ts: 1_700_000_000_000,
+    }
+}
+
+/// Writes `rows` through the batched writer; returns the time until all are committed.
+async fn batched(rows: u64) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(dir.path().join("a.db")).await.unwrap();
+    let start = Instant::now();
+    for i in 0..rows {
+        log.record(row(i)).await;
+    }
+    log.shutdown().await.unwrap();
+    let t = start.elapsed();
+    assert_eq!(log.written(), rows);
+    t
+}
+
+/// The seed's design: one `tokio::spawn` + one INSERT (its own transaction) per row.
+async fn per_row(rows: u64) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    AuditLog::open(&path).await.unwrap().shutdown().await.unwrap();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(30));
+    let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(4).connect_with(opts).await.unwrap();
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(rows as usize);
+    for i in 0..rows {
+        let pool = pool.clone();
+        let r = row(i);
+        tasks.push(tokio::spawn(async move {
+            sqlx::query(
+                "INSERT INTO agent_audit_log (session_id, step, tool_name, status, elapsed_ms, output_preview, agent_name, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(r.session_id)
+            .bind(i64::from(r.step))
+            .bind(r.tool_name)
+            .bind(r.status.as_str())
+            .bind(r.elapsed_ms as i64)
+            .bind(r.output_preview)
+            .bind(r.agent_name)
+            .bind(r.ts)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let t = start.elapsed();
+    pool.close().await;
+    t
+}
+
+fn audit(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut g = c.benchmark_group("audit_rows");
+    g.measurement_time(Duration::from_secs(3)).sample_size(10);
+    let rows = 20_000u64;
+    g.throughput(Throughput::Elements(rows));
+    g.bench_function("batched_writer", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| rt.block_on(batched(rows))).sum())
+    });
+    let per = 1_000u64;
+    g.throughput(Throughput::Elements(per));
+    g.bench_function("per_row_spawn", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| rt.block_on(per_row(per))).sum())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, pipeline, audit);
+criterion_main!(benches);
