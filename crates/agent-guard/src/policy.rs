@@ -23,7 +23,7 @@ pub struct PolicyDoc {
     pub bash: toml::Table,
     /// Layer 3: command hooks, redaction, audit.
     #[serde(default)]
-    pub hooks: toml::Table,
+    pub hooks: perm_hooks::HooksConfig,
     /// Layer 7: runtime limits.
     #[serde(default)]
     pub limits: runtime_limits::LimitsConfig,
