@@ -55,6 +55,10 @@ const MAX_INPUT: u64 = 32 * 1024 * 1024;
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    run_inner(args).map_err(super::trace::one_line)
+}
+
+fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let mut text = String::new();
     std::io::stdin()
         .take(MAX_INPUT + 1)

@@ -96,6 +96,10 @@ fn current_dir() -> anyhow::Result<PathBuf> {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    run_inner(args).map_err(super::trace::one_line)
+}
+
+fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let (trace, json) = match args.what {
         What::Check(a) => (explain_check(&a)?, a.json),
         What::Bash(a) => (explain_bash(&a)?, a.json),

@@ -238,6 +238,10 @@ fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) 
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    run_inner(args).map_err(super::trace::one_line)
+}
+
+fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(Some(&args.policy))?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let checker = load_checker(&policy, None, &cwd)?;

@@ -145,6 +145,10 @@ fn outcome(index: usize, case: &Case, trace: &Trace) -> Outcome {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    run_inner(args).map_err(super::trace::one_line)
+}
+
+fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(Some(&args.policy))?;
     let cases = load_cases(&args.cases)?;
     let here = std::env::current_dir().context("cannot read the current directory")?;

@@ -351,6 +351,19 @@ impl Guard {
     }
 }
 
+/// Folds a multi-line error (TOML parse errors quote the source with `|` gutters) into the
+/// one line every error of the CLI must be.
+pub(crate) fn one_line(err: anyhow::Error) -> anyhow::Error {
+    let text = format!("{err:#}");
+    let is_gutter = |line: &str| {
+        let t = line.trim_start();
+        let digits = t.trim_start_matches(|c: char| c.is_ascii_digit());
+        t.is_empty() || t.starts_with('|') || (digits.len() < t.len() && digits.trim_start().starts_with('|'))
+    };
+    let parts: Vec<&str> = text.lines().filter(|l| !is_gutter(l)).map(str::trim).collect();
+    anyhow::anyhow!("{}", parts.join(": "))
+}
+
 /// The path a path tool acts on (`None` for other tools).
 pub(crate) fn call_path(call: &Call) -> Option<&str> {
     let key = match call.tool.as_str() {
@@ -449,6 +462,15 @@ mod tests {
     fn absolutize_applies_dots() {
         assert_eq!(absolutize(Path::new("/p"), "a/../b/./c"), PathBuf::from("/p/b/c"));
         assert_eq!(absolutize(Path::new("/p"), "/etc/../x"), PathBuf::from("/x"));
+    }
+
+    #[test]
+    fn errors_fold_to_one_line() {
+        let err = anyhow::anyhow!("bad policy file `p`: TOML parse error at line 2, column 1\n  |\n2 | denny = []\n  | ^^^^^\nunknown field `denny`\n");
+        assert_eq!(
+            one_line(err).to_string(),
+            "bad policy file `p`: TOML parse error at line 2, column 1: unknown field `denny`"
+        );
     }
 
     #[test]

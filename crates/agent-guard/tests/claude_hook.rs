@@ -1,0 +1,207 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! `agent-guard claude-hook` behaviour, through the binary, with the hook JSON shapes of
+//! Claude Code's documentation (tests/data/claude/*.json; their `cwd` is replaced by a temp
+//! project directory so the sandbox has a real root).
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+const FIXTURE_CWD: &str = "/home/user/project";
+
+struct Session {
+    dir: tempfile::TempDir,
+}
+
+impl Session {
+    fn new() -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/src")).unwrap();
+        Session { dir }
+    }
+
+    fn project(&self) -> String {
+        self.dir.path().join("project").display().to_string()
+    }
+
+    /// The fixture with its cwd (and every path under it) moved into the temp project.
+    fn fixture(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(format!("{DATA}/claude/{name}.json")).unwrap();
+        text.replace(FIXTURE_CWD, &self.project())
+    }
+}
+
+fn hook() -> Command {
+    let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+    cmd.arg("claude-hook");
+    for var in [
+        "AGENT_PERMISSIONS_DENY",
+        "AGENT_PERMISSIONS_ASK",
+        "AGENT_PERMISSIONS_ALLOW",
+        "AGENT_PERMISSIONS_MODE",
+        "AGENT_GUARD_POLICY",
+        "AGENT_BLOCK_NETWORK",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn policy() -> String {
+    format!("{DATA}/hook-policy.toml")
+}
+
+/// Runs the hook on `stdin`; it must exit 0 and print one JSON object.
+fn answer(args: &[&str], stdin: String) -> Value {
+    let out = hook().args(args).write_stdin(stdin).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), 1, "one line of JSON: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn pre_decision(v: &Value) -> (&str, &str) {
+    let out = &v["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse", "{v}");
+    (out["permissionDecision"].as_str().unwrap(), out["permissionDecisionReason"].as_str().unwrap())
+}
+
+#[test]
+fn pre_tool_use_decisions_for_documented_shapes() {
+    let s = Session::new();
+    let cases = [
+        ("pre_bash_rm", "deny", "run_bash(rm:*)"),
+        ("pre_bash_git_diff", "allow", "run_bash(git diff:*)"),
+        ("pre_bash_pipe_sh", "deny", "[bash-guard]"),
+        ("pre_read_src", "allow", "rule `read_file`"),
+        ("pre_read_env", "deny", "read_file(**/.env)"),
+        ("pre_read_ssh_key", "deny", "[credentials]"),
+        ("pre_read_outside", "ask", "[fs-sandbox] outside_roots"),
+        ("pre_write_src", "allow", "file_write(./src/**)"),
+        ("pre_write_etc", "deny", "file_write(/etc/**)"),
+        ("pre_write_git_hook", "deny", "[fs-sandbox] protected_path"),
+        ("pre_edit_src", "allow", "file_edit(./src/**)"),
+        ("pre_multiedit_docs", "allow", "file_edit(./docs/**)"),
+        ("pre_glob", "allow", "rule `glob_files`"),
+        ("pre_grep", "allow", "rule `grep_files`"),
+        ("pre_webfetch_docs", "allow", "web_fetch(domain:docs.rs)"),
+        ("pre_webfetch_evil", "deny", "web_fetch(domain:evil.example.com)"),
+        ("pre_task", "allow", "rule `subagent`"),
+        ("pre_mcp", "ask", "mcp__*"),
+        ("pre_websearch", "ask", "default"),
+        ("pre_bash_no_command", "deny", "bad-tool-input"),
+    ];
+    for (name, want, why) in cases {
+        let v = answer(&["--policy", &policy()], s.fixture(name));
+        let (decision, reason) = pre_decision(&v);
+        assert_eq!(decision, want, "{name}: {v}");
+        assert!(reason.starts_with("agent-guard: "), "{name}: {reason}");
+        assert!(reason.contains(why), "{name}: `{why}` not in {reason}");
+    }
+}
+
+#[test]
+fn default_allow_defers_to_claude_codes_own_prompt() {
+    let s = Session::new();
+    // No policy: no rule matches, so the default (allow) must not auto-approve the call.
+    let v = answer(&[], s.fixture("pre_read_src"));
+    assert_eq!(v, serde_json::json!({}));
+    // The built-in layers still refuse what is never fine.
+    let v = answer(&[], s.fixture("pre_read_ssh_key"));
+    assert_eq!(pre_decision(&v).0, "deny");
+}
+
+#[test]
+fn policy_from_environment_variable() {
+    let s = Session::new();
+    let v = answer_with_env(s.fixture("pre_bash_rm"));
+    assert_eq!(pre_decision(&v).0, "deny");
+}
+
+fn answer_with_env(stdin: String) -> Value {
+    let out = hook()
+        .env("AGENT_GUARD_POLICY", policy())
+        .write_stdin(stdin)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+#[test]
+fn post_tool_use_redacts_secrets() {
+    let s = Session::new();
+    let v = answer(&["--policy", &policy()], s.fixture("post_bash_secret"));
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("secrets"), "{v}");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains("REGION=eu-west-1"), "{context}");
+    assert!(!v.to_string().contains("ghp_0123456789"), "the token leaked: {v}");
+    assert!(v["hookSpecificOutput"].get("updatedMCPToolOutput").is_none());
+
+    let v = answer(&["--policy", &policy()], s.fixture("post_write_clean"));
+    assert_eq!(v, serde_json::json!({}));
+}
+
+#[test]
+fn post_tool_use_replaces_mcp_output() {
+    let s = Session::new();
+    let v = answer(&[], s.fixture("post_mcp_secret"));
+    let updated = &v["hookSpecificOutput"]["updatedMCPToolOutput"];
+    assert!(updated.is_array(), "{v}");
+    assert!(updated[0]["text"].as_str().unwrap().starts_with("AWS_SECRET_ACCESS_KEY="), "{v}");
+    assert!(!v.to_string().contains("wJalrXUtnFEMI"), "the key leaked: {v}");
+}
+
+/// Bad input blocks the call: exit 2 (a block in Claude Code) with one line on stderr.
+fn blocked(args: &[&str], stdin: &str, needle: &str) {
+    let out = hook().args(args).write_stdin(stdin.to_owned()).assert().code(2).get_output().clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("agent-guard: "), "{err}");
+    assert!(err.contains(needle), "`{needle}` not in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing on stdout when blocking");
+}
+
+#[test]
+fn malformed_hook_json_blocks() {
+    blocked(&[], "not json", "malformed hook JSON");
+    blocked(&[], "", "malformed hook JSON");
+    blocked(&[], "[1,2]", "expected an object");
+    blocked(&[], r#"{"hook_event_name":"PreToolUse","cwd":"/tmp","tool_input":{}}"#, "`tool_name` is missing");
+    blocked(
+        &[],
+        r#"{"hook_event_name":"PreToolUse","cwd":"/tmp","tool_name":"Bash","tool_input":"ls"}"#,
+        "`tool_input` must be an object",
+    );
+    blocked(&[], r#"{"hook_event_name":"PreToolUse","cwd":"rel","tool_name":"Bash","tool_input":{}}"#, "absolute");
+    blocked(
+        &[],
+        r#"{"hook_event_name":"PostToolUse","cwd":"/tmp","tool_name":"Bash","tool_input":{"command":"ls"}}"#,
+        "`tool_response` is missing",
+    );
+}
+
+#[test]
+fn unsupported_event_and_bad_policy_block() {
+    let s = Session::new();
+    let prompt = format!(
+        r#"{{"session_id":"abc123","cwd":"{}","hook_event_name":"UserPromptSubmit","tool_name":"x","tool_input":{{}},"prompt":"hi"}}"#,
+        s.project()
+    );
+    blocked(&[], &prompt, "unsupported hook event `UserPromptSubmit`");
+    blocked(&["--policy", &format!("{DATA}/bad-rule.toml")], &s.fixture("pre_read_src"), "run_bash(rm:*");
+    blocked(&["--policy", &format!("{DATA}/bad-key.toml")], &s.fixture("pre_read_src"), "denny");
+    blocked(&["--policy", "/nonexistent/policy.toml"], &s.fixture("pre_read_src"), "cannot read policy file");
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let out = hook().arg("--help").assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("Exit status:") && text.contains("BLOCKED"), "{text}");
+    assert!(text.contains("settings.json"), "{text}");
+}
