@@ -73,9 +73,9 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     // Opened before Landlock so the report can be written once the ruleset is known.
     let mut report = std::fs::File::create(&spec.report).ok();
     let applied = apply(&spec);
-    if let Some(file) = report.as_mut() {
-        let _ = serde_json::to_writer(&mut *file, &applied);
-        let _ = file.flush();
+    if let (Some(file), Ok(text)) = (report.as_mut(), serde_json::to_vec(&applied)) {
+        // One write: the report is read only after the run, but every syscall here is overhead.
+        let _ = file.write_all(&text);
     }
     drop(report);
     if let Some(reason) = &applied.refused {
