@@ -20,7 +20,7 @@ pub struct PolicyDoc {
     pub sandbox: fs_sandbox::SandboxConfig,
     /// Layer 5: bash analysis and execution.
     #[serde(default)]
-    pub bash: toml::Table,
+    pub bash: bash_guard::BashConfig,
     /// Layer 3: command hooks, redaction, audit.
     #[serde(default)]
     pub hooks: perm_hooks::HooksConfig,

@@ -1,0 +1,62 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! `agent-guard bash` end to end, with the real fs-sandbox as the path judge.
+
+use assert_cmd::Command;
+
+fn bash(dir: &std::path::Path, extra: &[&str], command: &str) -> serde_json::Value {
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .env_remove("AGENT_BLOCK_NETWORK")
+        .args(["bash", "--json", "--cwd"])
+        .arg(dir)
+        .args(extra)
+        .args(["--", command])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn decisions_and_reasons_come_from_bash_guard_and_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = bash(dir.path(), &[], "git status && ls -la | wc -l");
+    assert_eq!(v["decision"], "allow");
+    assert!(v["reasons"].as_array().unwrap().iter().all(|r| r["layer"] == "bash-guard"));
+    assert_eq!(bash(dir.path(), &[], "echo hi > out.txt")["decision"], "ask");
+    let v = bash(dir.path(), &[], "echo hi > /etc/motd");
+    assert_eq!(v["decision"], "deny");
+    assert!(v["reasons"].as_array().unwrap().iter().any(|r| r["code"] == "write_outside_roots"));
+    assert_eq!(bash(dir.path(), &[], "rm -rf .")["decision"], "deny");
+    assert_eq!(bash(dir.path(), &[], "cat /etc/hostname")["decision"], "ask");
+}
+
+#[test]
+fn read_only_roots_and_network_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let target = other.path().join("x.txt");
+    let read = format!("cat {}", target.display());
+    let write = format!("touch {}", target.display());
+    let ro = other.path().to_str().unwrap();
+    assert_eq!(bash(dir.path(), &["--read-only-root", ro], &read)["decision"], "allow");
+    assert_eq!(bash(dir.path(), &["--read-only-root", ro], &write)["decision"], "deny");
+    assert_eq!(bash(dir.path(), &["--root", ro], &write)["decision"], "ask");
+    assert_eq!(bash(dir.path(), &[], "curl https://example.com")["decision"], "deny");
+    assert_eq!(bash(dir.path(), &["--allow-network"], "curl https://example.com")["decision"], "ask");
+}
+
+#[test]
+fn agent_block_network_env_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .env("AGENT_BLOCK_NETWORK", "false")
+        .args(["bash", "--json", "--cwd"])
+        .arg(dir.path())
+        .args(["--", "wget x"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["decision"], "ask");
+}
