@@ -365,9 +365,14 @@ impl Sandbox {
         let path = path.as_ref();
         validate(path)?;
         let absolute = self.cwd.join(path);
-        let resolved = self
-            .fast_resolve(&absolute)
-            .map_or_else(|| resolve(&absolute, path), Ok)?;
+        let resolved = self.fast_resolve(&absolute).map_or_else(
+            || {
+                // A root's path is canonical, so resolution may start there instead of `/`.
+                let start = self.containing_root(&absolute).map(Root::path);
+                resolve(&absolute, path, start)
+            },
+            Ok,
+        )?;
         let Some(root) = self.containing_root(&resolved.path) else {
             return Err(SandboxError::OutsideRoots {
                 path: path.to_owned(),
@@ -445,14 +450,38 @@ impl Sandbox {
         } else {
             relative
         };
-        let fd = rustix::fs::openat2(
+        let flags = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let fd = match rustix::fs::openat2(
             root.fd(),
             relative,
             OFlags::PATH | OFlags::CLOEXEC,
             Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-        )
-        .ok()?;
+            flags,
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                // A symlink-free existing parent and a missing last name (a dangling symlink
+                // would have been ELOOP): the lexical path is the physical one.
+                let parent = relative
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                rustix::fs::openat2(
+                    root.fd(),
+                    parent,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                    flags,
+                )
+                .ok()?;
+                return Some(Resolved {
+                    path: normalise_lexically(absolute),
+                    exists: false,
+                    nlink: None,
+                });
+            }
+            Err(_) => return None,
+        };
         let stat = rustix::fs::fstat(&fd).ok()?;
         let regular =
             rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile;
@@ -523,10 +552,14 @@ fn is_magic_link(candidate: &Path) -> bool {
 }
 
 /// Resolves `absolute` as the kernel would, component by component, following symlinks.
-fn resolve(absolute: &Path, given: &Path) -> Result<Resolved, SandboxError> {
+fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolved, SandboxError> {
     let mut pending: VecDeque<OsString> = VecDeque::new();
-    push_front_components(&mut pending, absolute);
-    let mut resolved = PathBuf::from("/");
+    let (mut resolved, rest) =
+        match start.and_then(|root| Some((root, absolute.strip_prefix(root).ok()?))) {
+            Some((root, rest)) => (root.to_owned(), rest),
+            None => (PathBuf::from("/"), absolute),
+        };
+    push_front_components(&mut pending, rest);
     let mut hops = 0u32;
     let mut last_meta: Option<(bool, u64)> = None;
     while let Some(name) = pending.pop_front() {

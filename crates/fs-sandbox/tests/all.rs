@@ -434,7 +434,7 @@ fn race(mode: ResolveMode) {
         std::thread::spawn(move || {
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let target: &Path = if n % 2 == 0 {
+                let target: &Path = if n.is_multiple_of(2) {
                     &outside
                 } else {
                     Path::new("file.txt")
