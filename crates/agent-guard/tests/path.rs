@@ -1,11 +1,23 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! `agent-guard path`: decisions, JSON shape and exit codes.
 
 use assert_cmd::Command;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::cargo_bin("agent-guard").unwrap().args(args).output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap())
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
 }
 
 fn tree() -> (tempfile::TempDir, String) {
@@ -22,19 +34,39 @@ fn tree() -> (tempfile::TempDir, String) {
 fn default_root_is_cwd_and_prefix_sibling_is_outside() {
     let (_d, base) = tree();
     let cwd = format!("{base}/proj");
-    let (code, out) = run(&["path", "--cwd", &cwd, "--op", "write", "--json", "--", "src/../new.txt"]);
+    let (code, out) = run(&[
+        "path",
+        "--cwd",
+        &cwd,
+        "--op",
+        "write",
+        "--json",
+        "--",
+        "src/../new.txt",
+    ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["decision"], "allow");
     assert_eq!(v["resolved"], format!("{base}/proj/new.txt"));
-    let (code, out) = run(&["path", "--cwd", &cwd, "--op", "read", "--json", "--", "../proj-evil/x"]);
+    let (code, out) = run(&[
+        "path",
+        "--cwd",
+        &cwd,
+        "--op",
+        "read",
+        "--json",
+        "--",
+        "../proj-evil/x",
+    ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["reasons"][0]["code"], "outside_roots");
     assert_eq!(v["reasons"][0]["layer"], "fs-sandbox");
     assert_eq!(v["resolved"], format!("{base}/proj-evil/x"));
-    let (_, out) = run(&["path", "--cwd", &cwd, "--op", "read", "--json", "--", "out/x"]);
+    let (_, out) = run(&[
+        "path", "--cwd", &cwd, "--op", "read", "--json", "--", "out/x",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["reasons"][0]["code"], "outside_roots");
 }
@@ -43,7 +75,19 @@ fn default_root_is_cwd_and_prefix_sibling_is_outside() {
 fn repeated_and_read_only_roots() {
     let (_d, base) = tree();
     let cwd = format!("{base}/proj");
-    let args = ["path", "--cwd", &cwd, "--root", ".", "--read-only-root", "../docs", "--op", "write", "--json", "--"];
+    let args = [
+        "path",
+        "--cwd",
+        &cwd,
+        "--root",
+        ".",
+        "--read-only-root",
+        "../docs",
+        "--op",
+        "write",
+        "--json",
+        "--",
+    ];
     let (_, out) = run(&[&args[..], &["../docs/a"]].concat());
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["reasons"][0]["code"], "read_only_root");
@@ -59,17 +103,35 @@ fn repeated_and_read_only_roots() {
 fn policy_roots_and_bad_input_exit_2() {
     let (d, base) = tree();
     let policy = d.path().join("policy.toml");
-    std::fs::write(&policy, format!("[sandbox]\nread_only_roots = [\"{base}/proj\"]\n")).unwrap();
+    std::fs::write(
+        &policy,
+        format!("[sandbox]\nread_only_roots = [\"{base}/proj\"]\n"),
+    )
+    .unwrap();
     let cwd = format!("{base}/proj");
     let p = policy.display().to_string();
-    let (_, out) = run(&["path", "--policy", &p, "--cwd", &cwd, "--op", "write", "--json", "--", "x"]);
+    let (_, out) = run(&[
+        "path", "--policy", &p, "--cwd", &cwd, "--op", "write", "--json", "--", "x",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["reasons"][0]["code"], "read_only_root");
     std::fs::write(&policy, "[sandbox]\nbogus = 1\n").unwrap();
-    let (code, _) = run(&["path", "--policy", &p, "--cwd", &cwd, "--op", "read", "--", "x"]);
+    let (code, _) = run(&[
+        "path", "--policy", &p, "--cwd", &cwd, "--op", "read", "--", "x",
+    ]);
     assert_eq!(code, 2);
     let (code, _) = run(&["path", "--cwd", &cwd, "--op", "delete", "--", "x"]);
     assert_eq!(code, 2);
-    let (code, _) = run(&["path", "--cwd", &cwd, "--root", "/nonexistent-root-xyz", "--op", "read", "--", "x"]);
+    let (code, _) = run(&[
+        "path",
+        "--cwd",
+        &cwd,
+        "--root",
+        "/nonexistent-root-xyz",
+        "--op",
+        "read",
+        "--",
+        "x",
+    ]);
     assert_eq!(code, 2);
 }

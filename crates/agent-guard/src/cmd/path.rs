@@ -58,9 +58,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for root in args.read_only_roots {
         builder = builder.root(root, Access::ReadOnly);
     }
-    let sandbox: Sandbox = builder
-        .build()
-        .map_err(|err| anyhow::anyhow!("bad sandbox configuration ({}): {err}", policy.source_name()))?;
+    let sandbox: Sandbox = builder.build().map_err(|err| {
+        anyhow::anyhow!(
+            "bad sandbox configuration ({}): {err}",
+            policy.source_name()
+        )
+    })?;
     let report = match sandbox.check(&args.path, op) {
         Ok(checked) => Report::new(
             Decision::Allow,
