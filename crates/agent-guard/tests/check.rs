@@ -167,5 +167,5 @@ fn bad_input_exits_2() {
         .args(["--policy", bad.to_str().unwrap(), "--tool", "x"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("p.toml:2").and(predicate::str::contains("`x(`")));
+        .stderr(predicate::str::contains("p.toml:3").and(predicate::str::contains("`x(`")));
 }
