@@ -430,3 +430,29 @@ async fn bad_cwd_is_an_error() {
         .unwrap_err();
     assert!(matches!(err, ExecError::BadCwd(_)));
 }
+
+#[tokio::test]
+async fn dropping_a_confined_run_kills_its_processes() {
+    let root = tempfile::tempdir().unwrap();
+    let marker = root.path().join("pids");
+    let cmd = format!("sleep 1000 & echo $! > {}; sleep 1000", marker.display());
+    let runner = runner();
+    let request = confined(&cmd, root.path());
+    let cancel = CancellationToken::new();
+    let fut = runner.run(&request, &cancel);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), fut)
+            .await
+            .is_err()
+    );
+    let pids = pids_of(&std::fs::read_to_string(&marker).unwrap());
+    assert_eq!(pids.len(), 1);
+    // SIGKILL is asynchronous; give the kernel a moment to finish the kill.
+    for _ in 0..50 {
+        if !alive(pids[0]) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!alive(pids[0]), "pid {} survived a dropped run", pids[0]);
+}

@@ -160,3 +160,12 @@ impl PidsCgroup {
         }
     }
 }
+
+impl Drop for PidsCgroup {
+    // Also runs when the caller drops the run future midway (a cancelled tool call): no task and
+    // no directory of the run is left behind.
+    fn drop(&mut self) {
+        self.signal_all(Signal::KILL);
+        self.remove();
+    }
+}

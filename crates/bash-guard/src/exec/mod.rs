@@ -436,9 +436,7 @@ impl Runner {
                 cancel,
             )
             .await;
-        if let Some(cg) = &cgroup {
-            cg.remove();
-        }
+        drop(cgroup);
         drop(private);
         result
     }
