@@ -41,6 +41,9 @@ pub struct Args {
 /// One problem with one rule.
 #[derive(Debug, Serialize)]
 struct Problem {
+    /// The rule's place in the merged rule list, to report in policy order.
+    #[serde(skip)]
+    index: usize,
     code: &'static str,
     rule: String,
     kind: RuleKind,
@@ -130,8 +133,9 @@ fn content_covers(broad: &PermissionRule, narrow: &PermissionRule) -> bool {
     false
 }
 
-fn problem(code: &'static str, rule: &PermissionRule, message: String) -> Problem {
+fn problem(index: usize, code: &'static str, rule: &PermissionRule, message: String) -> Problem {
     Problem {
+        index,
         code,
         rule: rule.text().to_owned(),
         kind: rule.kind(),
@@ -150,6 +154,7 @@ fn shadowing(rules: &[&PermissionRule], out: &mut Vec<Problem>) {
         });
         if let Some((_, broad)) = shadow {
             out.push(problem(
+                i,
                 "shadowed",
                 narrow,
                 format!(
@@ -163,7 +168,7 @@ fn shadowing(rules: &[&PermissionRule], out: &mut Vec<Problem>) {
         }
         let duplicate = rules.iter().take(i).find(|r| r.kind() == narrow.kind() && r.text() == narrow.text());
         if let Some(first) = duplicate {
-            out.push(problem("duplicate", narrow, format!("repeats {}", first.describe())));
+            out.push(problem(i, "duplicate", narrow, format!("repeats {}", first.describe())));
         }
     }
 }
@@ -259,17 +264,18 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let rules: Vec<&PermissionRule> = checker.rules().collect();
     let mut problems = Vec::new();
     shadowing(&rules, &mut problems);
-    for rule in &rules {
+    for (i, rule) in rules.iter().enumerate() {
         if let Some(message) = allows_everything(rule) {
-            problems.push(problem("allows-everything", rule, message));
+            problems.push(problem(i, "allows-everything", rule, message));
         }
         if let Some(message) = unknown_tool(rule) {
-            problems.push(problem("unknown-tool", rule, message));
+            problems.push(problem(i, "unknown-tool", rule, message));
         }
         if let Some(message) = outside_roots(rule, &roots, home.as_deref()) {
-            problems.push(problem("outside-roots", rule, message));
+            problems.push(problem(i, "outside-roots", rule, message));
         }
     }
+    problems.sort_by_key(|p| p.index);
     if args.json {
         let doc = serde_json::json!({
             "policy": policy.source_name(),
