@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! Pipeline overhead and audit writer throughput.
 
 use std::sync::Arc;
@@ -18,7 +23,10 @@ impl AgentHook for Noop {
 }
 
 fn pipeline(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut g = c.benchmark_group("pre_tool_use");
     g.measurement_time(Duration::from_secs(2)).sample_size(30);
     let args = json!({"command": "ls -la"});
@@ -75,13 +83,22 @@ async fn batched(rows: u64) -> Duration {
 async fn per_row(rows: u64) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.db");
-    AuditLog::open(&path).await.unwrap().shutdown().await.unwrap();
+    AuditLog::open(&path)
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&path)
         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
         .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(30));
-    let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(4).connect_with(opts).await.unwrap();
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(opts)
+        .await
+        .unwrap();
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(rows as usize);
     for i in 0..rows {
@@ -113,7 +130,11 @@ async fn per_row(rows: u64) -> Duration {
 }
 
 fn audit(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut g = c.benchmark_group("audit_rows");
     g.measurement_time(Duration::from_secs(3)).sample_size(10);
     let rows = 20_000u64;

@@ -16,10 +16,12 @@ enum Step {
     Sleep,
 }
 
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
 struct Scripted {
     name: String,
     step: Step,
-    seen: Arc<Mutex<Vec<(String, Value)>>>,
+    seen: Seen,
 }
 
 #[async_trait]
@@ -68,7 +70,7 @@ impl AgentHook for Scripted {
     }
 }
 
-fn build(steps: &[(Step, OnError)]) -> (HookRegistry, Arc<Mutex<Vec<(String, Value)>>>) {
+fn build(steps: &[(Step, OnError)]) -> (HookRegistry, Seen) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut reg = HookRegistry::new();
     for (i, (step, on_error)) in steps.iter().enumerate() {
