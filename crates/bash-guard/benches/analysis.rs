@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! Classification time: short, typical (~200 chars) and 10,000-character commands, the seed's
 //! naive first-word whitelist as a baseline, and a verdict-cache hit.
 
@@ -13,7 +18,11 @@ use criterion::{Criterion, criterion_group, criterion_main};
 struct Judge;
 impl PathJudge for Judge {
     fn judge(&self, path: &str, _: PathAccess, _: &Path) -> PathVerdict {
-        if path.starts_with('/') { PathVerdict::OutsideRoots } else { PathVerdict::Inside }
+        if path.starts_with('/') {
+            PathVerdict::OutsideRoots
+        } else {
+            PathVerdict::Inside
+        }
     }
 }
 
@@ -22,8 +31,15 @@ const TYPICAL: &str = "cd crates/bash-guard && grep -rn \"fn analyze\" src/*.rs 
 
 /// The seed's design: the first word against a whitelist, then a blacklist.
 fn naive(command: &str) -> bool {
-    const SAFE: &[&str] = &["ls", "cat", "head", "tail", "find", "grep", "wc", "echo", "pwd", "sort", "uniq", "cut", "tr", "awk", "sed", "jq", "diff", "file", "stat", "du", "df", "env", "printenv", "which", "basename", "dirname", "realpath", "readlink", "xargs", "tee", "date", "sleep", "true", "false"];
-    const DANGEROUS: &[&str] = &["rm", "sudo", "su", "dd", "mkfs", "shutdown", "reboot", "vim", "curl", "wget"];
+    const SAFE: &[&str] = &[
+        "ls", "cat", "head", "tail", "find", "grep", "wc", "echo", "pwd", "sort", "uniq", "cut",
+        "tr", "awk", "sed", "jq", "diff", "file", "stat", "du", "df", "env", "printenv", "which",
+        "basename", "dirname", "realpath", "readlink", "xargs", "tee", "date", "sleep", "true",
+        "false",
+    ];
+    const DANGEROUS: &[&str] = &[
+        "rm", "sudo", "su", "dd", "mkfs", "shutdown", "reboot", "vim", "curl", "wget",
+    ];
     let first = command.split_whitespace().next().unwrap_or("");
     if first.starts_with("$(") || first.starts_with('`') {
         return false;
@@ -32,20 +48,32 @@ fn naive(command: &str) -> bool {
 }
 
 fn bench(c: &mut Criterion) {
-    let long: String = std::iter::repeat("grep -n foo src/lib.rs | wc -l && ").take(300).collect::<String>() + "true";
+    let long = "grep -n foo src/lib.rs | wc -l && ".repeat(300) + "true";
     assert!(long.len() >= 10_000, "{}", long.len());
     assert!((180..=260).contains(&TYPICAL.len()), "{}", TYPICAL.len());
     let analyzer = Analyzer::with_home(BashConfig::default(), Some("/home/bench".into()));
     let cwd = Path::new("/proj");
     let mut g = c.benchmark_group("analyze");
-    g.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500)).sample_size(30);
-    g.bench_function("short", |b| b.iter(|| analyzer.analyze(black_box(SHORT), cwd, &Judge)));
-    g.bench_function("typical_200", |b| b.iter(|| analyzer.analyze(black_box(TYPICAL), cwd, &Judge)));
-    g.bench_function("long_10k", |b| b.iter(|| analyzer.analyze(black_box(&long), cwd, &Judge)));
-    g.bench_function("naive_first_word_typical", |b| b.iter(|| naive(black_box(TYPICAL))));
+    g.measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(30);
+    g.bench_function("short", |b| {
+        b.iter(|| analyzer.analyze(black_box(SHORT), cwd, &Judge))
+    });
+    g.bench_function("typical_200", |b| {
+        b.iter(|| analyzer.analyze(black_box(TYPICAL), cwd, &Judge))
+    });
+    g.bench_function("long_10k", |b| {
+        b.iter(|| analyzer.analyze(black_box(&long), cwd, &Judge))
+    });
+    g.bench_function("naive_first_word_typical", |b| {
+        b.iter(|| naive(black_box(TYPICAL)))
+    });
     let cached = CachedAnalyzer::new(analyzer.clone(), Arc::new(Judge), 1024);
     cached.analyze(TYPICAL, cwd);
-    g.bench_function("cache_hit_typical", |b| b.iter(|| cached.analyze(black_box(TYPICAL), cwd)));
+    g.bench_function("cache_hit_typical", |b| {
+        b.iter(|| cached.analyze(black_box(TYPICAL), cwd))
+    });
     g.finish();
 }
 

@@ -87,14 +87,27 @@ impl Analyzer {
                 Decision::Deny,
                 "too_long",
                 "",
-                format!("the command is {} bytes long; the limit is {MAX_COMMAND_LEN}", command.len()),
+                format!(
+                    "the command is {} bytes long; the limit is {MAX_COMMAND_LEN}",
+                    command.len()
+                ),
             );
         } else if command.trim().is_empty() {
-            w.add(Decision::Deny, "empty_command", "", "the command is empty".to_owned());
+            w.add(
+                Decision::Deny,
+                "empty_command",
+                "",
+                "the command is empty".to_owned(),
+            );
         } else {
             w.script(command, StdinKind::Terminal);
             if w.findings.is_empty() {
-                w.add(Decision::Deny, "empty_command", "", "the command contains no command to run".to_owned());
+                w.add(
+                    Decision::Deny,
+                    "empty_command",
+                    "",
+                    "the command contains no command to run".to_owned(),
+                );
             }
         }
         let judged = w.judged;
@@ -103,7 +116,10 @@ impl Analyzer {
 }
 
 /// Parses a whole program.
-pub(crate) fn parse_program(text: &str, options: &ParserOptions) -> Result<ast::Program, ParseError> {
+pub(crate) fn parse_program(
+    text: &str,
+    options: &ParserOptions,
+) -> Result<ast::Program, ParseError> {
     let err = |message: String| ParseError {
         command: text.to_owned(),
         message,
@@ -169,7 +185,13 @@ pub(crate) struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    pub(crate) fn add(&mut self, decision: Decision, code: &'static str, sub: &str, message: String) {
+    pub(crate) fn add(
+        &mut self,
+        decision: Decision,
+        code: &'static str,
+        sub: &str,
+        message: String,
+    ) {
         self.findings.push(Finding {
             decision,
             code,
@@ -221,7 +243,11 @@ impl Walker<'_> {
     fn pipeline(&mut self, p: &ast::Pipeline, stdin: &StdinKind) {
         let multi = p.seq.len() > 1;
         for (i, cmd) in p.seq.iter().enumerate() {
-            let input = if i == 0 { stdin.clone() } else { StdinKind::Pipe };
+            let input = if i == 0 {
+                stdin.clone()
+            } else {
+                StdinKind::Pipe
+            };
             // Every stage of a real pipeline runs in a subshell: a `cd` there does not leak.
             let saved = multi.then(|| self.cwd.clone());
             self.command(cmd, &input);
@@ -237,8 +263,7 @@ impl Walker<'_> {
             Command::Compound(cc, redirects) => {
                 let input = redirects
                     .as_ref()
-                    .map(|r| self.redirects(&r.0, "compound command"))
-                    .flatten()
+                    .and_then(|r| self.redirects(&r.0, "compound command"))
                     .unwrap_or_else(|| stdin.clone());
                 self.compound(cc, &input);
             }
@@ -248,7 +273,12 @@ impl Walker<'_> {
                 if let Some(r) = redirects {
                     self.redirects(&r.0, "[[ ]]");
                 }
-                self.add(Decision::Allow, "read_only", "[[ ]]", "a test expression".to_owned());
+                self.add(
+                    Decision::Allow,
+                    "read_only",
+                    "[[ ]]",
+                    "a test expression".to_owned(),
+                );
             }
         }
     }
@@ -274,10 +304,18 @@ impl Walker<'_> {
         match cc {
             CompoundCommand::Arithmetic(a) => {
                 self.arith(&a.expr.value);
-                self.add(Decision::Allow, "read_only", "(( ))", "an arithmetic expression".to_owned());
+                self.add(
+                    Decision::Allow,
+                    "read_only",
+                    "(( ))",
+                    "an arithmetic expression".to_owned(),
+                );
             }
             CompoundCommand::ArithmeticForClause(f) => {
-                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
                     self.arith(&e.value);
                 }
                 self.compound_list(&f.body.list, stdin);
@@ -339,7 +377,10 @@ impl Walker<'_> {
         let name = {
             let mut out = DecodeOut::default();
             self.decoder().decode_into(&f.fname.value, &mut out);
-            out.words.first().map(|w| w.text.clone()).unwrap_or_default()
+            out.words
+                .first()
+                .map(|w| w.text.clone())
+                .unwrap_or_default()
         };
         let body_text = f.body.0.to_string();
         if crate::classify::is_known_command(&name) {
@@ -420,12 +461,16 @@ impl Walker<'_> {
                     IoFileRedirectKind::Read => PathAccess::Read,
                     IoFileRedirectKind::DuplicateInput | IoFileRedirectKind::DuplicateOutput => {
                         match target {
-                            IoFileRedirectTarget::Duplicate(w) | IoFileRedirectTarget::Filename(w) => {
+                            IoFileRedirectTarget::Duplicate(w)
+                            | IoFileRedirectTarget::Filename(w) => {
                                 let d = self.words(std::slice::from_ref(w));
                                 let all_fd = d.iter().all(|w| {
                                     !w.dynamic
                                         && (w.text == "-"
-                                            || w.text.trim_end_matches('-').bytes().all(|b| b.is_ascii_digit()))
+                                            || w.text
+                                                .trim_end_matches('-')
+                                                .bytes()
+                                                .all(|b| b.is_ascii_digit()))
                                 });
                                 if all_fd {
                                     return None;
@@ -444,7 +489,11 @@ impl Walker<'_> {
                 match target {
                     IoFileRedirectTarget::Filename(w) | IoFileRedirectTarget::Duplicate(w) => {
                         let d = self.words(std::slice::from_ref(w));
-                        let what = if access == PathAccess::Read { "input redirection" } else { "output redirection" };
+                        let what = if access == PathAccess::Read {
+                            "input redirection"
+                        } else {
+                            "output redirection"
+                        };
                         for word in &d {
                             self.path(word, access, sub, what);
                         }
@@ -540,7 +589,8 @@ impl Walker<'_> {
         let mut env_names = Vec::new();
         for (a, _) in &assignments {
             let name = match &a.name {
-                ast::AssignmentName::VariableName(n) | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                ast::AssignmentName::VariableName(n)
+                | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
             };
             match &a.value {
                 ast::AssignmentValue::Scalar(w) => {
@@ -561,7 +611,11 @@ impl Walker<'_> {
             env_names.push(name);
         }
         for name in &env_names {
-            crate::classify::check_env_name(self, name, if display.is_empty() { name } else { &display });
+            crate::classify::check_env_name(
+                self,
+                name,
+                if display.is_empty() { name } else { &display },
+            );
         }
         if decoded.is_empty() {
             if !assignments.is_empty() {
@@ -582,9 +636,8 @@ impl Walker<'_> {
     /// Judges one path argument.
     pub(crate) fn path(&mut self, word: &Decoded, access: PathAccess, sub: &str, what: &str) {
         if word.dynamic {
-            let decision = if access == PathAccess::Write { Decision::Ask } else { Decision::Ask };
             self.add(
-                decision,
+                Decision::Ask,
                 "dynamic_path",
                 sub,
                 format!("the {what} target is only known at run time"),
@@ -655,8 +708,16 @@ impl Walker<'_> {
         let (decision, code, message) = match (verdict, access) {
             (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => {
                 let name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if name == ".env" || (name.starts_with(".env.") && !name.ends_with(".example") && !name.ends_with(".sample")) {
-                    (Decision::Ask, "secret_file", format!("`{text}` usually holds secrets (API keys, passwords)"))
+                if name == ".env"
+                    || (name.starts_with(".env.")
+                        && !name.ends_with(".example")
+                        && !name.ends_with(".sample"))
+                {
+                    (
+                        Decision::Ask,
+                        "secret_file",
+                        format!("`{text}` usually holds secrets (API keys, passwords)"),
+                    )
                 } else {
                     return;
                 }
@@ -708,7 +769,10 @@ impl Walker<'_> {
         }
         let mut seen = HashSet::new();
         for f in &self.findings {
-            if !f.subcommand.is_empty() && f.code != "parse_error" && seen.insert(f.subcommand.clone()) {
+            if !f.subcommand.is_empty()
+                && f.code != "parse_error"
+                && seen.insert(f.subcommand.clone())
+            {
                 out.push(f.subcommand.clone());
             }
         }
@@ -720,8 +784,15 @@ type DeviceVerdict = Option<Option<(Decision, &'static str, String)>>;
 
 fn device(path: &str, access: PathAccess) -> DeviceVerdict {
     const HARMLESS: &[&str] = &[
-        "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2",
-        "/dev/fd/63", "/dev/tty",
+        "/dev/null",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/stdin",
+        "/dev/fd/0",
+        "/dev/fd/1",
+        "/dev/fd/2",
+        "/dev/fd/63",
+        "/dev/tty",
     ];
     const READABLE: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
     if !path.starts_with("/dev/") {
@@ -740,7 +811,9 @@ fn device(path: &str, access: PathAccess) -> DeviceVerdict {
     Some(Some((
         Decision::Deny,
         "device_access",
-        format!("`{path}` is a device; commands may not read or write devices other than /dev/null and the standard streams"),
+        format!(
+            "`{path}` is a device; commands may not read or write devices other than /dev/null and the standard streams"
+        ),
     )))
 }
 

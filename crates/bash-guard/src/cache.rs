@@ -34,7 +34,9 @@ pub struct CachedAnalyzer {
 
 impl std::fmt::Debug for CachedAnalyzer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CachedAnalyzer").field("analyzer", &self.analyzer).finish_non_exhaustive()
+        f.debug_struct("CachedAnalyzer")
+            .field("analyzer", &self.analyzer)
+            .finish_non_exhaustive()
     }
 }
 
@@ -47,7 +49,9 @@ impl CachedAnalyzer {
             judge,
             hasher: std::collections::hash_map::RandomState::new(),
             path_ttl: Duration::from_secs(2),
-            cache: Mutex::new(lru::LruCache::new(NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN))),
+            cache: Mutex::new(lru::LruCache::new(
+                NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
+            )),
         }
     }
 
@@ -79,7 +83,9 @@ impl CachedAnalyzer {
         {
             return Arc::clone(&e.verdict);
         }
-        let (verdict, judged) = self.analyzer.analyze_tracked(command, cwd, self.judge.as_ref());
+        let (verdict, judged) = self
+            .analyzer
+            .analyze_tracked(command, cwd, self.judge.as_ref());
         let verdict = Arc::new(verdict);
         if let Ok(mut cache) = self.cache.lock() {
             cache.put(

@@ -10,90 +10,501 @@ use crate::words::Decoded;
 
 /// Read-only whatever their arguments (no paths, no writing options).
 const PURE: &[&str] = &[
-    "echo", "printf", "pwd", "true", "false", ":", "sleep", "whoami", "id", "uname", "nproc", "seq",
-    "expr", "test", "[", "basename", "dirname", "printenv", "which", "type", "locale", "arch",
-    "groups", "tty", "uptime", "free", "cal", "getconf", "logname", "users", "who", "ps", "jobs",
-    "exit", "return", "break", "continue", "shift", "wait", "unset", "set", "shopt", "read",
-    "getopts", "umask", "ulimit", "let", "dirs", "times", "caller", "tr", "yes", "env-print",
-    "hash", "help", "realpath", "readlink", "df", "history", "mapfile", "readarray", "declare",
-    "typeset", "local", "readonly", "export",
+    "echo",
+    "printf",
+    "pwd",
+    "true",
+    "false",
+    ":",
+    "sleep",
+    "whoami",
+    "id",
+    "uname",
+    "nproc",
+    "seq",
+    "expr",
+    "test",
+    "[",
+    "basename",
+    "dirname",
+    "printenv",
+    "which",
+    "type",
+    "locale",
+    "arch",
+    "groups",
+    "tty",
+    "uptime",
+    "free",
+    "cal",
+    "getconf",
+    "logname",
+    "users",
+    "who",
+    "ps",
+    "jobs",
+    "exit",
+    "return",
+    "break",
+    "continue",
+    "shift",
+    "wait",
+    "unset",
+    "set",
+    "shopt",
+    "read",
+    "getopts",
+    "umask",
+    "ulimit",
+    "let",
+    "dirs",
+    "times",
+    "caller",
+    "tr",
+    "yes",
+    "env-print",
+    "hash",
+    "help",
+    "realpath",
+    "readlink",
+    "df",
+    "history",
+    "mapfile",
+    "readarray",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "export",
 ];
 
 /// Readers: every positional argument is a path that is read.
 const READERS: &[&str] = &[
-    "cat", "head", "tail", "wc", "ls", "stat", "file", "du", "diff", "cmp", "comm", "join",
-    "paste", "nl", "tac", "rev", "od", "hexdump", "strings", "md5sum", "sha1sum", "sha256sum",
-    "sha512sum", "sha224sum", "sha384sum", "b2sum", "cksum", "sum", "base64", "base32", "fold",
-    "fmt", "expand", "unexpand", "cut", "column", "numfmt", "tree", "zcat", "look", "tsort",
-    "uniq", "sort", "grep", "egrep", "fgrep", "rg", "jq", "xxd", "bat", "shasum", "lsattr",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "ls",
+    "stat",
+    "file",
+    "du",
+    "diff",
+    "cmp",
+    "comm",
+    "join",
+    "paste",
+    "nl",
+    "tac",
+    "rev",
+    "od",
+    "hexdump",
+    "strings",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "sha224sum",
+    "sha384sum",
+    "b2sum",
+    "cksum",
+    "sum",
+    "base64",
+    "base32",
+    "fold",
+    "fmt",
+    "expand",
+    "unexpand",
+    "cut",
+    "column",
+    "numfmt",
+    "tree",
+    "zcat",
+    "look",
+    "tsort",
+    "uniq",
+    "sort",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "jq",
+    "xxd",
+    "bat",
+    "shasum",
+    "lsattr",
 ];
 
 /// Readers whose first positional is a pattern or program, not a path.
 const PATTERN_FIRST: &[&str] = &["grep", "egrep", "fgrep", "rg", "jq"];
 
-const PRIVILEGE: &[&str] = &["sudo", "su", "doas", "pkexec", "run0", "chroot", "setcap", "visudo", "passwd", "chpasswd", "useradd", "userdel", "usermod", "groupadd", "groupdel", "newgrp", "sg"];
+const PRIVILEGE: &[&str] = &[
+    "sudo", "su", "doas", "pkexec", "run0", "chroot", "setcap", "visudo", "passwd", "chpasswd",
+    "useradd", "userdel", "usermod", "groupadd", "groupdel", "newgrp", "sg",
+];
 const SYSTEM: &[&str] = &[
-    "mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "parted", "gdisk", "wipefs", "shutdown",
-    "reboot", "halt", "poweroff", "init", "telinit", "kexec", "swapoff", "swapon", "mount", "umount",
-    "insmod", "rmmod", "modprobe", "iptables", "ip6tables", "nft", "ufw", "sysctl", "crontab", "at",
-    "batch", "killall5", "timedatectl", "hwclock", "systemctl", "service", "apt", "apt-get", "dpkg",
-    "yum", "dnf", "rpm", "pacman", "zypper", "apk", "snap", "launchctl", "dmsetup", "losetup",
-    "cryptsetup", "debugfs", "blkdiscard", "hdparm",
+    "mkfs",
+    "mke2fs",
+    "mkswap",
+    "fdisk",
+    "sfdisk",
+    "cfdisk",
+    "parted",
+    "gdisk",
+    "wipefs",
+    "shutdown",
+    "reboot",
+    "halt",
+    "poweroff",
+    "init",
+    "telinit",
+    "kexec",
+    "swapoff",
+    "swapon",
+    "mount",
+    "umount",
+    "insmod",
+    "rmmod",
+    "modprobe",
+    "iptables",
+    "ip6tables",
+    "nft",
+    "ufw",
+    "sysctl",
+    "crontab",
+    "at",
+    "batch",
+    "killall5",
+    "timedatectl",
+    "hwclock",
+    "systemctl",
+    "service",
+    "apt",
+    "apt-get",
+    "dpkg",
+    "yum",
+    "dnf",
+    "rpm",
+    "pacman",
+    "zypper",
+    "apk",
+    "snap",
+    "launchctl",
+    "dmsetup",
+    "losetup",
+    "cryptsetup",
+    "debugfs",
+    "blkdiscard",
+    "hdparm",
 ];
 const INTERACTIVE: &[&str] = &[
-    "vi", "vim", "nvim", "view", "vimdiff", "nano", "pico", "emacs", "joe", "mcedit", "micro", "less",
-    "more", "most", "pg", "man", "top", "htop", "btop", "atop", "iotop", "glances", "nmon", "tmux",
-    "screen", "mc", "ranger", "nnn", "vifm", "tig", "lazygit", "fzf", "dialog", "whiptail", "fc",
-    "ed", "ex", "info", "irb", "ghci", "sqlite3", "mysql", "psql", "redis-cli", "mongo",
+    "vi",
+    "vim",
+    "nvim",
+    "view",
+    "vimdiff",
+    "nano",
+    "pico",
+    "emacs",
+    "joe",
+    "mcedit",
+    "micro",
+    "less",
+    "more",
+    "most",
+    "pg",
+    "man",
+    "top",
+    "htop",
+    "btop",
+    "atop",
+    "iotop",
+    "glances",
+    "nmon",
+    "tmux",
+    "screen",
+    "mc",
+    "ranger",
+    "nnn",
+    "vifm",
+    "tig",
+    "lazygit",
+    "fzf",
+    "dialog",
+    "whiptail",
+    "fc",
+    "ed",
+    "ex",
+    "info",
+    "irb",
+    "ghci",
+    "sqlite3",
+    "mysql",
+    "psql",
+    "redis-cli",
+    "mongo",
 ];
 const NETWORK: &[&str] = &[
-    "curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "telnet", "ftp", "tftp",
-    "lftp", "dig", "nslookup", "host", "whois", "ping", "ping6", "traceroute", "mtr", "nmap",
-    "aria2c", "http", "https", "ssh-keyscan", "ssh-copy-id", "rsh", "rlogin", "mosh", "httpie",
-    "xh", "axel", "ncftp", "smbclient", "openssl", "gh", "hub",
+    "curl",
+    "wget",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "ssh",
+    "scp",
+    "sftp",
+    "telnet",
+    "ftp",
+    "tftp",
+    "lftp",
+    "dig",
+    "nslookup",
+    "host",
+    "whois",
+    "ping",
+    "ping6",
+    "traceroute",
+    "mtr",
+    "nmap",
+    "aria2c",
+    "http",
+    "https",
+    "ssh-keyscan",
+    "ssh-copy-id",
+    "rsh",
+    "rlogin",
+    "mosh",
+    "httpie",
+    "xh",
+    "axel",
+    "ncftp",
+    "smbclient",
+    "openssl",
+    "gh",
+    "hub",
 ];
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "csh", "tcsh", "busybox"];
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "csh", "tcsh", "busybox",
+];
 const INTERPRETERS: &[&str] = &[
-    "python", "python2", "python3", "perl", "node", "nodejs", "ruby", "php", "lua", "luajit",
-    "Rscript", "deno", "bun", "tclsh", "osascript", "pwsh", "powershell", "julia", "awk", "gawk",
-    "mawk", "nawk", "java", "jshell", "groovy", "scala", "erl", "elixir", "guile", "racket",
+    "python",
+    "python2",
+    "python3",
+    "perl",
+    "node",
+    "nodejs",
+    "ruby",
+    "php",
+    "lua",
+    "luajit",
+    "Rscript",
+    "deno",
+    "bun",
+    "tclsh",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "julia",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "java",
+    "jshell",
+    "groovy",
+    "scala",
+    "erl",
+    "elixir",
+    "guile",
+    "racket",
 ];
 /// Builds and tests: side effects inside the project.
 const BUILD: &[&str] = &[
-    "cargo", "make", "cmake", "ninja", "meson", "rustc", "rustup", "gcc", "g++", "cc", "c++",
-    "clang", "clang++", "ld", "go", "javac", "mvn", "gradle", "pytest", "tox", "npm", "npx",
-    "yarn", "pnpm", "pip", "pip3", "poetry", "uv", "bundle", "gem", "rake", "docker", "podman",
-    "kubectl", "terraform", "dotnet", "swift", "zig", "bazel", "mix", "stack", "cabal",
+    "cargo",
+    "make",
+    "cmake",
+    "ninja",
+    "meson",
+    "rustc",
+    "rustup",
+    "gcc",
+    "g++",
+    "cc",
+    "c++",
+    "clang",
+    "clang++",
+    "ld",
+    "go",
+    "javac",
+    "mvn",
+    "gradle",
+    "pytest",
+    "tox",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "pip",
+    "pip3",
+    "poetry",
+    "uv",
+    "bundle",
+    "gem",
+    "rake",
+    "docker",
+    "podman",
+    "kubectl",
+    "terraform",
+    "dotnet",
+    "swift",
+    "zig",
+    "bazel",
+    "mix",
+    "stack",
+    "cabal",
 ];
 /// Writers: positionals are paths written.
 const WRITERS: &[&str] = &[
-    "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "truncate", "shred", "unlink",
-    "mkfifo", "mknod", "cp", "mv", "ln", "install", "tee", "split", "csplit", "patch", "tar",
-    "zip", "unzip", "gzip", "gunzip", "bzip2", "xz", "unxz", "zstd", "rsync", "dd", "sed", "kill",
-    "pkill", "killall", "xdg-open", "open", "date", "hostname", "git", "find", "xargs", "env",
-    "timeout", "nice", "nohup", "stdbuf", "command", "builtin", "exec", "time", "watch", "eval",
-    "source", ".", "cd", "pushd", "popd", "alias", "trap", "ionice", "chrt", "taskset", "flock",
-    "setsid", "unbuffer", "script", "strace", "ltrace", "gdb", "nsenter", "unshare", "firejail",
+    "rm",
+    "rmdir",
+    "mkdir",
+    "touch",
+    "chmod",
+    "chown",
+    "chgrp",
+    "truncate",
+    "shred",
+    "unlink",
+    "mkfifo",
+    "mknod",
+    "cp",
+    "mv",
+    "ln",
+    "install",
+    "tee",
+    "split",
+    "csplit",
+    "patch",
+    "tar",
+    "zip",
+    "unzip",
+    "gzip",
+    "gunzip",
+    "bzip2",
+    "xz",
+    "unxz",
+    "zstd",
+    "rsync",
+    "dd",
+    "sed",
+    "kill",
+    "pkill",
+    "killall",
+    "xdg-open",
+    "open",
+    "date",
+    "hostname",
+    "git",
+    "find",
+    "xargs",
+    "env",
+    "timeout",
+    "nice",
+    "nohup",
+    "stdbuf",
+    "command",
+    "builtin",
+    "exec",
+    "time",
+    "watch",
+    "eval",
+    "source",
+    ".",
+    "cd",
+    "pushd",
+    "popd",
+    "alias",
+    "trap",
+    "ionice",
+    "chrt",
+    "taskset",
+    "flock",
+    "setsid",
+    "unbuffer",
+    "script",
+    "strace",
+    "ltrace",
+    "gdb",
+    "nsenter",
+    "unshare",
+    "firejail",
     "caffeinate",
 ];
 
 /// Whether a function with this name would shadow a command this crate knows about.
 pub(crate) fn is_known_command(name: &str) -> bool {
-    [PURE, READERS, PRIVILEGE, SYSTEM, INTERACTIVE, NETWORK, SHELLS, INTERPRETERS, BUILD, WRITERS]
-        .iter()
-        .any(|list| list.contains(&name))
+    [
+        PURE,
+        READERS,
+        PRIVILEGE,
+        SYSTEM,
+        INTERACTIVE,
+        NETWORK,
+        SHELLS,
+        INTERPRETERS,
+        BUILD,
+        WRITERS,
+    ]
+    .iter()
+    .any(|list| list.contains(&name))
         || name.starts_with("mkfs.")
 }
 
 /// Environment variables whose value makes a later program run other code.
 const CODE_VARS: &[&str] = &[
-    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4",
-    "SHELLOPTS", "BASHOPTS", "IFS", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER",
-    "GIT_EDITOR", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG_PARAMETERS", "GIT_ASKPASS", "SSH_ASKPASS", "PAGER", "MANPAGER", "EDITOR", "VISUAL",
-    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT",
-    "RUSTC_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER", "RUSTC", "CC", "CXX", "LESSOPEN", "LESSCLOSE",
-    "DYLD_INSERT_LIBRARIES", "BROWSER", "TERMINAL",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "IFS",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_EXEC_PATH",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUSTC_WRAPPER",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "RUSTC",
+    "CC",
+    "CXX",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "DYLD_INSERT_LIBRARIES",
+    "BROWSER",
+    "TERMINAL",
 ];
 
 pub(crate) fn check_env_name(w: &mut Walker<'_>, name: &str, sub: &str) {
@@ -117,14 +528,39 @@ pub(crate) fn check_env_name(w: &mut Walker<'_>, name: &str, sub: &str) {
 /// Credential stores, by absolute lexically-normalised path.
 pub(crate) fn credential_store(abs: &Path, home: Option<&str>) -> Option<&'static str> {
     let s = abs.to_str()?;
-    const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/shadow-", "/etc/master.passwd"];
-    if SYSTEM_SECRETS.iter().any(|p| s == *p || s.starts_with(&format!("{p}/"))) || s.starts_with("/etc/ssh/ssh_host_") {
+    const SYSTEM_SECRETS: &[&str] = &[
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/etc/sudoers",
+        "/etc/shadow-",
+        "/etc/master.passwd",
+    ];
+    if SYSTEM_SECRETS
+        .iter()
+        .any(|p| s == *p || s.starts_with(&format!("{p}/")))
+        || s.starts_with("/etc/ssh/ssh_host_")
+    {
         return Some("a system credential store");
     }
     const HOME_SECRETS: &[&str] = &[
-        ".ssh", ".aws", ".config/gcloud", ".gnupg", ".kube", ".docker/config.json", ".netrc",
-        ".git-credentials", ".pgpass", ".azure", ".config/gh", ".npmrc", ".pypirc", ".cargo/credentials",
-        ".cargo/credentials.toml", ".password-store", ".vault-token", ".terraform.d/credentials.tfrc.json",
+        ".ssh",
+        ".aws",
+        ".config/gcloud",
+        ".gnupg",
+        ".kube",
+        ".docker/config.json",
+        ".netrc",
+        ".git-credentials",
+        ".pgpass",
+        ".azure",
+        ".config/gh",
+        ".npmrc",
+        ".pypirc",
+        ".cargo/credentials",
+        ".cargo/credentials.toml",
+        ".password-store",
+        ".vault-token",
+        ".terraform.d/credentials.tfrc.json",
     ];
     let under = |base: &str| {
         HOME_SECRETS.iter().any(|p| {
@@ -153,9 +589,23 @@ pub(crate) fn credential_store(abs: &Path, home: Option<&str>) -> Option<&'stati
 /// Files that run code later when written (shell rc files, git hooks and config).
 pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
     const RC: &[&str] = &[
-        ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-        ".zprofile", ".zlogin", ".zlogout", ".inputrc", ".kshrc", ".cshrc", ".tcshrc", ".xprofile",
-        ".xinitrc", ".envrc",
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        ".zlogout",
+        ".inputrc",
+        ".kshrc",
+        ".cshrc",
+        ".tcshrc",
+        ".xprofile",
+        ".xinitrc",
+        ".envrc",
     ];
     let name = abs.file_name()?.to_str()?;
     if RC.contains(&name) {
@@ -165,7 +615,12 @@ pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
     if s.contains("/.git/hooks/") || s.ends_with("/.git/hooks") || s.ends_with("/.git/config") {
         return Some("git configuration or a git hook");
     }
-    if s.contains("/.config/fish/") || s.starts_with("/etc/profile") || s.starts_with("/etc/bash") || s.contains("/.config/autostart/") || s.contains("/.config/systemd/") {
+    if s.contains("/.config/fish/")
+        || s.starts_with("/etc/profile")
+        || s.starts_with("/etc/bash")
+        || s.contains("/.config/autostart/")
+        || s.contains("/.config/systemd/")
+    {
         return Some("a startup file");
     }
     None
@@ -180,11 +635,15 @@ struct Args<'a> {
 
 impl Args<'_> {
     fn short(&self, c: char) -> bool {
-        self.opts.iter().any(|(n, _, long)| !long && n.len() == c.len_utf8() && n.starts_with(c))
+        self.opts
+            .iter()
+            .any(|(n, _, long)| !long && n.len() == c.len_utf8() && n.starts_with(c))
     }
     /// A long option given as any prefix of `name` (GNU getopt accepts unambiguous prefixes).
     fn long(&self, name: &str) -> bool {
-        self.opts.iter().any(|(n, _, long)| *long && !n.is_empty() && name.starts_with(n.as_str()))
+        self.opts
+            .iter()
+            .any(|(n, _, long)| *long && !n.is_empty() && name.starts_with(n.as_str()))
     }
     fn value(&self, short: Option<char>, long: &str) -> Vec<&Decoded> {
         self.opts
@@ -201,7 +660,12 @@ impl Args<'_> {
     }
 }
 
-fn parse_args<'a>(args: &'a [Decoded], short_arg: &str, long_arg: &[&str], stop_at_first_pos: bool) -> Args<'a> {
+fn parse_args<'a>(
+    args: &'a [Decoded],
+    short_arg: &str,
+    long_arg: &[&str],
+    stop_at_first_pos: bool,
+) -> Args<'a> {
     let mut opts = Vec::new();
     let mut pos = Vec::new();
     let mut i = 0;
@@ -274,35 +738,77 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
     let name = base_name(raw);
     let args = argv.get(1..).unwrap_or(&[]);
     if raw.contains('/') && !is_known_command(name) {
-        w.add(Decision::Ask, "runs_program", sub, format!("runs the program `{raw}`, which cannot be reviewed"));
+        w.add(
+            Decision::Ask,
+            "runs_program",
+            sub,
+            format!("runs the program `{raw}`, which cannot be reviewed"),
+        );
         return;
     }
     if w.an.config.deny_commands.iter().any(|d| d == name) {
-        w.add(Decision::Deny, "policy_deny", sub, format!("the policy denies `{name}`"));
+        w.add(
+            Decision::Deny,
+            "policy_deny",
+            sub,
+            format!("the policy denies `{name}`"),
+        );
         return;
     }
     if w.an.config.ask_commands.iter().any(|d| d == name) {
-        w.add(Decision::Ask, "policy_ask", sub, format!("the policy asks before `{name}`"));
+        w.add(
+            Decision::Ask,
+            "policy_ask",
+            sub,
+            format!("the policy asks before `{name}`"),
+        );
     }
     if w.functions.contains(name) {
-        w.add(Decision::Allow, "function_call", sub, format!("calls the function `{name}` defined above"));
+        w.add(
+            Decision::Allow,
+            "function_call",
+            sub,
+            format!("calls the function `{name}` defined above"),
+        );
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
     if PRIVILEGE.contains(&name) {
-        w.add(Decision::Deny, "privilege_escalation", sub, format!("`{name}` runs with other privileges"));
+        w.add(
+            Decision::Deny,
+            "privilege_escalation",
+            sub,
+            format!("`{name}` runs with other privileges"),
+        );
         return;
     }
     if SYSTEM.contains(&name) || name.starts_with("mkfs.") {
         if name == "crontab" && args.iter().all(|a| a.text == "-l") && !args.is_empty() {
-            w.add(Decision::Allow, "read_only", sub, "lists the crontab".to_owned());
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists the crontab".to_owned(),
+            );
             return;
         }
-        w.add(Decision::Deny, "system_change", sub, format!("`{name}` changes the system (disks, boot, services, packages or scheduled jobs)"));
+        w.add(
+            Decision::Deny,
+            "system_change",
+            sub,
+            format!(
+                "`{name}` changes the system (disks, boot, services, packages or scheduled jobs)"
+            ),
+        );
         return;
     }
     if INTERACTIVE.contains(&name) {
-        w.add(Decision::Deny, "interactive", sub, format!("`{name}` is interactive and needs a terminal the agent does not have"));
+        w.add(
+            Decision::Deny,
+            "interactive",
+            sub,
+            format!("`{name}` is interactive and needs a terminal the agent does not have"),
+        );
         return;
     }
     if NETWORK.contains(&name) {
@@ -319,12 +825,22 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
                 }
             }
             "hash" if args.iter().any(|a| a.text.starts_with("-p")) => {
-                w.add(Decision::Ask, "hash_alias", sub, "`hash -p` makes a name run another program".to_owned());
+                w.add(
+                    Decision::Ask,
+                    "hash_alias",
+                    sub,
+                    "`hash -p` makes a name run another program".to_owned(),
+                );
                 return;
             }
             _ => {}
         }
-        w.add(Decision::Allow, "read_only", sub, format!("`{name}` only prints or inspects"));
+        w.add(
+            Decision::Allow,
+            "read_only",
+            sub,
+            format!("`{name}` only prints or inspects"),
+        );
         return;
     }
     if SHELLS.contains(&name) {
@@ -332,18 +848,32 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
         return;
     }
     if INTERPRETERS.contains(&name) {
-        let inline = args.iter().any(|a| matches!(a.text.as_str(), "-c" | "-e" | "-E" | "-r" | "--eval" | "-p" | "--print"));
+        let inline = args.iter().any(|a| {
+            matches!(
+                a.text.as_str(),
+                "-c" | "-e" | "-E" | "-r" | "--eval" | "-p" | "--print"
+            )
+        });
         let (code, msg) = if name.contains("awk") {
-            ("awk_program", "an awk program can run commands and write files (`system()`, `print >`)".to_owned())
+            (
+                "awk_program",
+                "an awk program can run commands and write files (`system()`, `print >`)"
+                    .to_owned(),
+            )
         } else if inline {
-            ("inline_code", format!("`{name}` runs inline code that this analyzer does not review"))
+            (
+                "inline_code",
+                format!("`{name}` runs inline code that this analyzer does not review"),
+            )
         } else {
-            ("interpreter", format!("`{name}` runs a program that this analyzer does not review"))
+            (
+                "interpreter",
+                format!("`{name}` runs a program that this analyzer does not review"),
+            )
         };
         w.add(Decision::Ask, code, sub, msg);
-        for a in args.iter().filter(|a| !a.text.starts_with('-')) {
+        if let Some(a) = args.iter().find(|a| !a.text.starts_with('-')) {
             w.path(a, PathAccess::Read, sub, "program");
-            break;
         }
         return;
     }
@@ -359,14 +889,24 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
         writer(w, name, args, sub, stdin, dyn_args);
         return;
     }
-    w.add(Decision::Ask, "unknown_command", sub, format!("`{name}` is not a command this analyzer knows to be read-only"));
+    w.add(
+        Decision::Ask,
+        "unknown_command",
+        sub,
+        format!("`{name}` is not a command this analyzer knows to be read-only"),
+    );
 }
 
 pub(crate) fn network(w: &mut Walker<'_>, sub: &str, what: &str) {
     if w.an.config.block_network {
         w.add(Decision::Deny, "network", sub, format!("`{what}` uses the network, which is blocked (set AGENT_BLOCK_NETWORK=false or pass --allow-network)"));
     } else {
-        w.add(Decision::Ask, "network", sub, format!("`{what}` uses the network"));
+        w.add(
+            Decision::Ask,
+            "network",
+            sub,
+            format!("`{what}` uses the network"),
+        );
     }
 }
 
@@ -379,16 +919,125 @@ fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args:
         dynamic_args(w, sub, name);
     }
     let (short_arg, long_arg): (&str, &[&str]) = match name {
-        "grep" | "egrep" | "fgrep" => ("efmABCd D", &["regexp", "file", "max-count", "after-context", "before-context", "context", "label", "devices", "directories", "include", "exclude", "exclude-dir", "color", "colour", "binary-files"]),
-        "rg" => ("efgtTmABCjM", &["regexp", "file", "glob", "type", "type-not", "max-count", "after-context", "before-context", "context", "threads", "pre", "pre-glob", "max-columns", "colors", "sort", "sortr", "iglob", "type-add"]),
-        "sort" => ("oktTS", &["output", "key", "field-separator", "temporary-directory", "buffer-size", "compress-program", "files0-from", "parallel", "batch-size", "sort"]),
-        "head" | "tail" => ("nc", &["lines", "bytes", "pid", "sleep-interval", "max-unchanged-stats"]),
-        "cut" => ("bcdf", &["bytes", "characters", "delimiter", "fields", "output-delimiter"]),
-        "jq" => ("L", &["arg", "argjson", "slurpfile", "rawfile", "args", "jsonargs", "indent", "from-file"]),
+        "grep" | "egrep" | "fgrep" => (
+            "efmABCd D",
+            &[
+                "regexp",
+                "file",
+                "max-count",
+                "after-context",
+                "before-context",
+                "context",
+                "label",
+                "devices",
+                "directories",
+                "include",
+                "exclude",
+                "exclude-dir",
+                "color",
+                "colour",
+                "binary-files",
+            ],
+        ),
+        "rg" => (
+            "efgtTmABCjM",
+            &[
+                "regexp",
+                "file",
+                "glob",
+                "type",
+                "type-not",
+                "max-count",
+                "after-context",
+                "before-context",
+                "context",
+                "threads",
+                "pre",
+                "pre-glob",
+                "max-columns",
+                "colors",
+                "sort",
+                "sortr",
+                "iglob",
+                "type-add",
+            ],
+        ),
+        "sort" => (
+            "oktTS",
+            &[
+                "output",
+                "key",
+                "field-separator",
+                "temporary-directory",
+                "buffer-size",
+                "compress-program",
+                "files0-from",
+                "parallel",
+                "batch-size",
+                "sort",
+            ],
+        ),
+        "head" | "tail" => (
+            "nc",
+            &[
+                "lines",
+                "bytes",
+                "pid",
+                "sleep-interval",
+                "max-unchanged-stats",
+            ],
+        ),
+        "cut" => (
+            "bcdf",
+            &[
+                "bytes",
+                "characters",
+                "delimiter",
+                "fields",
+                "output-delimiter",
+            ],
+        ),
+        "jq" => (
+            "L",
+            &[
+                "arg",
+                "argjson",
+                "slurpfile",
+                "rawfile",
+                "args",
+                "jsonargs",
+                "indent",
+                "from-file",
+            ],
+        ),
         "tree" => ("LPIo", &["filelimit", "charset", "sort"]),
-        "wc" | "du" => ("dBt", &["files0-from", "max-depth", "exclude", "threshold", "time-style"]),
+        "wc" | "du" => (
+            "dBt",
+            &[
+                "files0-from",
+                "max-depth",
+                "exclude",
+                "threshold",
+                "time-style",
+            ],
+        ),
         "uniq" => ("fsw", &["skip-fields", "skip-chars", "check-chars"]),
-        "diff" => ("CULSFIxX", &["context", "unified", "label", "starting-file", "exclude", "exclude-from", "ignore-matching-lines", "to-file", "from-file", "line-format", "horizon-lines"]),
+        "diff" => (
+            "CULSFIxX",
+            &[
+                "context",
+                "unified",
+                "label",
+                "starting-file",
+                "exclude",
+                "exclude-from",
+                "ignore-matching-lines",
+                "to-file",
+                "from-file",
+                "line-format",
+                "horizon-lines",
+            ],
+        ),
         "od" | "xxd" | "hexdump" => ("AjNtwscglno", &[]),
         _ => ("", &[]),
     };
@@ -402,20 +1051,44 @@ fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args:
     for t in writes {
         w.path(t, PathAccess::Write, sub, "output option");
     }
-    if (name == "sort" && a.long("compress-program")) || (name == "rg" && (a.long("pre") || a.long("search-zip") && false)) {
-        w.add(Decision::Deny, "exec_option", sub, format!("this option of `{name}` runs another program"));
+    if (name == "sort" && a.long("compress-program")) || (name == "rg" && a.long("pre")) {
+        w.add(
+            Decision::Deny,
+            "exec_option",
+            sub,
+            format!("this option of `{name}` runs another program"),
+        );
         return;
     }
     if name == "bat" && a.long("pager") {
-        w.add(Decision::Deny, "exec_option", sub, "`bat --pager` runs another program".to_owned());
+        w.add(
+            Decision::Deny,
+            "exec_option",
+            sub,
+            "`bat --pager` runs another program".to_owned(),
+        );
         return;
     }
     if matches!(name, "wc" | "du" | "sort") && a.long("files0-from") {
         for f in a.value(None, "files0-from") {
-            let f = Decoded { text: f.text.split_once('=').map(|(_, v)| v.to_owned()).unwrap_or_else(|| f.text.clone()), ..f.clone() };
+            let f = Decoded {
+                text: f
+                    .text
+                    .split_once('=')
+                    .map(|(_, v)| v.to_owned())
+                    .unwrap_or_else(|| f.text.clone()),
+                ..f.clone()
+            };
             w.path(&f, PathAccess::Read, sub, "file list");
         }
-        w.add(Decision::Ask, "files_from_list", sub, format!("`{name} --files0-from` reads files named in another file, which cannot be reviewed"));
+        w.add(
+            Decision::Ask,
+            "files_from_list",
+            sub,
+            format!(
+                "`{name} --files0-from` reads files named in another file, which cannot be reviewed"
+            ),
+        );
     }
     if matches!(name, "grep" | "egrep" | "fgrep" | "rg") {
         for f in a.value(Some('f'), "file") {
@@ -423,34 +1096,50 @@ fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args:
         }
     }
     let mut pos = a.pos.clone();
-    let pattern_given = matches!(name, "grep" | "egrep" | "fgrep" | "rg") && (a.short('e') || a.short('f') || a.long("regexp") || a.long("file"));
-    if PATTERN_FIRST.contains(&name) && !pattern_given && !pos.is_empty() && !(name == "jq" && a.long("from-file")) {
+    let pattern_given = matches!(name, "grep" | "egrep" | "fgrep" | "rg")
+        && (a.short('e') || a.short('f') || a.long("regexp") || a.long("file"));
+    let program_in_file = name == "jq" && a.long("from-file");
+    if PATTERN_FIRST.contains(&name) && !pattern_given && !pos.is_empty() && !program_in_file {
         pos.remove(0);
     }
-    if name == "uniq" && pos.len() >= 2 {
-        if let Some(out) = pos.pop() {
-            w.path(out, PathAccess::Write, sub, "output file");
-        }
-    }
-    if name == "xxd" && pos.len() >= 2 {
-        if let Some(out) = pos.pop() {
-            w.path(out, PathAccess::Write, sub, "output file");
-        }
+    if matches!(name, "uniq" | "xxd")
+        && pos.len() >= 2
+        && let Some(out) = pos.pop()
+    {
+        w.path(out, PathAccess::Write, sub, "output file");
     }
     for p in pos {
         if p.text != "-" {
             w.path(p, PathAccess::Read, sub, "argument");
         }
     }
-    w.add(Decision::Allow, "read_only", sub, format!("`{name}` only reads"));
+    w.add(
+        Decision::Allow,
+        "read_only",
+        sub,
+        format!("`{name}` only reads"),
+    );
 }
 
 fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
-    let verb = args.iter().find(|a| !a.text.starts_with('-')).map(|a| a.text.as_str()).unwrap_or("");
+    let verb = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str())
+        .unwrap_or("");
     let installs = match name {
-        "npm" | "yarn" | "pnpm" => matches!(verb, "install" | "i" | "ci" | "add" | "update" | "upgrade" | "publish" | "login"),
-        "pip" | "pip3" | "uv" | "poetry" => matches!(verb, "install" | "add" | "download" | "sync" | "upload" | "publish"),
-        "cargo" => matches!(verb, "install" | "publish" | "login" | "search" | "add" | "update"),
+        "npm" | "yarn" | "pnpm" => matches!(
+            verb,
+            "install" | "i" | "ci" | "add" | "update" | "upgrade" | "publish" | "login"
+        ),
+        "pip" | "pip3" | "uv" | "poetry" => matches!(
+            verb,
+            "install" | "add" | "download" | "sync" | "upload" | "publish"
+        ),
+        "cargo" => matches!(
+            verb,
+            "install" | "publish" | "login" | "search" | "add" | "update"
+        ),
         "go" => matches!(verb, "get" | "install"),
         "gem" | "bundle" => matches!(verb, "install" | "update" | "push"),
         "docker" | "podman" => matches!(verb, "pull" | "push" | "login"),
@@ -461,11 +1150,25 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         network(w, sub, &format!("{name} {verb}"));
         return;
     }
-    if matches!(name, "docker" | "podman") && args.iter().any(|a| a.text == "--privileged" || a.text.starts_with("/:") || a.text == "--pid=host") {
-        w.add(Decision::Deny, "privilege_escalation", sub, format!("`{name}` with host access is root on the host"));
+    if matches!(name, "docker" | "podman")
+        && args
+            .iter()
+            .any(|a| a.text == "--privileged" || a.text.starts_with("/:") || a.text == "--pid=host")
+    {
+        w.add(
+            Decision::Deny,
+            "privilege_escalation",
+            sub,
+            format!("`{name}` with host access is root on the host"),
+        );
         return;
     }
-    w.add(Decision::Ask, "build", sub, format!("`{name}` builds, tests or runs project code, which has side effects"));
+    w.add(
+        Decision::Ask,
+        "build",
+        sub,
+        format!("`{name}` builds, tests or runs project code, which has side effects"),
+    );
 }
 
 fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &StdinKind) {
@@ -493,7 +1196,8 @@ fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &St
         if t == "-s" {
             continue;
         }
-        if t == "--rcfile" || t == "--init-file" || t == "-o" || t == "+o" || t == "-O" || t == "+O" {
+        if t == "--rcfile" || t == "--init-file" || t == "-o" || t == "+o" || t == "-O" || t == "+O"
+        {
             i += 1;
             continue;
         }
@@ -504,12 +1208,22 @@ fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &St
         break;
     }
     if interactive {
-        w.add(Decision::Deny, "interactive", sub, format!("`{name} -i` is an interactive shell"));
+        w.add(
+            Decision::Deny,
+            "interactive",
+            sub,
+            format!("`{name} -i` is an interactive shell"),
+        );
         return;
     }
     if let Some(s) = script {
         if s.dynamic {
-            w.add(Decision::Deny, "dynamic_script", sub, format!("the script given to `{name} -c` is only known at run time"));
+            w.add(
+                Decision::Deny,
+                "dynamic_script",
+                sub,
+                format!("the script given to `{name} -c` is only known at run time"),
+            );
             return;
         }
         let text = s.text.clone();
@@ -518,7 +1232,15 @@ fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &St
     }
     if let Some(f) = file {
         w.path(f, PathAccess::Read, sub, "script");
-        w.add(Decision::Ask, "runs_script", sub, format!("`{name}` runs the script `{}`, which is not reviewed", f.text));
+        w.add(
+            Decision::Ask,
+            "runs_script",
+            sub,
+            format!(
+                "`{name}` runs the script `{}`, which is not reviewed",
+                f.text
+            ),
+        );
         return;
     }
     match stdin {
@@ -526,21 +1248,43 @@ fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &St
             let text = text.clone();
             w.script(&text, StdinKind::Terminal);
         }
-        StdinKind::Pipe | StdinKind::Dynamic => w.add(Decision::Deny, "shell_stdin", sub, format!("`{name}` reads its script from standard input, which cannot be reviewed")),
-        StdinKind::Terminal => w.add(Decision::Deny, "interactive", sub, format!("`{name}` without a script is an interactive shell")),
+        StdinKind::Pipe | StdinKind::Dynamic => w.add(
+            Decision::Deny,
+            "shell_stdin",
+            sub,
+            format!("`{name}` reads its script from standard input, which cannot be reviewed"),
+        ),
+        StdinKind::Terminal => w.add(
+            Decision::Deny,
+            "interactive",
+            sub,
+            format!("`{name}` without a script is an interactive shell"),
+        ),
     }
 }
 
 fn run_inner(w: &mut Walker<'_>, inner: &[Decoded], sub: &str, stdin: &StdinKind, what: &str) {
     if inner.is_empty() {
-        w.add(Decision::Allow, "read_only", sub, format!("`{what}` without a command only prints"));
+        w.add(
+            Decision::Allow,
+            "read_only",
+            sub,
+            format!("`{what}` without a command only prints"),
+        );
         return;
     }
     let display = display_words(inner);
     classify(w, inner, &display, stdin);
 }
 
-fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &StdinKind, dyn_args: bool) {
+fn writer(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+    dyn_args: bool,
+) {
     match name {
         "git" => return crate::git::git(w, args, sub, dyn_args),
         "find" => return find(w, args, sub, dyn_args),
@@ -559,9 +1303,19 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                     i += 2;
                     continue;
                 }
-                if t == "-S" || t.starts_with("--split-string") || (t.starts_with("-S") && t.len() > 2) {
-                    let s = if t == "-S" { args.get(i + 1).map(|a| a.text.clone()) } else { t.split_once('=').map(|(_, v)| v.to_owned()).or_else(|| t.get(2..).map(str::to_owned)) };
-                    let rest: Vec<String> = args.iter().skip(i + 2).map(|a| a.text.clone()).collect();
+                if t == "-S"
+                    || t.starts_with("--split-string")
+                    || (t.starts_with("-S") && t.len() > 2)
+                {
+                    let s = if t == "-S" {
+                        args.get(i + 1).map(|a| a.text.clone())
+                    } else {
+                        t.split_once('=')
+                            .map(|(_, v)| v.to_owned())
+                            .or_else(|| t.get(2..).map(str::to_owned))
+                    };
+                    let rest: Vec<String> =
+                        args.iter().skip(i + 2).map(|a| a.text.clone()).collect();
                     let text = format!("{} {}", s.unwrap_or_default(), rest.join(" "));
                     w.script(&text, stdin.clone());
                     return;
@@ -579,7 +1333,8 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
             }
             run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name)
         }
-        "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin" | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
+        "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
+        | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
             if dyn_args {
                 return dynamic_args(w, sub, name);
             }
@@ -605,7 +1360,12 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                     i += 1;
                 }
                 if name == "command" && (t == "-v" || t == "-V") {
-                    w.add(Decision::Allow, "read_only", sub, "`command -v` only looks a name up".to_owned());
+                    w.add(
+                        Decision::Allow,
+                        "read_only",
+                        sub,
+                        "`command -v` only looks a name up".to_owned(),
+                    );
                     return;
                 }
             }
@@ -617,11 +1377,21 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
             }
             let inner = args.get(i..).unwrap_or(&[]);
             if name == "exec" && inner.is_empty() {
-                w.add(Decision::Allow, "redirect_only", sub, "`exec` only changes redirections".to_owned());
+                w.add(
+                    Decision::Allow,
+                    "redirect_only",
+                    sub,
+                    "`exec` only changes redirections".to_owned(),
+                );
                 return;
             }
             if inner.is_empty() {
-                w.add(Decision::Ask, "wrapper", sub, format!("`{name}` without a command"));
+                w.add(
+                    Decision::Ask,
+                    "wrapper",
+                    sub,
+                    format!("`{name}` without a command"),
+                );
                 return;
             }
             run_inner(w, inner, sub, stdin, name)
@@ -642,13 +1412,18 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                     break;
                 }
                 if t == "-p" || t == "--interactive" {
-                    w.add(Decision::Deny, "interactive", sub, "`xargs -p` prompts on a terminal".to_owned());
+                    w.add(
+                        Decision::Deny,
+                        "interactive",
+                        sub,
+                        "`xargs -p` prompts on a terminal".to_owned(),
+                    );
                     return;
                 }
-                if t == "-a" || t.starts_with("--arg-file") {
-                    if let Some(f) = args.get(i) {
-                        w.path(f, PathAccess::Read, sub, "argument file");
-                    }
+                if (t == "-a" || t.starts_with("--arg-file"))
+                    && let Some(f) = args.get(i)
+                {
+                    w.path(f, PathAccess::Read, sub, "argument file");
                 }
                 let mut cs = t.chars().skip(1);
                 if let Some(c) = cs.next()
@@ -663,10 +1438,17 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
             }
             let mut inner: Vec<Decoded> = args.get(i..).unwrap_or(&[]).to_vec();
             if inner.is_empty() {
-                inner.push(Decoded { text: "echo".to_owned(), ..Decoded::default() });
+                inner.push(Decoded {
+                    text: "echo".to_owned(),
+                    ..Decoded::default()
+                });
             }
             // The arguments xargs appends come from stdin: unknown to the review.
-            inner.push(Decoded { text: String::new(), dynamic: true, ..Decoded::default() });
+            inner.push(Decoded {
+                text: String::new(),
+                dynamic: true,
+                ..Decoded::default()
+            });
             run_inner(w, &inner, sub, &StdinKind::Terminal, name)
         }
         "watch" => {
@@ -677,11 +1459,16 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                     break;
                 }
                 i += 1;
-                if matches!(t, "-n" | "--interval" | "-d" | "--differences" ) && t != "-d" {
+                if matches!(t, "-n" | "--interval" | "-d" | "--differences") && t != "-d" {
                     i += 1;
                 }
             }
-            w.add(Decision::Ask, "repeats", sub, "`watch` repeats the command until it is stopped".to_owned());
+            w.add(
+                Decision::Ask,
+                "repeats",
+                sub,
+                "`watch` repeats the command until it is stopped".to_owned(),
+            );
             let text: Vec<String> = args.iter().skip(i).map(|a| a.text.clone()).collect();
             if args.iter().skip(i).any(|a| a.dynamic) {
                 return dynamic_args(w, sub, name);
@@ -690,29 +1477,43 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
         }
         "eval" | "trap" => {
             if dyn_args {
-                w.add(Decision::Deny, "dynamic_script", sub, format!("`{name}` runs text only known at run time"));
+                w.add(
+                    Decision::Deny,
+                    "dynamic_script",
+                    sub,
+                    format!("`{name}` runs text only known at run time"),
+                );
                 return;
             }
             let parts: Vec<String> = if name == "trap" {
                 if args.len() < 2 || args.first().is_some_and(|a| a.text.starts_with('-')) {
-                    w.add(Decision::Allow, "read_only", sub, "lists or resets traps".to_owned());
+                    w.add(
+                        Decision::Allow,
+                        "read_only",
+                        sub,
+                        "lists or resets traps".to_owned(),
+                    );
                     return;
                 }
-                args.first().map(|a| vec![a.text.clone()]).unwrap_or_default()
+                args.first()
+                    .map(|a| vec![a.text.clone()])
+                    .unwrap_or_default()
             } else {
                 args.iter().map(|a| a.text.clone()).collect()
             };
             w.script(&parts.join(" "), stdin.clone());
         }
         "source" | "." => {
-            match args.first() {
-                Some(f) => w.path(f, PathAccess::Read, sub, "sourced file"),
-                None => {}
+            if let Some(f) = args.first() {
+                w.path(f, PathAccess::Read, sub, "sourced file");
             }
             w.add(Decision::Ask, "source_file", sub, format!("`{name}` runs the commands of a file in this shell; its contents cannot be reviewed from the command line"));
         }
         "cd" | "pushd" | "popd" => {
-            match (name, args.iter().find(|a| !a.text.starts_with('-') || a.dynamic)) {
+            match (
+                name,
+                args.iter().find(|a| !a.text.starts_with('-') || a.dynamic),
+            ) {
                 ("popd", _) => w.cwd = None,
                 (_, None) => {
                     w.cwd = w.an.home.as_ref().map(std::path::PathBuf::from);
@@ -720,45 +1521,101 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                 (_, Some(d)) if d.dynamic => w.cwd = None,
                 (_, Some(d)) => {
                     w.path(d, PathAccess::Read, sub, "directory");
-                    w.cwd = w.cwd.as_ref().map(|c| crate::analyze::normalize(&c.join(&d.text)));
+                    w.cwd = w
+                        .cwd
+                        .as_ref()
+                        .map(|c| crate::analyze::normalize(&c.join(&d.text)));
                 }
             }
-            w.add(Decision::Allow, "read_only", sub, "changes the working directory".to_owned());
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "changes the working directory".to_owned(),
+            );
         }
         "alias" => {
             if args.iter().any(|a| a.text.contains('=')) {
-                w.add(Decision::Deny, "alias_definition", sub, "an alias changes what later command names run".to_owned());
+                w.add(
+                    Decision::Deny,
+                    "alias_definition",
+                    sub,
+                    "an alias changes what later command names run".to_owned(),
+                );
             } else {
-                w.add(Decision::Allow, "read_only", sub, "lists aliases".to_owned());
+                w.add(
+                    Decision::Allow,
+                    "read_only",
+                    sub,
+                    "lists aliases".to_owned(),
+                );
             }
         }
         "date" => {
             let a = parse_args(args, "sdfrI", &["set", "date", "file", "reference"], false);
             if a.short('s') || a.long("set") {
-                w.add(Decision::Deny, "system_change", sub, "`date -s` sets the system clock".to_owned());
+                w.add(
+                    Decision::Deny,
+                    "system_change",
+                    sub,
+                    "`date -s` sets the system clock".to_owned(),
+                );
                 return;
             }
-            for f in a.value(Some('f'), "file").into_iter().chain(a.value(Some('r'), "reference")) {
+            for f in a
+                .value(Some('f'), "file")
+                .into_iter()
+                .chain(a.value(Some('r'), "reference"))
+            {
                 w.path(f, PathAccess::Read, sub, "argument");
             }
-            w.add(Decision::Allow, "read_only", sub, "`date` prints the time".to_owned());
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`date` prints the time".to_owned(),
+            );
         }
         "hostname" => {
             if args.iter().any(|a| !a.text.starts_with('-')) {
-                w.add(Decision::Deny, "system_change", sub, "`hostname NAME` renames the machine".to_owned());
+                w.add(
+                    Decision::Deny,
+                    "system_change",
+                    sub,
+                    "`hostname NAME` renames the machine".to_owned(),
+                );
             } else {
-                w.add(Decision::Allow, "read_only", sub, "prints the host name".to_owned());
+                w.add(
+                    Decision::Allow,
+                    "read_only",
+                    sub,
+                    "prints the host name".to_owned(),
+                );
             }
         }
         "kill" | "pkill" | "killall" => {
-            if args.iter().any(|a| a.text == "-1" || a.text == "1" || a.text.starts_with("-1") && a.text.len() > 2 && false) || args.last().is_some_and(|a| a.text == "-1") {
-                w.add(Decision::Deny, "system_change", sub, "signals every process (or init)".to_owned());
+            if args.iter().any(|a| a.text == "-1" || a.text == "1") {
+                w.add(
+                    Decision::Deny,
+                    "system_change",
+                    sub,
+                    "signals every process (or init)".to_owned(),
+                );
                 return;
             }
-            w.add(Decision::Ask, "signal", sub, format!("`{name}` stops other processes"));
+            w.add(
+                Decision::Ask,
+                "signal",
+                sub,
+                format!("`{name}` stops other processes"),
+            );
         }
         "rsync" => {
-            let remote = args.iter().any(|a| !a.text.starts_with('-') && (a.text.starts_with("rsync://") || a.text.split('/').next().is_some_and(|h| h.contains(':'))));
+            let remote = args.iter().any(|a| {
+                !a.text.starts_with('-')
+                    && (a.text.starts_with("rsync://")
+                        || a.text.split('/').next().is_some_and(|h| h.contains(':')))
+            });
             if remote {
                 return network(w, sub, "rsync to a host");
             }
@@ -770,27 +1627,73 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
             }
             for a in args {
                 if let Some(v) = a.text.strip_prefix("of=") {
-                    w.path(&Decoded { text: v.to_owned(), ..a.clone() }, PathAccess::Write, sub, "output file");
+                    w.path(
+                        &Decoded {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        },
+                        PathAccess::Write,
+                        sub,
+                        "output file",
+                    );
                 }
                 if let Some(v) = a.text.strip_prefix("if=") {
-                    w.path(&Decoded { text: v.to_owned(), ..a.clone() }, PathAccess::Read, sub, "input file");
+                    w.path(
+                        &Decoded {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        },
+                        PathAccess::Read,
+                        sub,
+                        "input file",
+                    );
                 }
             }
-            w.add(Decision::Ask, "raw_copy", sub, "`dd` copies raw data".to_owned());
+            w.add(
+                Decision::Ask,
+                "raw_copy",
+                sub,
+                "`dd` copies raw data".to_owned(),
+            );
         }
-        "tar" | "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch" | "split" | "csplit" | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare" | "firejail" => {
-            if args.iter().any(|a| a.text.starts_with("--to-command") || a.text.starts_with("--checkpoint-action") || a.text.starts_with("--use-compress-program") || a.text == "-I" || a.text.starts_with("--rsh-command") || a.text.starts_with("--info-script") || a.text.starts_with("--new-volume-script")) {
-                w.add(Decision::Deny, "exec_option", sub, format!("this option of `{name}` runs another program"));
+        "tar" | "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd"
+        | "patch" | "split" | "csplit" | "xdg-open" | "open" | "script" | "strace" | "ltrace"
+        | "gdb" | "nsenter" | "unshare" | "firejail" => {
+            if args.iter().any(|a| {
+                a.text.starts_with("--to-command")
+                    || a.text.starts_with("--checkpoint-action")
+                    || a.text.starts_with("--use-compress-program")
+                    || a.text == "-I"
+                    || a.text.starts_with("--rsh-command")
+                    || a.text.starts_with("--info-script")
+                    || a.text.starts_with("--new-volume-script")
+            }) {
+                w.add(
+                    Decision::Deny,
+                    "exec_option",
+                    sub,
+                    format!("this option of `{name}` runs another program"),
+                );
                 return;
             }
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");
             }
             if matches!(name, "nsenter" | "unshare") {
-                w.add(Decision::Deny, "privilege_escalation", sub, format!("`{name}` changes namespaces"));
+                w.add(
+                    Decision::Deny,
+                    "privilege_escalation",
+                    sub,
+                    format!("`{name}` changes namespaces"),
+                );
                 return;
             }
-            w.add(Decision::Ask, "writes_files", sub, format!("`{name}` creates or changes files"));
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`{name}` creates or changes files"),
+            );
         }
         "tee" => {
             let a = parse_args(args, "", &[], false);
@@ -801,9 +1704,19 @@ fn writer(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &S
                 w.path(p, PathAccess::Write, sub, "output file");
             }
             if a.pos.is_empty() {
-                w.add(Decision::Allow, "read_only", sub, "`tee` without files copies stdin to stdout".to_owned());
+                w.add(
+                    Decision::Allow,
+                    "read_only",
+                    sub,
+                    "`tee` without files copies stdin to stdout".to_owned(),
+                );
             } else {
-                w.add(Decision::Ask, "writes_files", sub, "`tee` writes files".to_owned());
+                w.add(
+                    Decision::Ask,
+                    "writes_files",
+                    sub,
+                    "`tee` writes files".to_owned(),
+                );
             }
         }
         _ => copy_like(w, name, args, sub, dyn_args),
@@ -822,10 +1735,29 @@ fn copy_like(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_ar
         "shred" => "ns",
         _ => "",
     };
-    let a = parse_args(args, short_arg, &["target-directory", "suffix", "mode", "owner", "group", "size", "reference", "backup"], false);
+    let a = parse_args(
+        args,
+        short_arg,
+        &[
+            "target-directory",
+            "suffix",
+            "mode",
+            "owner",
+            "group",
+            "size",
+            "reference",
+            "backup",
+        ],
+        false,
+    );
     let recursive = a.short('r') || a.short('R') || a.long("recursive");
     if a.long("no-preserve-root") {
-        w.add(Decision::Deny, "destroys_system", sub, "`--no-preserve-root` removes the root filesystem".to_owned());
+        w.add(
+            Decision::Deny,
+            "destroys_system",
+            sub,
+            "`--no-preserve-root` removes the root filesystem".to_owned(),
+        );
         return;
     }
     let mut pos = a.pos.clone();
@@ -833,7 +1765,10 @@ fn copy_like(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_ar
         pos.remove(0);
     }
     let mut reads = Vec::new();
-    if matches!(name, "cp" | "install" | "ln" | "rsync") && pos.len() >= 2 && a.value(Some('t'), "target-directory").is_empty() {
+    if matches!(name, "cp" | "install" | "ln" | "rsync")
+        && pos.len() >= 2
+        && a.value(Some('t'), "target-directory").is_empty()
+    {
         let dest = pos.pop();
         reads = std::mem::take(&mut pos);
         pos.extend(dest);
@@ -844,28 +1779,52 @@ fn copy_like(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_ar
     for r in reads {
         w.path(r, PathAccess::Read, sub, "source");
     }
-    let destructive = matches!(name, "rm" | "shred") || (matches!(name, "chmod" | "chown" | "chgrp") && recursive);
+    let destructive = matches!(name, "rm" | "shred")
+        || (matches!(name, "chmod" | "chown" | "chgrp") && recursive);
     for p in &pos {
         if destructive && recursive && p.dynamic {
-            w.add(Decision::Deny, "destroys_unknown", sub, format!("`{name}` recursively on a target only known at run time could destroy anything"));
+            w.add(
+                Decision::Deny,
+                "destroys_unknown",
+                sub,
+                format!(
+                    "`{name}` recursively on a target only known at run time could destroy anything"
+                ),
+            );
             continue;
         }
-        if destructive && (recursive || name == "shred") && !p.dynamic && is_catastrophic_target(w, p) {
-            w.add(Decision::Deny, "destroys_system", sub, format!("`{name}` on `{}` destroys the system, the home directory or the project", p.text));
+        if destructive
+            && (recursive || name == "shred")
+            && !p.dynamic
+            && is_catastrophic_target(w, p)
+        {
+            w.add(
+                Decision::Deny,
+                "destroys_system",
+                sub,
+                format!(
+                    "`{name}` on `{}` destroys the system, the home directory or the project",
+                    p.text
+                ),
+            );
             continue;
         }
         w.path(p, PathAccess::Write, sub, "argument");
     }
-    if pos.is_empty() && !dyn_args {
-        w.add(Decision::Ask, "writes_files", sub, format!("`{name}` changes files"));
-    } else {
-        w.add(Decision::Ask, "writes_files", sub, format!("`{name}` changes files"));
-    }
+    w.add(
+        Decision::Ask,
+        "writes_files",
+        sub,
+        format!("`{name}` changes files"),
+    );
 }
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     let t = p.text.trim_end_matches('/');
-    let t = t.strip_suffix("/*").or_else(|| (t == "*").then_some(".")).unwrap_or(t);
+    let t = t
+        .strip_suffix("/*")
+        .or_else(|| (t == "*").then_some("."))
+        .unwrap_or(t);
     let t = if t.is_empty() { "/" } else { t };
     let abs = match &w.cwd {
         Some(c) => crate::analyze::normalize(&c.join(t)),
@@ -879,10 +1838,17 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     if top.contains(&s.as_ref()) {
         return true;
     }
-    if w.an.home.as_deref().is_some_and(|h| h.trim_end_matches('/') == s) {
+    if w.an
+        .home
+        .as_deref()
+        .is_some_and(|h| h.trim_end_matches('/') == s)
+    {
         return true;
     }
-    let probe = Decoded { text: t.to_owned(), ..Decoded::default() };
+    let probe = Decoded {
+        text: t.to_owned(),
+        ..Decoded::default()
+    };
     w.is_root(&probe)
 }
 
@@ -922,9 +1888,18 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
                     .iter()
                     .map(|b| {
                         if b.text == "{}" {
-                            Decoded { text: starts.first().map_or_else(|| ".".to_owned(), |s| s.text.clone()), ..Decoded::default() }
+                            Decoded {
+                                text: starts
+                                    .first()
+                                    .map_or_else(|| ".".to_owned(), |s| s.text.clone()),
+                                ..Decoded::default()
+                            }
                         } else if b.text.contains("{}") {
-                            Decoded { text: String::new(), dynamic: true, ..Decoded::default() }
+                            Decoded {
+                                text: String::new(),
+                                dynamic: true,
+                                ..Decoded::default()
+                            }
                         } else {
                             b.clone()
                         }
@@ -932,10 +1907,20 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
                     .collect();
                 j += 1;
                 if a.text.starts_with("-ok") {
-                    w.add(Decision::Deny, "interactive", sub, "`find -ok` prompts on a terminal".to_owned());
+                    w.add(
+                        Decision::Deny,
+                        "interactive",
+                        sub,
+                        "`find -ok` prompts on a terminal".to_owned(),
+                    );
                 }
                 if inner.is_empty() {
-                    w.add(Decision::Deny, "parse_error", sub, "`find -exec` without a command".to_owned());
+                    w.add(
+                        Decision::Deny,
+                        "parse_error",
+                        sub,
+                        "`find -exec` without a command".to_owned(),
+                    );
                 } else {
                     // A lone `{}` is a found path, under the start points judged below; `{}`
                     // inside a larger word splices a file name into code: unknown.
@@ -945,7 +1930,12 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             }
             "-delete" => {
                 writes = true;
-                w.add(Decision::Ask, "writes_files", sub, "`find -delete` removes files".to_owned());
+                w.add(
+                    Decision::Ask,
+                    "writes_files",
+                    sub,
+                    "`find -delete` removes files".to_owned(),
+                );
             }
             "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
                 if let Some(f) = rest.get(j) {
@@ -956,16 +1946,32 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             _ => {}
         }
     }
-    let dot = Decoded { text: ".".to_owned(), ..Decoded::default() };
+    let dot = Decoded {
+        text: ".".to_owned(),
+        ..Decoded::default()
+    };
     if starts.is_empty() {
         starts.push(&dot);
     }
     for s in starts {
-        w.path(s, if writes { PathAccess::Write } else { PathAccess::Read }, sub, "start point");
+        w.path(
+            s,
+            if writes {
+                PathAccess::Write
+            } else {
+                PathAccess::Read
+            },
+            sub,
+            "start point",
+        );
     }
-    w.add(Decision::Allow, "read_only", sub, "`find` only lists".to_owned());
+    w.add(
+        Decision::Allow,
+        "read_only",
+        sub,
+        "`find` only lists".to_owned(),
+    );
 }
-
 
 fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
@@ -980,32 +1986,88 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     }
     for f in script_files {
         w.path(f, PathAccess::Read, sub, "script file");
-        w.add(Decision::Ask, "sed_script_file", sub, "the sed script is in a file that cannot be reviewed".to_owned());
+        w.add(
+            Decision::Ask,
+            "sed_script_file",
+            sub,
+            "the sed script is in a file that cannot be reviewed".to_owned(),
+        );
     }
-    let in_place = a.short('i') || a.long("in-place") || a.opts.iter().any(|(n, _, l)| !l && n == "i");
+    let in_place =
+        a.short('i') || a.long("in-place") || a.opts.iter().any(|(n, _, l)| !l && n == "i");
     for s in scripts {
-        let text = s.text.split_once('=').filter(|_| s.text.starts_with("--")).map(|(_, v)| v).unwrap_or(&s.text);
+        let text = s
+            .text
+            .split_once('=')
+            .filter(|_| s.text.starts_with("--"))
+            .map(|(_, v)| v)
+            .unwrap_or(&s.text);
         match crate::sed::scan(text) {
             Ok(effects) => {
                 if effects.exec {
-                    w.add(Decision::Deny, "sed_exec", sub, "the sed script runs shell commands (`e` command or `s///e`)".to_owned());
+                    w.add(
+                        Decision::Deny,
+                        "sed_exec",
+                        sub,
+                        "the sed script runs shell commands (`e` command or `s///e`)".to_owned(),
+                    );
                 }
                 for f in effects.writes {
-                    w.path(&Decoded { text: f, ..Decoded::default() }, PathAccess::Write, sub, "sed `w` file");
+                    w.path(
+                        &Decoded {
+                            text: f,
+                            ..Decoded::default()
+                        },
+                        PathAccess::Write,
+                        sub,
+                        "sed `w` file",
+                    );
                 }
                 for f in effects.reads {
-                    w.path(&Decoded { text: f, ..Decoded::default() }, PathAccess::Read, sub, "sed `r` file");
+                    w.path(
+                        &Decoded {
+                            text: f,
+                            ..Decoded::default()
+                        },
+                        PathAccess::Read,
+                        sub,
+                        "sed `r` file",
+                    );
                 }
             }
-            Err(e) => w.add(Decision::Ask, "sed_unreadable", sub, format!("cannot review the sed script: {e}")),
+            Err(e) => w.add(
+                Decision::Ask,
+                "sed_unreadable",
+                sub,
+                format!("cannot review the sed script: {e}"),
+            ),
         }
     }
     for p in pos {
-        w.path(p, if in_place { PathAccess::Write } else { PathAccess::Read }, sub, "file");
+        w.path(
+            p,
+            if in_place {
+                PathAccess::Write
+            } else {
+                PathAccess::Read
+            },
+            sub,
+            "file",
+        );
     }
     if in_place {
-        w.add(Decision::Ask, "writes_files", sub, "`sed -i` edits files in place".to_owned());
+        w.add(
+            Decision::Ask,
+            "writes_files",
+            sub,
+            "`sed -i` edits files in place".to_owned(),
+        );
     } else {
-        w.add(Decision::Allow, "read_only", sub, "`sed` without `-i`, `e` or `w` only prints".to_owned());
+        w.add(
+            Decision::Allow,
+            "read_only",
+            sub,
+            "`sed` without `-i`, `e` or `w` only prints".to_owned(),
+        );
     }
 }

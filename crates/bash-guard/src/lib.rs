@@ -18,9 +18,9 @@ pub use analyze::{Analyzer, simple_commands};
 pub use cache::CachedAnalyzer;
 pub use config::BashConfig;
 pub use error::ParseError;
-pub use judge::{PathAccess, PathJudge, PathVerdict};
-pub use verdict::{Decision, Finding, Verdict};
 pub use exec::{
     Confinement, ConfinementReport, ExecConfig, ExecError, ExecRequest, ExecResult, LandlockReport,
     LandlockState, Runner, trampoline_main,
 };
+pub use judge::{PathAccess, PathJudge, PathVerdict};
+pub use verdict::{Decision, Finding, Verdict};

@@ -87,7 +87,8 @@ pub(crate) fn scan(script: &str) -> Result<Effects, String> {
         };
         i += 1;
         match c {
-            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x' | 'z' | 'F' | 'l' => {}
+            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
+            | 'z' | 'F' | 'l' => {}
             'q' | 'Q' | 'L' => {
                 while at(i).is_some_and(|c| c.is_ascii_digit() || c == ' ') {
                     i += 1;

@@ -59,6 +59,8 @@ impl Verdict {
 
     /// The findings that decided the verdict (those as strict as the verdict itself).
     pub fn deciding(&self) -> impl Iterator<Item = &Finding> {
-        self.findings.iter().filter(move |f| f.decision == self.decision)
+        self.findings
+            .iter()
+            .filter(move |f| f.decision == self.decision)
     }
 }

@@ -39,7 +39,19 @@ fn is_plain(raw: &str) -> bool {
     !raw.bytes().any(|b| {
         matches!(
             b,
-            b'\'' | b'"' | b'\\' | b'$' | b'`' | b'~' | b'*' | b'?' | b'[' | b'{' | b'!' | b'@' | b'+'
+            b'\''
+                | b'"'
+                | b'\\'
+                | b'$'
+                | b'`'
+                | b'~'
+                | b'*'
+                | b'?'
+                | b'['
+                | b'{'
+                | b'!'
+                | b'@'
+                | b'+'
         )
     })
 }
@@ -59,8 +71,11 @@ impl Decoder<'_> {
             });
             return;
         }
-        if raw.contains('{') && (raw.contains(',') || raw.contains("..")) {
-            if let Ok(Some(exprs)) = word::parse_brace_expansions(raw, self.options) {
+        if raw.contains('{')
+            && (raw.contains(',') || raw.contains(".."))
+            && let Ok(Some(exprs)) = word::parse_brace_expansions(raw, self.options)
+        {
+            {
                 let mut expanded = vec![String::new()];
                 if expand_braces(&exprs, &mut expanded) {
                     for one in expanded {
@@ -89,10 +104,12 @@ impl Decoder<'_> {
             Ok(pieces) => self.pieces(&pieces, false, &mut decoded, out),
             Err(err) => {
                 decoded.dynamic = true;
-                out.errors.push(format!("cannot decode word `{raw}`: {err}"));
+                out.errors
+                    .push(format!("cannot decode word `{raw}`: {err}"));
                 // A word the word parser cannot read may still hide a substitution.
                 if raw.contains("$(") || raw.contains('`') {
-                    out.errors.push(format!("unreadable substitution in `{raw}`"));
+                    out.errors
+                        .push(format!("unreadable substitution in `{raw}`"));
                 }
             }
         }
@@ -191,15 +208,16 @@ impl Decoder<'_> {
     fn parameter(&self, expr: &ParameterExpr, d: &mut Decoded, out: &mut DecodeOut) {
         use ParameterExpr as P;
         let fragments: Vec<&str> = match expr {
-            P::UseDefaultValues { default_value, .. } | P::AssignDefaultValues { default_value, .. } => {
+            P::UseDefaultValues { default_value, .. }
+            | P::AssignDefaultValues { default_value, .. } => {
                 default_value.iter().map(String::as_str).collect()
             }
             P::IndicateErrorIfNullOrUnset { error_message, .. } => {
                 error_message.iter().map(String::as_str).collect()
             }
-            P::UseAlternativeValue { alternative_value, .. } => {
-                alternative_value.iter().map(String::as_str).collect()
-            }
+            P::UseAlternativeValue {
+                alternative_value, ..
+            } => alternative_value.iter().map(String::as_str).collect(),
             P::RemoveSmallestSuffixPattern { pattern, .. }
             | P::RemoveLargestSuffixPattern { pattern, .. }
             | P::RemoveSmallestPrefixPattern { pattern, .. }
@@ -208,7 +226,11 @@ impl Decoder<'_> {
             | P::UppercasePattern { pattern, .. }
             | P::LowercaseFirstChar { pattern, .. }
             | P::LowercasePattern { pattern, .. } => pattern.iter().map(String::as_str).collect(),
-            P::ReplaceSubstring { pattern, replacement, .. } => {
+            P::ReplaceSubstring {
+                pattern,
+                replacement,
+                ..
+            } => {
                 let mut v = vec![pattern.as_str()];
                 v.extend(replacement.iter().map(String::as_str));
                 v
@@ -262,7 +284,11 @@ fn expand_braces(exprs: &[BraceExpressionOrText], acc: &mut Vec<String>) -> bool
                             }
                             alternatives.extend(sub);
                         }
-                        BraceExpressionMember::NumberSequence { start, end, increment } => {
+                        BraceExpressionMember::NumberSequence {
+                            start,
+                            end,
+                            increment,
+                        } => {
                             let step = increment.unsigned_abs().max(1);
                             let span = start.abs_diff(*end) / step;
                             if span as usize >= MAX_BRACE_WORDS {
@@ -280,7 +306,12 @@ fn expand_braces(exprs: &[BraceExpressionOrText], acc: &mut Vec<String>) -> bool
                                     v.checked_sub(step as i64)
                                 };
                                 match next {
-                                    Some(n) if (start <= end && n <= *end) || (start > end && n >= *end) => v = n,
+                                    Some(n)
+                                        if (start <= end && n <= *end)
+                                            || (start > end && n >= *end) =>
+                                    {
+                                        v = n
+                                    }
                                     _ => break,
                                 }
                             }
@@ -415,7 +446,10 @@ mod tests {
 
     fn dec(raw: &str) -> DecodeOut {
         let options = ParserOptions::default();
-        let d = Decoder { options: &options, home: Some("/home/u") };
+        let d = Decoder {
+            options: &options,
+            home: Some("/home/u"),
+        };
         let mut out = DecodeOut::default();
         d.decode_into(raw, &mut out);
         out
@@ -432,7 +466,11 @@ mod tests {
 
     #[test]
     fn braces_expand_to_several_words() {
-        let w: Vec<String> = dec("{rm,-rf,/}").words.into_iter().map(|w| w.text).collect();
+        let w: Vec<String> = dec("{rm,-rf,/}")
+            .words
+            .into_iter()
+            .map(|w| w.text)
+            .collect();
         assert_eq!(w, ["rm", "-rf", "/"]);
     }
 

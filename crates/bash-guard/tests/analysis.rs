@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! Behaviour tests of the analyzer: the corpus, properties, the cache and the fuzz corpus.
 
 use std::path::{Path, PathBuf};
@@ -71,7 +76,9 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn check(&self, command: &str) -> Verdict {
-        let judge = TestJudge { root: self.root.clone() };
+        let judge = TestJudge {
+            root: self.root.clone(),
+        };
         self.analyzer.analyze(command, &self.root, &judge)
     }
 }
@@ -92,7 +99,12 @@ fn corpus() -> Vec<(Decision, String, String, usize)> {
         };
         let rest = parts.next().unwrap_or("");
         let (command, why) = rest.rsplit_once(" | ").unwrap_or((rest, ""));
-        out.push((decision, command.replace("\\n", "\n"), why.to_owned(), n + 1));
+        out.push((
+            decision,
+            command.replace("\\n", "\n"),
+            why.to_owned(),
+            n + 1,
+        ));
     }
     out
 }
@@ -112,11 +124,19 @@ fn corpus_decisions() {
             failures.push(format!(
                 "line {line}: `{command}` expected {expected}, got {} ({why})\n    {:?}",
                 v.decision,
-                v.findings.iter().map(|f| format!("{} {} [{}]", f.decision, f.code, f.subcommand)).collect::<Vec<_>>()
+                v.findings
+                    .iter()
+                    .map(|f| format!("{} {} [{}]", f.decision, f.code, f.subcommand))
+                    .collect::<Vec<_>>()
             ));
         }
     }
-    assert!(failures.is_empty(), "{} corpus failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} corpus failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -124,18 +144,38 @@ fn every_refusal_names_a_finding_with_a_code() {
     let f = fixture();
     for (_, command, _, _) in corpus() {
         let v = f.check(&command);
-        assert!(v.findings.iter().any(|x| x.decision == v.decision && !x.code.is_empty()), "{command}");
+        assert!(
+            v.findings
+                .iter()
+                .any(|x| x.decision == v.decision && !x.code.is_empty()),
+            "{command}"
+        );
     }
 }
 
 #[test]
 fn network_class_follows_the_config() {
     let f = fixture();
-    let open = Analyzer::with_home(BashConfig { block_network: false, ..BashConfig::default() }, Some(HOME.into()));
-    let judge = TestJudge { root: f.root.clone() };
+    let open = Analyzer::with_home(
+        BashConfig {
+            block_network: false,
+            ..BashConfig::default()
+        },
+        Some(HOME.into()),
+    );
+    let judge = TestJudge {
+        root: f.root.clone(),
+    };
     assert_eq!(f.check("curl https://example.com").decision, Decision::Deny);
-    assert_eq!(open.analyze("curl https://example.com", &f.root, &judge).decision, Decision::Ask);
-    assert_eq!(open.analyze("git push", &f.root, &judge).decision, Decision::Ask);
+    assert_eq!(
+        open.analyze("curl https://example.com", &f.root, &judge)
+            .decision,
+        Decision::Ask
+    );
+    assert_eq!(
+        open.analyze("git push", &f.root, &judge).decision,
+        Decision::Ask
+    );
 }
 
 #[test]
@@ -157,20 +197,32 @@ fn simple_commands_lists_every_subcommand() {
 #[test]
 fn cache_answers_repeats_and_respects_the_key() {
     let f = fixture();
-    let judge = Arc::new(TestJudge { root: f.root.clone() });
+    let judge = Arc::new(TestJudge {
+        root: f.root.clone(),
+    });
     let cached = CachedAnalyzer::new(f.analyzer.clone(), judge, 16);
     let a = cached.analyze("git status", &f.root);
     let b = cached.analyze("git status", &f.root);
     assert!(Arc::ptr_eq(&a, &b));
-    assert_eq!(cached.analyze("cat a.txt", &f.root).decision, Decision::Allow);
+    assert_eq!(
+        cached.analyze("cat a.txt", &f.root).decision,
+        Decision::Allow
+    );
     // Same command, other cwd: a new verdict, judged against that cwd.
-    assert_eq!(cached.analyze("cat a.txt", Path::new("/etc")).decision, Decision::Ask);
+    assert_eq!(
+        cached.analyze("cat a.txt", Path::new("/etc")).decision,
+        Decision::Ask
+    );
 }
 
 fn check_str(command: &str) -> Decision {
     let analyzer = Analyzer::with_home(BashConfig::default(), Some(HOME.to_owned()));
-    let judge = TestJudge { root: PathBuf::from("/proj") };
-    analyzer.analyze(command, Path::new("/proj"), &judge).decision
+    let judge = TestJudge {
+        root: PathBuf::from("/proj"),
+    };
+    analyzer
+        .analyze(command, Path::new("/proj"), &judge)
+        .decision
 }
 
 fn command_strategy() -> impl Strategy<Value = String> {
@@ -178,7 +230,9 @@ fn command_strategy() -> impl Strategy<Value = String> {
     let cmds: Vec<String> = corpus()
         .into_iter()
         .map(|(_, c, _, _)| c)
-        .filter(|c| !c.contains('\n') && !c.contains('\'') && !c.contains('#') && !c.trim().is_empty())
+        .filter(|c| {
+            !c.contains('\n') && !c.contains('\'') && !c.contains('#') && !c.trim().is_empty()
+        })
         .filter(|c| f.check(c).findings.iter().all(|x| x.code != "parse_error"))
         .collect();
     proptest::sample::select(cmds)
