@@ -1,6 +1,11 @@
 //! End-to-end scenarios: the scripted model drives `AgentRuntime::run_turn` through every layer,
 //! one test per row of the spec's "full chain" diagram, plus a property over random scripts.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -119,7 +124,9 @@ impl AgentTool for Probe {
             // Only returns if every party is running at the same time.
             tokio::time::timeout(Duration::from_secs(3), b.wait())
                 .await
-                .map_err(|_| ToolError::Failed("barrier not reached: calls did not overlap".into()))?;
+                .map_err(|_| {
+                    ToolError::Failed("barrier not reached: calls did not overlap".into())
+                })?;
         }
         tokio::time::sleep(self.sleep).await;
         self.finished.fetch_add(1, Ordering::SeqCst);
@@ -172,7 +179,8 @@ impl Project {
 
 async fn run(rt: &AgentRuntime, prompt: &str) -> agent_core::TurnOutcome {
     let mut messages = vec![Message::system("test"), Message::user(prompt)];
-    rt.run_turn("s1", &mut messages, &CancellationToken::new()).await
+    rt.run_turn("s1", &mut messages, &CancellationToken::new())
+        .await
 }
 
 fn by_id<'a>(out: &'a agent_core::TurnOutcome, id: &str) -> &'a agent_core::ToolCallResult {
@@ -192,7 +200,11 @@ async fn denied_call_gets_an_error_result_and_the_loop_goes_on() {
         .unwrap();
     let model = Arc::new(ScriptedModel::new(vec![
         turn(vec![
-            call("w", "file_write", json!({"file_path": "x.txt", "content": "no"})),
+            call(
+                "w",
+                "file_write",
+                json!({"file_path": "x.txt", "content": "no"}),
+            ),
             call("r", "read_file", json!({"file_path": "notes.txt"})),
         ]),
         answer("done"),
@@ -208,16 +220,24 @@ async fn denied_call_gets_an_error_result_and_the_loop_goes_on() {
     assert!(!r.is_error && r.executed && r.content.contains("alpha"));
 
     let rows = p.rows().await;
-    let denied = rows.iter().find(|r| r.row.tool_name == "file_write").unwrap();
+    let denied = rows
+        .iter()
+        .find(|r| r.row.tool_name == "file_write")
+        .unwrap();
     assert_eq!(denied.row.status, AuditStatus::Denied);
     assert_eq!(denied.row.decision, Some(Decision::Deny));
     assert_eq!(denied.row.reason_code.as_deref(), Some("p0-config-deny"));
-    let ok = rows.iter().find(|r| r.row.tool_name == "read_file").unwrap();
+    let ok = rows
+        .iter()
+        .find(|r| r.row.tool_name == "read_file")
+        .unwrap();
     assert_eq!(ok.row.status, AuditStatus::Ok);
     assert_eq!(ok.row.decision, Some(Decision::Allow));
 }
 
-async fn ask_scenario(approver: Arc<dyn Approver>) -> (agent_core::TurnOutcome, Vec<AgentEvent>, Project) {
+async fn ask_scenario(
+    approver: Arc<dyn Approver>,
+) -> (agent_core::TurnOutcome, Vec<AgentEvent>, Project) {
     let p = project().await;
     let (sink, mut rx) = ChannelSink::new();
     let guard = Guard::builder(p.root())
@@ -233,7 +253,11 @@ async fn ask_scenario(approver: Arc<dyn Approver>) -> (agent_core::TurnOutcome, 
         .await
         .unwrap();
     let model = Arc::new(ScriptedModel::new(vec![
-        turn(vec![call("w", "file_write", json!({"file_path": "out.txt", "content": "yes"}))]),
+        turn(vec![call(
+            "w",
+            "file_write",
+            json!({"file_path": "out.txt", "content": "yes"}),
+        )]),
         answer("done"),
     ]));
     let out = run(&guard.runtime(model), "write").await;
@@ -250,8 +274,15 @@ async fn ask_answered_yes_runs_the_call() {
     let w = by_id(&out, "w");
     assert!(w.executed && !w.is_error, "{w:?}");
     assert_eq!(w.decision, Some(Decision::Ask));
-    assert_eq!(std::fs::read_to_string(p.root().join("out.txt")).unwrap(), "yes");
-    assert!(events.iter().any(|e| matches!(e, AgentEvent::PermissionRequest { tool, .. } if tool == "file_write")));
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("out.txt")).unwrap(),
+        "yes"
+    );
+    assert!(
+        events.iter().any(
+            |e| matches!(e, AgentEvent::PermissionRequest { tool, .. } if tool == "file_write")
+        )
+    );
 }
 
 #[tokio::test]
@@ -261,9 +292,16 @@ async fn ask_answered_no_is_refused() {
     assert!(!w.executed && w.is_error);
     assert_eq!(w.code.as_deref(), Some("ask-refused"));
     assert!(!p.root().join("out.txt").exists());
-    assert!(events.iter().any(|e| matches!(e, AgentEvent::PermissionRequest { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::PermissionRequest { .. }))
+    );
     let rows = p.rows().await;
-    let row = rows.iter().find(|r| r.row.tool_name == "file_write").unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r.row.tool_name == "file_write")
+        .unwrap();
     assert_eq!(row.row.reason_code.as_deref(), Some("ask-refused"));
     assert_eq!(row.row.decision, Some(Decision::Ask));
 }
@@ -310,12 +348,19 @@ async fn a_hook_mutation_is_rechecked_against_the_rules() {
         .await
         .unwrap();
     let model = Arc::new(ScriptedModel::new(vec![
-        turn(vec![call("r", "read_file", json!({"file_path": "notes.txt"}))]),
+        turn(vec![call(
+            "r",
+            "read_file",
+            json!({"file_path": "notes.txt"}),
+        )]),
         answer("done"),
     ]));
     let out = run(&guard.runtime(model), "read").await;
     let r = by_id(&out, "r");
-    assert!(!r.executed, "the rewritten call must be judged on its final arguments");
+    assert!(
+        !r.executed,
+        "the rewritten call must be judged on its final arguments"
+    );
     assert_eq!(r.code.as_deref(), Some("p0-config-deny"));
     assert_eq!(r.final_args, json!({"file_path": "config/.env"}));
     assert!(!r.content.contains("SECRET"));
@@ -345,9 +390,15 @@ async fn parallel_reads_overlap_while_writes_stay_serial_and_ordered() {
         call("w2", "probe_write", json!({"n": 2})),
         call("w3", "probe_write", json!({"n": 3})),
     ];
-    let results = exec.execute_parallel(&calls, &ToolContext::new("s"), None).await;
+    let results = exec
+        .execute_parallel(&calls, &ToolContext::new("s"), None)
+        .await;
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
-    assert_eq!(ids, ["r1", "r2", "r3", "w1", "w2", "w3"], "results in call order");
+    assert_eq!(
+        ids,
+        ["r1", "r2", "r3", "w1", "w2", "w3"],
+        "results in call order"
+    );
     for r in &results {
         assert!(!r.is_error, "{r:?}");
     }
@@ -362,7 +413,11 @@ async fn parallel_reads_overlap_while_writes_stay_serial_and_ordered() {
 fn cancel_registry(behavior: InterruptBehavior) -> (ToolRegistry, Arc<AtomicUsize>) {
     let mut slow = Probe::new("slow");
     slow.behavior = behavior;
-    slow.sleep = Duration::from_millis(if behavior == InterruptBehavior::Block { 200 } else { 5000 });
+    slow.sleep = Duration::from_millis(if behavior == InterruptBehavior::Block {
+        200
+    } else {
+        5000
+    });
     let finished = Arc::clone(&slow.finished);
     (ToolRegistry::new().with(Arc::new(slow)).unwrap(), finished)
 }
@@ -374,7 +429,11 @@ async fn cancel_stops_a_cancel_tool_at_once_and_ends_the_loop() {
         turn(vec![call("a", "slow", json!({}))]),
         answer("never reached"),
     ]));
-    let rt = AgentRuntime::new(model.clone(), Executor::new(registry), RuntimeConfig::default());
+    let rt = AgentRuntime::new(
+        model.clone(),
+        Executor::new(registry),
+        RuntimeConfig::default(),
+    );
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {
@@ -386,7 +445,11 @@ async fn cancel_stops_a_cancel_tool_at_once_and_ends_the_loop() {
     assert_eq!(out.stop, StopReason::Cancelled);
     let a = by_id(&out, "a");
     assert_eq!(a.code.as_deref(), Some("cancelled"));
-    assert_eq!(finished.load(Ordering::SeqCst), 0, "the Cancel tool must not run to completion");
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the Cancel tool must not run to completion"
+    );
     assert_eq!(model.remaining(), 1, "no model call after the cancel");
 }
 
@@ -423,10 +486,16 @@ async fn a_failing_sibling_abort_tool_stops_its_siblings() {
     slow.safe = true;
     slow.sleep = Duration::from_secs(5);
     let slow_done = Arc::clone(&slow.finished);
-    let registry = ToolRegistry::new().with(Arc::new(bad)).unwrap().with(Arc::new(slow)).unwrap();
+    let registry = ToolRegistry::new()
+        .with(Arc::new(bad))
+        .unwrap()
+        .with(Arc::new(slow))
+        .unwrap();
     let exec = Executor::new(registry);
     let calls = vec![call("f", "fetch", json!({})), call("p", "parse", json!({}))];
-    let results = exec.execute_parallel(&calls, &ToolContext::new("s"), None).await;
+    let results = exec
+        .execute_parallel(&calls, &ToolContext::new("s"), None)
+        .await;
     assert_eq!(results[0].code.as_deref(), Some("tool-failed"));
     assert_eq!(results[1].code.as_deref(), Some("sibling-aborted"));
     assert!(results[1].content.contains("fetch"));
@@ -438,7 +507,9 @@ async fn the_step_limit_forces_a_final_answer() {
     let probe = Probe::new("step");
     let runs = Arc::clone(&probe.finished);
     let registry = ToolRegistry::new().with(Arc::new(probe)).unwrap();
-    let turns = (0..6).map(|i| turn(vec![call(&format!("c{i}"), "step", json!({"n": i}))])).collect();
+    let turns = (0..6)
+        .map(|i| turn(vec![call(&format!("c{i}"), "step", json!({"n": i}))]))
+        .collect();
     let model = Arc::new(ScriptedModel::new(turns));
     let config = RuntimeConfig {
         limits: LimitsConfig {
@@ -451,21 +522,43 @@ async fn the_step_limit_forces_a_final_answer() {
     let out = run(&rt, "loop").await;
     assert_eq!(out.stop, StopReason::Forced("max_steps".into()));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    assert_eq!(model.requests(), vec![1, 1, 0], "the third model call offers no tools");
+    assert_eq!(
+        model.requests(),
+        vec![1, 1, 0],
+        "the third model call offers no tools"
+    );
 }
 
 #[tokio::test]
 async fn the_third_identical_call_is_refused() {
     let p = project().await;
-    let guard = Guard::builder(p.root()).audit(p.audit.clone()).build().await.unwrap();
-    let same = || turn(vec![call("x", "read_file", json!({"file_path": "notes.txt"}))]);
-    let model = Arc::new(ScriptedModel::new(vec![same(), same(), same(), answer("ok")]));
+    let guard = Guard::builder(p.root())
+        .audit(p.audit.clone())
+        .build()
+        .await
+        .unwrap();
+    let same = || {
+        turn(vec![call(
+            "x",
+            "read_file",
+            json!({"file_path": "notes.txt"}),
+        )])
+    };
+    let model = Arc::new(ScriptedModel::new(vec![
+        same(),
+        same(),
+        same(),
+        answer("ok"),
+    ]));
     let out = run(&guard.runtime(model), "dup").await;
     let codes: Vec<Option<&str>> = out.results.iter().map(|r| r.code.as_deref()).collect();
     assert_eq!(codes, [None, None, Some("duplicate_call")]);
     assert!(!out.results[2].executed);
     let rows = p.rows().await;
-    assert!(rows.iter().any(|r| r.row.reason_code.as_deref() == Some("duplicate_call")));
+    assert!(
+        rows.iter()
+            .any(|r| r.row.reason_code.as_deref() == Some("duplicate_call"))
+    );
 }
 
 #[tokio::test]
@@ -477,13 +570,28 @@ async fn the_token_hard_limit_forces_an_answer() {
         token_hard_limit: 800,
         ..LimitsConfig::default()
     };
-    let guard = Guard::builder(p.root()).limits(limits).build().await.unwrap();
+    let guard = Guard::builder(p.root())
+        .limits(limits)
+        .build()
+        .await
+        .unwrap();
     let turns = (0..5)
-        .map(|i| turn(vec![call(&format!("b{i}"), "read_file", json!({"file_path": "big.txt", "offset": i}))]))
+        .map(|i| {
+            turn(vec![call(
+                &format!("b{i}"),
+                "read_file",
+                json!({"file_path": "big.txt", "offset": i}),
+            )])
+        })
         .collect();
     let model = Arc::new(ScriptedModel::new(turns));
     let out = run(&guard.runtime(model), "read big").await;
-    assert_eq!(out.stop, StopReason::Forced("token_hard_limit".into()), "{:?}", out.interventions);
+    assert_eq!(
+        out.stop,
+        StopReason::Forced("token_hard_limit".into()),
+        "{:?}",
+        out.interventions
+    );
     assert!(out.results.len() < 5);
 }
 
@@ -496,12 +604,24 @@ async fn a_subagent_cannot_ask_leave_its_tool_set_or_the_sandbox() {
     let model = Arc::new(ScriptedModel::new(vec![
         // lead
         turn(vec![
-            call("s1", "subagent", json!({"kind": "explore", "prompt": "look around"})),
-            call("s2", "subagent", json!({"kind": "asker", "prompt": "ask them"})),
+            call(
+                "s1",
+                "subagent",
+                json!({"kind": "explore", "prompt": "look around"}),
+            ),
+            call(
+                "s2",
+                "subagent",
+                json!({"kind": "asker", "prompt": "ask them"}),
+            ),
         ]),
         // explore child
         turn(vec![
-            call("c1", "file_write", json!({"file_path": "pwn.txt", "content": "x"})),
+            call(
+                "c1",
+                "file_write",
+                json!({"file_path": "pwn.txt", "content": "x"}),
+            ),
             call("c2", "read_file", json!({"file_path": outside_file})),
             call("c3", "read_file", json!({"file_path": "notes.txt"})),
         ]),
@@ -541,16 +661,30 @@ async fn a_subagent_cannot_ask_leave_its_tool_set_or_the_sandbox() {
             .row
             .clone()
     };
-    assert_eq!(child("file_write", "explore").reason_code.as_deref(), Some("unknown-tool"));
+    assert_eq!(
+        child("file_write", "explore").reason_code.as_deref(),
+        Some("unknown-tool")
+    );
     let reads: Vec<_> = rows
         .iter()
         .filter(|r| r.row.tool_name == "read_file" && r.row.agent_name == "explore")
         .collect();
     assert_eq!(reads.len(), 2);
-    assert!(reads.iter().any(|r| r.row.reason_code.as_deref() == Some("sandbox-outside_roots")));
+    assert!(
+        reads
+            .iter()
+            .any(|r| r.row.reason_code.as_deref() == Some("sandbox-outside_roots"))
+    );
     assert!(reads.iter().any(|r| r.row.status == AuditStatus::Ok));
-    assert!(!reads.iter().any(|r| r.row.output_preview.contains("top secret")));
-    assert_eq!(child("ask_user", "asker").reason_code.as_deref(), Some("ask-user-silent"));
+    assert!(
+        !reads
+            .iter()
+            .any(|r| r.row.output_preview.contains("top secret"))
+    );
+    assert_eq!(
+        child("ask_user", "asker").reason_code.as_deref(),
+        Some("ask-user-silent")
+    );
     assert!(child("subagent", "lead").status == AuditStatus::Ok);
 }
 
@@ -558,8 +692,16 @@ async fn a_subagent_cannot_ask_leave_its_tool_set_or_the_sandbox() {
 async fn a_subagent_asking_for_permission_is_denied_without_asking() {
     let p = project().await;
     let model = Arc::new(ScriptedModel::new(vec![
-        turn(vec![call("s", "subagent", json!({"kind": "writer", "prompt": "write"}))]),
-        turn(vec![call("w", "file_write", json!({"file_path": "a.txt", "content": "x"}))]),
+        turn(vec![call(
+            "s",
+            "subagent",
+            json!({"kind": "writer", "prompt": "write"}),
+        )]),
+        turn(vec![call(
+            "w",
+            "file_write",
+            json!({"file_path": "a.txt", "content": "x"}),
+        )]),
         answer("child done"),
         answer("lead done"),
     ]));
@@ -590,10 +732,16 @@ async fn a_subagent_asking_for_permission_is_denied_without_asking() {
         .unwrap();
     let out = run(&guard.runtime(model), "go").await;
     assert_eq!(out.answer, "lead done");
-    assert!(!approvals.load(Ordering::SeqCst), "a silent child must not reach the approver");
+    assert!(
+        !approvals.load(Ordering::SeqCst),
+        "a silent child must not reach the approver"
+    );
     assert!(!p.root().join("a.txt").exists());
     let rows = p.rows().await;
-    let w = rows.iter().find(|r| r.row.tool_name == "file_write").unwrap();
+    let w = rows
+        .iter()
+        .find(|r| r.row.tool_name == "file_write")
+        .unwrap();
     assert_eq!(w.row.reason_code.as_deref(), Some("ask-silent-context"));
     assert_eq!(w.row.agent_name, "writer");
 }
@@ -603,19 +751,32 @@ async fn background_results_arrive_before_the_next_model_call() {
     let p = project().await;
     let guard = Guard::builder(p.root()).build().await.unwrap();
     let model = Arc::new(ScriptedModel::new(vec![
-        turn(vec![call("b", "bg_task_run", json!({"tool": "read_file", "arguments": {"file_path": "notes.txt"}}))]),
-        turn(vec![call("t", "todo_write", json!({"todos": [{"content": "wait", "status": "pending"}]}))]),
+        turn(vec![call(
+            "b",
+            "bg_task_run",
+            json!({"tool": "read_file", "arguments": {"file_path": "notes.txt"}}),
+        )]),
+        turn(vec![call(
+            "t",
+            "todo_write",
+            json!({"todos": [{"content": "wait", "status": "pending"}]}),
+        )]),
         answer("done"),
     ]));
     let rt = guard.runtime(model);
     // Give the background read time to finish before the second model call.
     let mut messages = vec![Message::user("bg")];
-    let out = rt.run_turn("s", &mut messages, &CancellationToken::new()).await;
+    let out = rt
+        .run_turn("s", &mut messages, &CancellationToken::new())
+        .await;
     assert_eq!(out.answer, "done");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let injected = messages.iter().any(|m| matches!(m, Message::User { content } if content.contains("[background task]") && content.contains("alpha")))
         || guard.notifications().drain().iter().any(|n| n.contains("alpha"));
-    assert!(injected, "the background result must be delivered: {messages:#?}");
+    assert!(
+        injected,
+        "the background result must be delivered: {messages:#?}"
+    );
 }
 
 #[tokio::test]
@@ -633,14 +794,23 @@ async fn large_outputs_are_persisted_with_a_stub() {
         .await
         .unwrap();
     let model = Arc::new(ScriptedModel::new(vec![
-        turn(vec![call("big-1", "read_file", json!({"file_path": "big.txt"}))]),
+        turn(vec![call(
+            "big-1",
+            "read_file",
+            json!({"file_path": "big.txt"}),
+        )]),
         answer("done"),
     ]));
     let out = run(&guard.runtime(model), "big").await;
     let r = by_id(&out, "big-1");
     assert!(r.content.contains("tool-results"), "{}", r.content);
     assert!(r.content.len() < 1500);
-    assert_eq!(std::fs::read_to_string(lib.join("tool-results/big-1.txt")).unwrap().len(), 5000);
+    assert_eq!(
+        std::fs::read_to_string(lib.join("tool-results/big-1.txt"))
+            .unwrap()
+            .len(),
+        5000
+    );
 }
 
 // ---------- property: nothing runs without an Allowed resolution ----------

@@ -73,9 +73,9 @@ impl ApprovalOutcome {
             ApprovalOutcome::TimedOut => {
                 format!("`{tool}` needed approval and nobody answered in time")
             }
-            ApprovalOutcome::Silent => format!(
-                "`{tool}` needs approval, which a silent (subagent) context cannot ask for"
-            ),
+            ApprovalOutcome::Silent => {
+                format!("`{tool}` needs approval, which a silent (subagent) context cannot ask for")
+            }
             ApprovalOutcome::NoApprover => {
                 format!("`{tool}` needs approval and no approver is configured")
             }
@@ -176,7 +176,10 @@ mod tests {
     #[tokio::test]
     async fn silent_denies_without_asking() {
         let a = FixedApprover(Approval::Approve);
-        assert_eq!(ask(Some(&a), true, &req(), DEFAULT_APPROVAL_TIMEOUT).await, ApprovalOutcome::Silent);
+        assert_eq!(
+            ask(Some(&a), true, &req(), DEFAULT_APPROVAL_TIMEOUT).await,
+            ApprovalOutcome::Silent
+        );
     }
 
     #[tokio::test]
@@ -196,9 +199,18 @@ mod tests {
             let (_r, reply) = rx.recv().await.unwrap();
             drop(reply);
         });
-        assert_eq!(ask(Some(&a), false, &req(), DEFAULT_APPROVAL_TIMEOUT).await, ApprovalOutcome::Approved);
-        assert_eq!(ask(Some(&a), false, &req(), DEFAULT_APPROVAL_TIMEOUT).await, ApprovalOutcome::Refused);
+        assert_eq!(
+            ask(Some(&a), false, &req(), DEFAULT_APPROVAL_TIMEOUT).await,
+            ApprovalOutcome::Approved
+        );
+        assert_eq!(
+            ask(Some(&a), false, &req(), DEFAULT_APPROVAL_TIMEOUT).await,
+            ApprovalOutcome::Refused
+        );
         answer.await.unwrap();
-        assert_eq!(ask(None, false, &req(), DEFAULT_APPROVAL_TIMEOUT).await, ApprovalOutcome::NoApprover);
+        assert_eq!(
+            ask(None, false, &req(), DEFAULT_APPROVAL_TIMEOUT).await,
+            ApprovalOutcome::NoApprover
+        );
     }
 }

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use perm_hooks::{AuditLog, AuditRow, HookRegistry, PostToolUseContext, PreToolUseContext};
 use perm_rules::{
     ContentSubjects, Decision, HookBlock, HookPermissionRequest, PermissionChecker,
-    PermissionResult, PermissionRule, PrecedenceInputs, Resolution,
-    resolve_permission_precedence,
+    PermissionResult, PermissionRule, PrecedenceInputs, Resolution, resolve_permission_precedence,
 };
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -364,7 +363,10 @@ impl Executor {
         screen: &mut Option<&mut dyn CallScreen>,
     ) -> Result<Queued, ToolCallResult> {
         let Some(tool) = self.registry.get(&call.name).cloned() else {
-            let msg = format!("unknown tool `{}`; it is not available to this agent", call.name);
+            let msg = format!(
+                "unknown tool `{}`; it is not available to this agent",
+                call.name
+            );
             return Err(self.refuse(call, ctx, "unknown-tool", &msg, None).await);
         };
         let schema = tool.parameters();
@@ -393,8 +395,13 @@ impl Executor {
         let final_args = pre.final_args;
         // A hook may rewrite the arguments into something the schema forbids.
         if let Err(why) = schema::validate(&schema, &final_args) {
-            let msg = format!("a hook rewrote the arguments of `{}` into invalid ones: {why}", call.name);
-            let mut r = self.refuse(call, ctx, "hook-invalid-args", &msg, Some(Decision::Deny)).await;
+            let msg = format!(
+                "a hook rewrote the arguments of `{}` into invalid ones: {why}",
+                call.name
+            );
+            let mut r = self
+                .refuse(call, ctx, "hook-invalid-args", &msg, Some(Decision::Deny))
+                .await;
             r.final_args = final_args;
             return Err(r);
         }
@@ -414,8 +421,13 @@ impl Executor {
         let code = resolution.decided_by.priority.code();
         match resolution.decision {
             Decision::Deny => {
-                let msg = format!("`{}` was denied: {}", call.name, resolution.decided_by.message);
-                let mut r = self.refuse(call, ctx, code, &msg, Some(Decision::Deny)).await;
+                let msg = format!(
+                    "`{}` was denied: {}",
+                    call.name, resolution.decided_by.message
+                );
+                let mut r = self
+                    .refuse(call, ctx, code, &msg, Some(Decision::Deny))
+                    .await;
                 r.final_args = final_args;
                 return Err(r);
             }
@@ -448,7 +460,9 @@ impl Executor {
                         outcome.message(&call.name),
                         resolution.decided_by.message
                     );
-                    let mut r = self.refuse(call, ctx, outcome.code(), &msg, Some(Decision::Ask)).await;
+                    let mut r = self
+                        .refuse(call, ctx, outcome.code(), &msg, Some(Decision::Ask))
+                        .await;
                     r.final_args = final_args;
                     return Err(r);
                 }
@@ -558,7 +572,13 @@ impl Executor {
             arguments: q.args.clone(),
         };
         let mut r = self
-            .refuse(&call, ctx, err.code(), &err.to_string(), Some(q.resolution.decision))
+            .refuse(
+                &call,
+                ctx,
+                err.code(),
+                &err.to_string(),
+                Some(q.resolution.decision),
+            )
             .await;
         r.final_args = q.args.clone();
         r
@@ -632,7 +652,12 @@ impl Executor {
     }
 }
 
-fn refused(call: &ToolCall, code: &str, message: &str, decision: Option<Decision>) -> ToolCallResult {
+fn refused(
+    call: &ToolCall,
+    code: &str,
+    message: &str,
+    decision: Option<Decision>,
+) -> ToolCallResult {
     ToolCallResult {
         call_id: call.id.clone(),
         tool: call.name.clone(),
@@ -695,7 +720,10 @@ async fn run_tool(
         }
     };
     token.cancel();
-    if out.is_err() && tool.causes_sibling_abort() && !matches!(out, Err(ToolError::SiblingAborted(_))) {
+    if out.is_err()
+        && tool.causes_sibling_abort()
+        && !matches!(out, Err(ToolError::SiblingAborted(_)))
+    {
         let _ = aborter.set(name);
         abort.cancel();
     }

@@ -19,9 +19,9 @@ use crate::registry::ToolRegistry;
 use crate::runtime::{AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig};
 use crate::tool::AgentTool;
 use crate::tools::{
-    AskUserTool, BashSubjects, BgTaskRunTool, CompressContextTool, FileEditTool,
-    FileWriteTool, GlobFilesTool, GrepFilesTool, ReadFileTool, RunBashTool, SaveMemoryTool,
-    SubagentSpawner, SubagentTool, TodoList, TodoWriteTool, UserChannel,
+    AskUserTool, BashSubjects, BgTaskRunTool, CompressContextTool, FileEditTool, FileWriteTool,
+    GlobFilesTool, GrepFilesTool, ReadFileTool, RunBashTool, SaveMemoryTool, SubagentSpawner,
+    SubagentTool, TodoList, TodoWriteTool, UserChannel,
 };
 
 /// Builds a [`Guard`]. Every layer has a default; set what the policy says.
@@ -46,7 +46,9 @@ pub struct GuardBuilder {
 
 impl std::fmt::Debug for GuardBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GuardBuilder").field("cwd", &self.cwd).finish_non_exhaustive()
+        f.debug_struct("GuardBuilder")
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
     }
 }
 
@@ -65,7 +67,9 @@ pub struct Guard {
 
 impl std::fmt::Debug for Guard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard").field("executor", &self.executor).finish_non_exhaustive()
+        f.debug_struct("Guard")
+            .field("executor", &self.executor)
+            .finish_non_exhaustive()
     }
 }
 
@@ -269,7 +273,11 @@ impl GuardBuilder {
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
 }
 
 impl Guard {

@@ -25,14 +25,14 @@ pub use executor::{
     CallScreen, DEFAULT_MAX_TOOL_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT, Executor, ExecutorConfig,
     ToolCallResult,
 };
+pub use guard::{Guard, GuardBuilder};
 pub use model::{
     AssistantMessage, Message, Model, ModelError, ModelRequest, ScriptedModel, ToolCall, Usage,
 };
 pub use output::{result_path, safe_file_stem, shrink_output, truncate_chars};
 pub use registry::ToolRegistry;
-pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use runtime::{
     AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,
 };
-pub use guard::{Guard, GuardBuilder};
+pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use tools::{SubagentRequest, SubagentSpawner};

@@ -163,7 +163,8 @@ impl ScriptedModel {
 
     /// Parses a JSON script.
     pub fn from_json(text: &str) -> Result<Self, Error> {
-        let doc: ScriptDoc = serde_json::from_str(text).map_err(|e| Error::Script(e.to_string()))?;
+        let doc: ScriptDoc =
+            serde_json::from_str(text).map_err(|e| Error::Script(e.to_string()))?;
         let turns = match doc {
             ScriptDoc::Turns(t) | ScriptDoc::Object { turns: t } => t,
         };
@@ -216,12 +217,34 @@ mod tests {
             r#"[{"tool_calls":[{"id":"1","name":"t","arguments":{}}]},{"content":"done"}]"#,
         )
         .unwrap();
-        let tools = [ToolSchema { name: "t".into(), description: String::new(), parameters: Value::Null }];
-        let a = m.complete(ModelRequest { messages: &[], tools: &tools }).await.unwrap();
+        let tools = [ToolSchema {
+            name: "t".into(),
+            description: String::new(),
+            parameters: Value::Null,
+        }];
+        let a = m
+            .complete(ModelRequest {
+                messages: &[],
+                tools: &tools,
+            })
+            .await
+            .unwrap();
         assert_eq!(a.tool_calls.len(), 1);
-        let b = m.complete(ModelRequest { messages: &[], tools: &tools }).await.unwrap();
+        let b = m
+            .complete(ModelRequest {
+                messages: &[],
+                tools: &tools,
+            })
+            .await
+            .unwrap();
         assert_eq!(b.content, "done");
-        let c = m.complete(ModelRequest { messages: &[], tools: &[] }).await.unwrap();
+        let c = m
+            .complete(ModelRequest {
+                messages: &[],
+                tools: &[],
+            })
+            .await
+            .unwrap();
         assert!(c.tool_calls.is_empty());
         assert_eq!(m.requests(), vec![1, 1, 0]);
         assert!(ScriptedModel::from_json("{").is_err());

@@ -16,9 +16,19 @@ pub fn safe_file_stem(id: &str) -> String {
     let stem: String = id
         .chars()
         .take(128)
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    if stem.is_empty() { "call".to_owned() } else { stem }
+    if stem.is_empty() {
+        "call".to_owned()
+    } else {
+        stem
+    }
 }
 
 /// Where a result of call `id` is persisted: `{library_dir}/tool-results/{id}.txt`.
@@ -31,7 +41,12 @@ pub fn result_path(library_dir: &Path, id: &str) -> PathBuf {
 /// Shrinks an output over `max_chars`: with a `library_dir` the whole text is written to
 /// [`result_path`] and the message gets a stub naming the file and the first characters;
 /// without one (or when the write fails) it is truncated with a marker.
-pub fn shrink_output(content: String, max_chars: usize, library_dir: Option<&Path>, id: &str) -> String {
+pub fn shrink_output(
+    content: String,
+    max_chars: usize,
+    library_dir: Option<&Path>,
+    id: &str,
+) -> String {
     let (head, cut) = truncate_chars(&content, max_chars);
     if !cut {
         return content;

@@ -283,7 +283,10 @@ impl AgentRuntime {
             .iter()
             .position(|m| matches!(m, Message::User { .. }))
             .map_or(0, |i| i + 1);
-        let mut cut = messages.len().saturating_sub(self.config.compaction_keep_last).max(head);
+        let mut cut = messages
+            .len()
+            .saturating_sub(self.config.compaction_keep_last)
+            .max(head);
         while matches!(messages.get(cut), Some(Message::Tool { .. })) {
             cut += 1;
         }
@@ -338,8 +341,10 @@ impl AgentRuntime {
             limits.min_new_tokens,
         );
         let step_limit = StepLimit::new(limits.max_steps);
-        let mut breaker =
-            CompactionCircuitBreaker::new(limits.compaction_failures, limits.compaction_cooldown_steps);
+        let mut breaker = CompactionCircuitBreaker::new(
+            limits.compaction_failures,
+            limits.compaction_cooldown_steps,
+        );
         let schemas = self.executor.registry().schemas();
         let mut results = Vec::new();
         let mut interventions: Vec<Intervention> = Vec::new();

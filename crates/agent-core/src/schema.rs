@@ -34,7 +34,10 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
     if let Some(Value::Array(options)) = schema.get("enum")
         && !options.contains(v)
     {
-        return Err(format!("`{at}` must be one of {}", Value::Array(options.clone())));
+        return Err(format!(
+            "`{at}` must be one of {}",
+            Value::Array(options.clone())
+        ));
     }
     if let Value::Object(map) = v {
         if let Some(Value::Array(required)) = schema.get("required") {
@@ -75,7 +78,11 @@ mod tests {
         assert!(validate(&s, &json!({"a":"x"})).is_ok());
         assert!(validate(&s, &json!({})).unwrap_err().contains("`a`"));
         assert!(validate(&s, &json!({"a":1})).is_err());
-        assert!(validate(&s, &json!({"a":"x","zz":1})).unwrap_err().contains("unknown"));
+        assert!(
+            validate(&s, &json!({"a":"x","zz":1}))
+                .unwrap_err()
+                .contains("unknown")
+        );
         assert!(validate(&s, &json!({"a":"x","n":1.5})).is_err());
         assert!(validate(&s, &json!({"a":"x","m":"z"})).is_err());
         assert!(validate(&s, &json!({"a":"x","l":["a",2]})).is_err());

@@ -146,18 +146,28 @@ impl SubagentSpawner for SubAgentRunner {
         self.types.keys().cloned().collect()
     }
 
-    async fn spawn(&self, request: SubagentRequest, parent: &ToolContext) -> Result<String, ToolError> {
+    async fn spawn(
+        &self,
+        request: SubagentRequest,
+        parent: &ToolContext,
+    ) -> Result<String, ToolError> {
         if parent.depth >= self.max_depth {
             return Err(ToolError::denied(
                 "subagent-depth-limit",
-                format!("a subagent at depth {} cannot start another (the limit is {})", parent.depth, self.max_depth),
+                format!(
+                    "a subagent at depth {} cannot start another (the limit is {})",
+                    parent.depth, self.max_depth
+                ),
             ));
         }
         let kind = self.types.get(&request.kind).ok_or_else(|| {
             ToolError::InvalidArgs(format!("unknown subagent type `{}`", request.kind))
         })?;
         let executor = parent.executor.clone().ok_or_else(|| {
-            ToolError::denied("subagent-no-executor", "the calling context has no executor to inherit")
+            ToolError::denied(
+                "subagent-no-executor",
+                "the calling context has no executor to inherit",
+            )
         })?;
         let limits = self.carve(kind, parent);
         if limits.max_steps == 0 || limits.token_hard_limit == 0 {
@@ -181,7 +191,11 @@ impl SubagentSpawner for SubAgentRunner {
             library_dir: parent.library_dir.clone(),
             ..RuntimeConfig::default()
         };
-        let model = self.models.get(&kind.name).cloned().unwrap_or_else(|| Arc::clone(&self.model));
+        let model = self
+            .models
+            .get(&kind.name)
+            .cloned()
+            .unwrap_or_else(|| Arc::clone(&self.model));
         let mut runtime = AgentRuntime::new(model, child_exec, config);
         if let Some(sandbox) = &parent.sandbox {
             runtime = runtime.with_sandbox(Arc::clone(sandbox));
@@ -196,9 +210,14 @@ impl SubagentSpawner for SubAgentRunner {
                 task: request.prompt.clone(),
             })
             .await;
-        let mut messages = vec![Message::system(kind.system_prompt.clone()), Message::user(request.prompt)];
+        let mut messages = vec![
+            Message::system(kind.system_prompt.clone()),
+            Message::user(request.prompt),
+        ];
         let cancel = parent.cancel.child_token();
-        let outcome = runtime.run_turn(&child_session, &mut messages, &cancel).await;
+        let outcome = runtime
+            .run_turn(&child_session, &mut messages, &cancel)
+            .await;
         hooks
             .subagent_stop(&SubagentStopContext {
                 session_id: parent.session_id.clone(),
@@ -210,7 +229,9 @@ impl SubagentSpawner for SubAgentRunner {
             .await;
         match outcome.stop {
             StopReason::Cancelled => Err(ToolError::Cancelled),
-            StopReason::ModelError(e) => Err(ToolError::Failed(format!("subagent model error: {e}"))),
+            StopReason::ModelError(e) => {
+                Err(ToolError::Failed(format!("subagent model error: {e}")))
+            }
             _ => Ok(outcome.answer),
         }
     }

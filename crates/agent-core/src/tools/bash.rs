@@ -10,7 +10,9 @@ use bash_guard::{
     PathJudge, PathVerdict, Runner, Verdict,
 };
 use fs_sandbox::{Access, Op, Sandbox, SandboxError};
-use perm_rules::{ContentSubjects, DefaultSubjects, PermissionRule, RuleKind, RuleSource, Subjects};
+use perm_rules::{
+    ContentSubjects, DefaultSubjects, PermissionRule, RuleKind, RuleSource, Subjects,
+};
 use serde_json::{Value, json};
 
 use super::{sandbox_denied, str_arg};
@@ -188,7 +190,10 @@ impl AgentTool for RunBashTool {
         let verdict = self.analyzer.analyze(command, &cwd);
         if verdict.decision == Decision::Deny {
             let code = verdict.deciding().next().map_or("deny", |f| f.code);
-            return Err(ToolError::denied(format!("bash-{code}"), describe(&verdict)));
+            return Err(ToolError::denied(
+                format!("bash-{code}"),
+                describe(&verdict),
+            ));
         }
         let request = ExecRequest {
             command: command.to_owned(),
@@ -211,12 +216,18 @@ impl AgentTool for RunBashTool {
             out.push_str(&result.stderr);
         }
         if result.timed_out {
-            out.push_str(&format!("\n[timed out after {} s]", result.timeout.as_secs()));
+            out.push_str(&format!(
+                "\n[timed out after {} s]",
+                result.timeout.as_secs()
+            ));
         }
         match result.exit_code {
             Some(0) => Ok(ToolOutput::text(out)),
             Some(code) => Err(ToolError::Failed(format!("exit code {code}\n{out}"))),
-            None => Err(ToolError::Failed(format!("killed by signal {:?}\n{out}", result.signal))),
+            None => Err(ToolError::Failed(format!(
+                "killed by signal {:?}\n{out}",
+                result.signal
+            ))),
         }
     }
 }

@@ -88,7 +88,9 @@ impl AgentTool for GlobFilesTool {
         let sandbox = ctx.require_sandbox()?;
         let pattern = str_arg(&args, "pattern")?;
         let base = args.get("path").and_then(Value::as_str).map(Path::new);
-        let found = sandbox.glob(pattern, base).map_err(|e| sandbox_denied(&e))?;
+        let found = sandbox
+            .glob(pattern, base)
+            .map_err(|e| sandbox_denied(&e))?;
         let total = found.len();
         let mut lines: Vec<String> = found
             .iter()
@@ -128,11 +130,16 @@ impl AgentTool for GrepFilesTool {
         let sandbox = ctx.require_sandbox()?;
         let re = regex::Regex::new(str_arg(&args, "pattern")?)
             .map_err(|e| ToolError::InvalidArgs(format!("bad regular expression: {e}")))?;
-        let base = base_dir(ctx, &args).ok_or_else(|| ToolError::InvalidArgs("no `path`".into()))?;
-        let checked = sandbox.check(&base, Op::Read).map_err(|e| sandbox_denied(&e))?;
+        let base =
+            base_dir(ctx, &args).ok_or_else(|| ToolError::InvalidArgs("no `path`".into()))?;
+        let checked = sandbox
+            .check(&base, Op::Read)
+            .map_err(|e| sandbox_denied(&e))?;
         let files = if sandbox.metadata(&base).map(|m| m.is_dir()).unwrap_or(false) {
             let glob = args.get("glob").and_then(Value::as_str).unwrap_or("**/*");
-            sandbox.glob(glob, Some(&base)).map_err(|e| sandbox_denied(&e))?
+            sandbox
+                .glob(glob, Some(&base))
+                .map_err(|e| sandbox_denied(&e))?
         } else {
             vec![checked.path().to_path_buf()]
         };
@@ -141,12 +148,18 @@ impl AgentTool for GrepFilesTool {
             if ctx.cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
             }
-            let Ok(meta) = sandbox.metadata(&file) else { continue };
+            let Ok(meta) = sandbox.metadata(&file) else {
+                continue;
+            };
             if !meta.is_file() {
                 continue;
             }
-            let Ok(handle) = sandbox.open_read(&file) else { continue };
-            let Ok(text) = read_text(handle) else { continue };
+            let Ok(handle) = sandbox.open_read(&file) else {
+                continue;
+            };
+            let Ok(text) = read_text(handle) else {
+                continue;
+            };
             for (n, line) in text.lines().enumerate() {
                 if re.is_match(line) {
                     hits.push(format!("{}:{}:{line}", file.display(), n + 1));
@@ -166,7 +179,9 @@ fn write_whole(ctx: &ToolContext, path: &str, content: &str) -> Result<(), ToolE
     if let Some(parent) = Path::new(path).parent()
         && !parent.as_os_str().is_empty()
     {
-        sandbox.create_dir_all(parent).map_err(|e| sandbox_denied(&e))?;
+        sandbox
+            .create_dir_all(parent)
+            .map_err(|e| sandbox_denied(&e))?;
     }
     let mut file = sandbox
         .open_write(path, WriteMode::Truncate)
@@ -180,7 +195,10 @@ fn size_ok(content: &str, max: usize) -> Result<(), ToolError> {
     if content.len() > max {
         return Err(ToolError::denied(
             "file-too-large",
-            format!("refusing to write {} bytes: the limit is {max} bytes (max_file_size)", content.len()),
+            format!(
+                "refusing to write {} bytes: the limit is {max} bytes (max_file_size)",
+                content.len()
+            ),
         ));
     }
     Ok(())
@@ -218,7 +236,10 @@ impl AgentTool for FileWriteTool {
         let content = str_arg(&args, "content")?;
         size_ok(content, self.max_file_size)?;
         write_whole(ctx, path, content)?;
-        Ok(ToolOutput::text(format!("wrote {} bytes to `{path}`", content.len())))
+        Ok(ToolOutput::text(format!(
+            "wrote {} bytes to `{path}`",
+            content.len()
+        )))
     }
 }
 
@@ -256,22 +277,36 @@ impl AgentTool for FileEditTool {
         let old = str_arg(&args, "old_string")?;
         let new = str_arg(&args, "new_string")?;
         if old.is_empty() {
-            return Err(ToolError::InvalidArgs("`old_string` must not be empty".into()));
+            return Err(ToolError::InvalidArgs(
+                "`old_string` must not be empty".into(),
+            ));
         }
-        let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+        let all = args
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let text = read_text(sandbox.open_read(path).map_err(|e| sandbox_denied(&e))?)?;
         let count = text.matches(old).count();
         if count == 0 {
-            return Err(ToolError::Failed(format!("`old_string` was not found in `{path}`")));
+            return Err(ToolError::Failed(format!(
+                "`old_string` was not found in `{path}`"
+            )));
         }
         if count > 1 && !all {
             return Err(ToolError::Failed(format!(
                 "`old_string` occurs {count} times in `{path}`; give more context or set replace_all"
             )));
         }
-        let updated = if all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+        let updated = if all {
+            text.replace(old, new)
+        } else {
+            text.replacen(old, new, 1)
+        };
         size_ok(&updated, self.max_file_size)?;
         write_whole(ctx, path, &updated)?;
-        Ok(ToolOutput::text(format!("replaced {} occurrence(s) in `{path}`", if all { count } else { 1 })))
+        Ok(ToolOutput::text(format!(
+            "replaced {} occurrence(s) in `{path}`",
+            if all { count } else { 1 }
+        )))
     }
 }

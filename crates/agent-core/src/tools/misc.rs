@@ -30,7 +30,9 @@ pub struct AskUserTool {
 
 impl std::fmt::Debug for AskUserTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AskUserTool").field("channel", &self.channel.is_some()).finish()
+        f.debug_struct("AskUserTool")
+            .field("channel", &self.channel.is_some())
+            .finish()
     }
 }
 
@@ -113,12 +115,18 @@ impl AgentTool for TodoWriteTool {
             "status":{"enum":["pending","in_progress","completed"]}}}}}})
     }
     async fn execute(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let todos: Vec<Todo> = serde_json::from_value(args.get("todos").cloned().unwrap_or(Value::Null))
-            .map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
+        let todos: Vec<Todo> =
+            serde_json::from_value(args.get("todos").cloned().unwrap_or(Value::Null))
+                .map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
         let done = todos.iter().filter(|t| t.status == "completed").count();
         let total = todos.len();
-        *self.todos.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = todos;
-        Ok(ToolOutput::text(format!("todo list updated: {done}/{total} completed")))
+        *self
+            .todos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = todos;
+        Ok(ToolOutput::text(format!(
+            "todo list updated: {done}/{total} completed"
+        )))
     }
 }
 
@@ -148,7 +156,9 @@ impl AgentTool for SaveMemoryTool {
             .library_dir
             .clone()
             .unwrap_or_else(|| sandbox.cwd().join(".agent-memory"));
-        sandbox.create_dir_all(&dir).map_err(|e| sandbox_denied(&e))?;
+        sandbox
+            .create_dir_all(&dir)
+            .map_err(|e| sandbox_denied(&e))?;
         let path = dir.join("memory.md");
         let mut file = sandbox
             .open_write(&path, WriteMode::Append)
@@ -180,7 +190,9 @@ impl AgentTool for CompressContextTool {
     }
     async fn execute(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.request.request();
-        Ok(ToolOutput::text("the context will be compacted after this step"))
+        Ok(ToolOutput::text(
+            "the context will be compacted after this step",
+        ))
     }
 }
 
@@ -218,7 +230,9 @@ impl AgentTool for BgTaskRunTool {
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = str_arg(&args, "tool")?.to_owned();
         if tool == self.name() {
-            return Err(ToolError::InvalidArgs("a background task cannot start another".into()));
+            return Err(ToolError::InvalidArgs(
+                "a background task cannot start another".into(),
+            ));
         }
         let executor = ctx
             .executor
@@ -236,12 +250,19 @@ impl AgentTool for BgTaskRunTool {
         bg_ctx.cancel = tokio_util::sync::CancellationToken::new();
         let queue = self.queue.clone();
         tokio::spawn(async move {
-            let results = executor.execute_parallel(std::slice::from_ref(&call), &bg_ctx, None).await;
+            let results = executor
+                .execute_parallel(std::slice::from_ref(&call), &bg_ctx, None)
+                .await;
             for r in results {
                 let status = if r.is_error { "failed" } else { "finished" };
-                queue.push(format!("task bg{id} (`{}`) {status}: {}", r.tool, r.content));
+                queue.push(format!(
+                    "task bg{id} (`{}`) {status}: {}",
+                    r.tool, r.content
+                ));
             }
         });
-        Ok(ToolOutput::text(format!("started background task bg{id} running `{tool}`")))
+        Ok(ToolOutput::text(format!(
+            "started background task bg{id} running `{tool}`"
+        )))
     }
 }

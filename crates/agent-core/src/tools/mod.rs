@@ -12,10 +12,12 @@ use fs_sandbox::SandboxError;
 use serde_json::Value;
 
 pub use bash::{BashSubjects, RunBashTool, SandboxJudge};
-pub use fs::{DEFAULT_MAX_FILE_SIZE, FileEditTool, FileWriteTool, GlobFilesTool, GrepFilesTool, ReadFileTool};
+pub use fs::{
+    DEFAULT_MAX_FILE_SIZE, FileEditTool, FileWriteTool, GlobFilesTool, GrepFilesTool, ReadFileTool,
+};
 pub use misc::{
-    AskUserTool, BgTaskRunTool, CompressContextTool, SaveMemoryTool, Todo,
-    TodoList, TodoWriteTool, UserChannel,
+    AskUserTool, BgTaskRunTool, CompressContextTool, SaveMemoryTool, Todo, TodoList, TodoWriteTool,
+    UserChannel,
 };
 pub use subagent::{SubagentRequest, SubagentSpawner, SubagentTool};
 

@@ -26,7 +26,11 @@ pub trait SubagentSpawner: Send + Sync {
     fn kinds(&self) -> Vec<String>;
 
     /// Runs `request` as a child of the call in `parent` and returns its final answer.
-    async fn spawn(&self, request: SubagentRequest, parent: &ToolContext) -> Result<String, ToolError>;
+    async fn spawn(
+        &self,
+        request: SubagentRequest,
+        parent: &ToolContext,
+    ) -> Result<String, ToolError>;
 }
 
 /// Delegates a task to an isolated child agent. Serial, Block.
@@ -37,7 +41,9 @@ pub struct SubagentTool {
 
 impl std::fmt::Debug for SubagentTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SubagentTool").field("kinds", &self.spawner.kinds()).finish()
+        f.debug_struct("SubagentTool")
+            .field("kinds", &self.spawner.kinds())
+            .finish()
     }
 }
 
