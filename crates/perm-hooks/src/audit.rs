@@ -30,8 +30,8 @@ pub const OUTPUT_PREVIEW_CHARS: usize = 200;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// Rows per INSERT statement; 11 binds each stays far below SQLite's variable limit.
-const ROWS_PER_STATEMENT: usize = 100;
+/// Rows per INSERT statement; 10 binds each (5000) stays far below SQLite's variable limit.
+const ROWS_PER_STATEMENT: usize = 500;
 
 /// The `status` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
