@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! `agent-guard claude-hook` behaviour, through the binary, with the hook JSON shapes of
 //! Claude Code's documentation (tests/data/claude/*.json; their `cwd` is replaced by a temp
 //! project directory so the sandbox has a real root).
@@ -53,7 +58,14 @@ fn policy() -> String {
 
 /// Runs the hook on `stdin`; it must exit 0 and print one JSON object.
 fn answer(args: &[&str], stdin: String) -> Value {
-    let out = hook().args(args).write_stdin(stdin).assert().success().get_output().stdout.clone();
+    let out = hook()
+        .args(args)
+        .write_stdin(stdin)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let text = String::from_utf8(out).unwrap();
     assert_eq!(text.lines().count(), 1, "one line of JSON: {text}");
     serde_json::from_str(&text).unwrap()
@@ -62,7 +74,10 @@ fn answer(args: &[&str], stdin: String) -> Value {
 fn pre_decision(v: &Value) -> (&str, &str) {
     let out = &v["hookSpecificOutput"];
     assert_eq!(out["hookEventName"], "PreToolUse", "{v}");
-    (out["permissionDecision"].as_str().unwrap(), out["permissionDecisionReason"].as_str().unwrap())
+    (
+        out["permissionDecision"].as_str().unwrap(),
+        out["permissionDecisionReason"].as_str().unwrap(),
+    )
 }
 
 #[test]
@@ -84,7 +99,11 @@ fn pre_tool_use_decisions_for_documented_shapes() {
         ("pre_glob", "allow", "rule `glob_files`"),
         ("pre_grep", "allow", "rule `grep_files`"),
         ("pre_webfetch_docs", "allow", "web_fetch(domain:docs.rs)"),
-        ("pre_webfetch_evil", "deny", "web_fetch(domain:evil.example.com)"),
+        (
+            "pre_webfetch_evil",
+            "deny",
+            "web_fetch(domain:evil.example.com)",
+        ),
         ("pre_task", "allow", "rule `subagent`"),
         ("pre_mcp", "ask", "mcp__*"),
         ("pre_websearch", "ask", "default"),
@@ -136,12 +155,28 @@ fn post_tool_use_redacts_secrets() {
     assert_eq!(v["decision"], "block", "{v}");
     assert!(v["reason"].as_str().unwrap().contains("secrets"), "{v}");
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
-    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
     assert!(context.contains("REGION=eu-west-1"), "{context}");
-    assert!(!v.to_string().contains("ghp_0123456789"), "the token leaked: {v}");
-    assert!(v["hookSpecificOutput"].get("updatedMCPToolOutput").is_none());
+    assert!(
+        !v.to_string().contains("ghp_0123456789"),
+        "the token leaked: {v}"
+    );
+    assert!(
+        v["hookSpecificOutput"]
+            .get("updatedMCPToolOutput")
+            .is_none()
+    );
 
     let v = answer(&["--policy", &policy()], s.fixture("post_write_clean"));
+    assert_eq!(v, serde_json::json!({}));
+
+    // `[hooks] redact_secrets = false` turns it off.
+    let v = answer(
+        &["--policy", &format!("{DATA}/no-redaction.toml")],
+        s.fixture("post_bash_secret"),
+    );
     assert_eq!(v, serde_json::json!({}));
 }
 
@@ -151,13 +186,28 @@ fn post_tool_use_replaces_mcp_output() {
     let v = answer(&[], s.fixture("post_mcp_secret"));
     let updated = &v["hookSpecificOutput"]["updatedMCPToolOutput"];
     assert!(updated.is_array(), "{v}");
-    assert!(updated[0]["text"].as_str().unwrap().starts_with("AWS_SECRET_ACCESS_KEY="), "{v}");
-    assert!(!v.to_string().contains("wJalrXUtnFEMI"), "the key leaked: {v}");
+    assert!(
+        updated[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("AWS_SECRET_ACCESS_KEY="),
+        "{v}"
+    );
+    assert!(
+        !v.to_string().contains("wJalrXUtnFEMI"),
+        "the key leaked: {v}"
+    );
 }
 
 /// Bad input blocks the call: exit 2 (a block in Claude Code) with one line on stderr.
 fn blocked(args: &[&str], stdin: &str, needle: &str) {
-    let out = hook().args(args).write_stdin(stdin.to_owned()).assert().code(2).get_output().clone();
+    let out = hook()
+        .args(args)
+        .write_stdin(stdin.to_owned())
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.starts_with("agent-guard: "), "{err}");
@@ -171,13 +221,21 @@ fn malformed_hook_json_blocks() {
     blocked(&[], "not json", "malformed hook JSON");
     blocked(&[], "", "malformed hook JSON");
     blocked(&[], "[1,2]", "expected an object");
-    blocked(&[], r#"{"hook_event_name":"PreToolUse","cwd":"/tmp","tool_input":{}}"#, "`tool_name` is missing");
+    blocked(
+        &[],
+        r#"{"hook_event_name":"PreToolUse","cwd":"/tmp","tool_input":{}}"#,
+        "`tool_name` is missing",
+    );
     blocked(
         &[],
         r#"{"hook_event_name":"PreToolUse","cwd":"/tmp","tool_name":"Bash","tool_input":"ls"}"#,
         "`tool_input` must be an object",
     );
-    blocked(&[], r#"{"hook_event_name":"PreToolUse","cwd":"rel","tool_name":"Bash","tool_input":{}}"#, "absolute");
+    blocked(
+        &[],
+        r#"{"hook_event_name":"PreToolUse","cwd":"rel","tool_name":"Bash","tool_input":{}}"#,
+        "absolute",
+    );
     blocked(
         &[],
         r#"{"hook_event_name":"PostToolUse","cwd":"/tmp","tool_name":"Bash","tool_input":{"command":"ls"}}"#,
@@ -193,15 +251,36 @@ fn unsupported_event_and_bad_policy_block() {
         s.project()
     );
     blocked(&[], &prompt, "unsupported hook event `UserPromptSubmit`");
-    blocked(&["--policy", &format!("{DATA}/bad-rule.toml")], &s.fixture("pre_read_src"), "run_bash(rm:*");
-    blocked(&["--policy", &format!("{DATA}/bad-key.toml")], &s.fixture("pre_read_src"), "denny");
-    blocked(&["--policy", "/nonexistent/policy.toml"], &s.fixture("pre_read_src"), "cannot read policy file");
+    blocked(
+        &["--policy", &format!("{DATA}/bad-rule.toml")],
+        &s.fixture("pre_read_src"),
+        "run_bash(rm:*",
+    );
+    blocked(
+        &["--policy", &format!("{DATA}/bad-key.toml")],
+        &s.fixture("pre_read_src"),
+        "denny",
+    );
+    blocked(
+        &["--policy", "/nonexistent/policy.toml"],
+        &s.fixture("pre_read_src"),
+        "cannot read policy file",
+    );
 }
 
 #[test]
 fn help_documents_exit_codes() {
-    let out = hook().arg("--help").assert().success().get_output().stdout.clone();
+    let out = hook()
+        .arg("--help")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("Exit status:") && text.contains("BLOCKED"), "{text}");
+    assert!(
+        text.contains("Exit status:") && text.contains("BLOCKED"),
+        "{text}"
+    );
     assert!(text.contains("settings.json"), "{text}");
 }

@@ -73,7 +73,9 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let guard = Guard::load(&policy, args.mode.as_deref(), &input.cwd)?;
     let answer = match input.event.as_str() {
         "PreToolUse" => pre_tool_use(&guard, &input),
-        "PostToolUse" => super::claude_post::post_tool_use(&input)?,
+        "PostToolUse" => {
+            super::claude_post::post_tool_use(&input, policy.doc.hooks.redact_secrets)?
+        }
         other => anyhow::bail!(
             "unsupported hook event `{other}`; install `agent-guard claude-hook` for PreToolUse and PostToolUse only"
         ),
@@ -95,14 +97,17 @@ pub(crate) struct HookInput {
 impl HookInput {
     /// Parses and validates the hook JSON; every problem is one clear line.
     pub fn parse(text: &str) -> anyhow::Result<HookInput> {
-        let value: Value = serde_json::from_str(text).map_err(|e| anyhow::anyhow!("malformed hook JSON on stdin: {e}"))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| anyhow::anyhow!("malformed hook JSON on stdin: {e}"))?;
         let Value::Object(mut obj) = value else {
             anyhow::bail!("malformed hook JSON on stdin: expected an object");
         };
         let field = |obj: &Map<String, Value>, key: &str| -> anyhow::Result<String> {
             match obj.get(key) {
                 Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-                Some(_) => anyhow::bail!("malformed hook JSON on stdin: `{key}` must be a non-empty string"),
+                Some(_) => anyhow::bail!(
+                    "malformed hook JSON on stdin: `{key}` must be a non-empty string"
+                ),
                 None => anyhow::bail!("malformed hook JSON on stdin: `{key}` is missing"),
             }
         };
@@ -110,12 +115,18 @@ impl HookInput {
         let tool_name = field(&obj, "tool_name")?;
         let tool_input = match obj.remove("tool_input") {
             Some(v @ Value::Object(_)) => v,
-            Some(_) => anyhow::bail!("malformed hook JSON on stdin: `tool_input` must be an object"),
+            Some(_) => {
+                anyhow::bail!("malformed hook JSON on stdin: `tool_input` must be an object")
+            }
             None => anyhow::bail!("malformed hook JSON on stdin: `tool_input` is missing"),
         };
         // Claude Code always sends `cwd`; without it the sandbox root would be a guess.
         let cwd = PathBuf::from(field(&obj, "cwd")?);
-        anyhow::ensure!(cwd.is_absolute(), "malformed hook JSON on stdin: `cwd` must be an absolute path, got `{}`", cwd.display());
+        anyhow::ensure!(
+            cwd.is_absolute(),
+            "malformed hook JSON on stdin: `cwd` must be an absolute path, got `{}`",
+            cwd.display()
+        );
         Ok(HookInput {
             event,
             tool_name,
@@ -148,8 +159,14 @@ pub(crate) fn from_claude(tool: &str, input: &Value, cwd: &Path) -> Result<Call,
         "Write" => ("file_write", json!({ "file_path": text("file_path")? })),
         "Edit" | "MultiEdit" => ("file_edit", json!({ "file_path": text("file_path")? })),
         "NotebookEdit" => ("file_edit", json!({ "file_path": text("notebook_path")? })),
-        "Glob" => ("glob_files", json!({ "pattern": text("pattern")?, "path": optional_path("path") })),
-        "Grep" => ("grep_files", json!({ "path": optional_path("path"), "pattern": text("pattern")? })),
+        "Glob" => (
+            "glob_files",
+            json!({ "pattern": text("pattern")?, "path": optional_path("path") }),
+        ),
+        "Grep" => (
+            "grep_files",
+            json!({ "path": optional_path("path"), "pattern": text("pattern")? }),
+        ),
         "WebFetch" => ("web_fetch", json!({ "url": text("url")? })),
         "Task" => ("subagent", input.clone()),
         "TodoWrite" => ("todo_write", input.clone()),
@@ -163,7 +180,13 @@ pub(crate) fn from_claude(tool: &str, input: &Value, cwd: &Path) -> Result<Call,
 }
 
 /// Evaluates a Claude Code call; a call that cannot be translated is a deny step.
-pub(crate) fn evaluate_claude(guard: &Guard, tool: &str, input: &Value, cwd: &Path, bash: bool) -> Trace {
+pub(crate) fn evaluate_claude(
+    guard: &Guard,
+    tool: &str,
+    input: &Value,
+    cwd: &Path,
+    bash: bool,
+) -> Trace {
     match from_claude(tool, input, cwd) {
         Ok(call) => guard.evaluate(&call, bash),
         Err(message) => Trace {

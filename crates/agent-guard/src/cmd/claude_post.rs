@@ -28,11 +28,16 @@ fn redact_value(value: &mut Value) -> usize {
     }
 }
 
-/// The answer to a `PostToolUse` event.
-pub(crate) fn post_tool_use(input: &HookInput) -> anyhow::Result<Value> {
+/// The answer to a `PostToolUse` event; `redact` is the policy's `[hooks] redact_secrets`.
+pub(crate) fn post_tool_use(input: &HookInput, redact: bool) -> anyhow::Result<Value> {
     let Some(response) = &input.tool_response else {
-        anyhow::bail!("malformed hook JSON on stdin: `tool_response` is missing from a PostToolUse event");
+        anyhow::bail!(
+            "malformed hook JSON on stdin: `tool_response` is missing from a PostToolUse event"
+        );
     };
+    if !redact {
+        return Ok(json!({}));
+    }
     let mut redacted = response.clone();
     let changed = redact_value(&mut redacted);
     if changed == 0 {

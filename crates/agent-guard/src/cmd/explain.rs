@@ -122,20 +122,25 @@ fn explain_check(a: &CheckArgs) -> anyhow::Result<Trace> {
     let guard = Guard::load(&policy, a.mode.as_deref(), &cwd)?;
     let input = match &a.input {
         Some(text) => {
-            let value: Value =
-                serde_json::from_str(text).with_context(|| format!("`--input` is not valid JSON: `{text}`"))?;
-            anyhow::ensure!(value.is_object(), "`--input` must be a JSON object, got `{text}`");
+            let value: Value = serde_json::from_str(text)
+                .with_context(|| format!("`--input` is not valid JSON: `{text}`"))?;
+            anyhow::ensure!(
+                value.is_object(),
+                "`--input` must be a JSON object, got `{text}`"
+            );
             value
         }
         None => json!({}),
     };
-    Ok(match super::claude_hook::from_claude(&a.tool, &input, &cwd) {
-        Ok(mut call) => {
-            call.read_only = a.read_only;
-            guard.evaluate(&call, true)
-        }
-        Err(_) => super::claude_hook::evaluate_claude(&guard, &a.tool, &input, &cwd, true),
-    })
+    Ok(
+        match super::claude_hook::from_claude(&a.tool, &input, &cwd) {
+            Ok(mut call) => {
+                call.read_only = a.read_only;
+                guard.evaluate(&call, true)
+            }
+            Err(_) => super::claude_hook::evaluate_claude(&guard, &a.tool, &input, &cwd, true),
+        },
+    )
 }
 
 fn explain_bash(a: &BashArgs) -> anyhow::Result<Trace> {
@@ -174,12 +179,19 @@ fn explain_path(a: super::path::Args) -> anyhow::Result<Trace> {
     for root in a.read_only_roots {
         builder = builder.root(root, Access::ReadOnly);
     }
-    let sandbox: Sandbox = builder
-        .build()
-        .map_err(|err| anyhow::anyhow!("bad sandbox configuration ({}): {err}", policy.source_name()))?;
+    let sandbox: Sandbox = builder.build().map_err(|err| {
+        anyhow::anyhow!(
+            "bad sandbox configuration ({}): {err}",
+            policy.source_name()
+        )
+    })?;
     guard.set_sandbox(Ok(sandbox));
     let path = a.path.display().to_string();
-    let key = if tool == "glob_files" { "path" } else { "file_path" };
+    let key = if tool == "glob_files" {
+        "path"
+    } else {
+        "file_path"
+    };
     let call = Call {
         tool: tool.to_owned(),
         input: json!({ key: path }),
@@ -203,7 +215,11 @@ impl Style {
     }
 
     fn paint(self, code: &str, text: &str) -> String {
-        if self.on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
     }
 
     fn decision(self, decision: Decision) -> String {
@@ -226,10 +242,22 @@ fn render(trace: &Trace, style: Style) -> String {
     ));
     let deciding = trace.deciding().map(|s| s.layer);
     for (i, step) in trace.steps.iter().enumerate() {
-        let marker = if Some(step.layer) == deciding && step.decision == trace.decision() { "*" } else { " " };
-        out.push_str(&format!("{marker}{}. {}\n", i + 1, style.paint("1;36", step.layer)));
+        let marker = if Some(step.layer) == deciding && step.decision == trace.decision() {
+            "*"
+        } else {
+            " "
+        };
+        out.push_str(&format!(
+            "{marker}{}. {}\n",
+            i + 1,
+            style.paint("1;36", step.layer)
+        ));
         out.push_str(&format!("     saw:     {}\n", step.saw));
-        out.push_str(&format!("     decided: {} ({})\n", style.decision(step.decision), step.code));
+        out.push_str(&format!(
+            "     decided: {} ({})\n",
+            style.decision(step.decision),
+            step.code
+        ));
         out.push_str(&format!("     why:     {}\n", step.message));
         if let (Some(rule), Some(source)) = (&step.rule, &step.source) {
             out.push_str(&format!("     rule:    `{rule}` at {source}\n"));
@@ -239,7 +267,10 @@ fn render(trace: &Trace, style: Style) -> String {
         .deciding()
         .map(|s| format!(" (decided by {}: {})", s.layer, s.code))
         .unwrap_or_default();
-    out.push_str(&format!("decision: {}{by}\n", style.decision(trace.decision())));
+    out.push_str(&format!(
+        "decision: {}{by}\n",
+        style.decision(trace.decision())
+    ));
     out
 }
 
@@ -261,7 +292,10 @@ mod tests {
         Trace {
             tool: "run_bash".into(),
             mode: "default".into(),
-            steps: vec![step("perm-rules", Decision::Allow, "rule-allow"), step("bash-guard", Decision::Deny, "network")],
+            steps: vec![
+                step("perm-rules", Decision::Allow, "rule-allow"),
+                step("bash-guard", Decision::Deny, "network"),
+            ],
         }
     }
 
@@ -270,7 +304,10 @@ mod tests {
         let text = render(&trace(), Style { on: false });
         assert!(text.contains("*2. bash-guard"), "{text}");
         assert!(text.contains(" 1. perm-rules"), "{text}");
-        assert!(text.ends_with("decision: deny (decided by bash-guard: network)\n"), "{text}");
+        assert!(
+            text.ends_with("decision: deny (decided by bash-guard: network)\n"),
+            "{text}"
+        );
         assert!(!text.contains('\x1b'));
     }
 

@@ -53,9 +53,10 @@ struct Problem {
 
 /// Programs that run whatever code or command their arguments name.
 const RUNS_ANYTHING: &[&str] = &[
-    "bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "python", "python2", "python3", "node", "nodejs", "deno",
-    "bun", "perl", "ruby", "php", "lua", "awk", "gawk", "mawk", "env", "xargs", "eval", "exec", "command", "builtin",
-    "nohup", "nice", "timeout", "time", "watch", "sudo", "doas", "su", "npx", "busybox", "find", "parallel", "make",
+    "bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "python", "python2", "python3",
+    "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua", "awk", "gawk", "mawk", "env",
+    "xargs", "eval", "exec", "command", "builtin", "nohup", "nice", "timeout", "time", "watch",
+    "sudo", "doas", "su", "npx", "busybox", "find", "parallel", "make",
 ];
 
 /// Claude Code's tool names, pointing to the guard's, for `did you mean`.
@@ -72,13 +73,24 @@ const CLAUDE_NAMES: &[(&str, &str)] = &[
     ("TodoWrite", "todo_write"),
 ];
 
-const PATH_TOOLS: &[&str] = &["read_file", "file_write", "file_edit", "glob_files", "grep_files"];
+const PATH_TOOLS: &[&str] = &[
+    "read_file",
+    "file_write",
+    "file_edit",
+    "glob_files",
+    "grep_files",
+];
 
 /// `*` and `?` glob matching over a tool name (enough for tool-name patterns).
 fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
     match (pattern.split_first(), name.split_first()) {
         (None, None) => true,
-        (Some((b'*', rest)), _) => glob_match(rest, name) || name.split_first().is_some_and(|(_, n)| glob_match(pattern, n)),
+        (Some((b'*', rest)), _) => {
+            glob_match(rest, name)
+                || name
+                    .split_first()
+                    .is_some_and(|(_, n)| glob_match(pattern, n))
+        }
         (Some((b'?', rest)), Some((_, n))) => glob_match(rest, n),
         (Some((p, rest)), Some((c, n))) => p == c && glob_match(rest, n),
         _ => false,
@@ -90,7 +102,10 @@ fn tool_covers(broad: &PermissionRule, narrow: &PermissionRule) -> bool {
         if narrow.is_tool_glob() {
             return broad.tool_pattern() == "*" || broad.tool_pattern() == narrow.tool_pattern();
         }
-        return glob_match(broad.tool_pattern().as_bytes(), narrow.tool_pattern().as_bytes());
+        return glob_match(
+            broad.tool_pattern().as_bytes(),
+            narrow.tool_pattern().as_bytes(),
+        );
     }
     !narrow.is_tool_glob() && broad.tool_pattern() == narrow.tool_pattern()
 }
@@ -127,7 +142,9 @@ fn content_covers(broad: &PermissionRule, narrow: &PermissionRule) -> bool {
         if let Some(dir) = b.strip_suffix("/**")
             && !dir.contains(['*', '?', '[', '{'])
         {
-            return n.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'));
+            return n
+                .strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'));
         }
     }
     false
@@ -150,7 +167,10 @@ fn shadowing(rules: &[&PermissionRule], out: &mut Vec<Problem>) {
             continue;
         }
         let shadow = rules.iter().enumerate().find(|(j, broad)| {
-            *j != i && broad.kind() > narrow.kind() && tool_covers(broad, narrow) && content_covers(broad, narrow)
+            *j != i
+                && broad.kind() > narrow.kind()
+                && tool_covers(broad, narrow)
+                && content_covers(broad, narrow)
         });
         if let Some((_, broad)) = shadow {
             out.push(problem(
@@ -166,9 +186,17 @@ fn shadowing(rules: &[&PermissionRule], out: &mut Vec<Problem>) {
             ));
             continue;
         }
-        let duplicate = rules.iter().take(i).find(|r| r.kind() == narrow.kind() && r.text() == narrow.text());
+        let duplicate = rules
+            .iter()
+            .take(i)
+            .find(|r| r.kind() == narrow.kind() && r.text() == narrow.text());
         if let Some(first) = duplicate {
-            out.push(problem(i, "duplicate", narrow, format!("repeats {}", first.describe())));
+            out.push(problem(
+                i,
+                "duplicate",
+                narrow,
+                format!("repeats {}", first.describe()),
+            ));
         }
     }
 }
@@ -184,7 +212,10 @@ fn allows_everything(rule: &PermissionRule) -> Option<String> {
         return None;
     }
     let Some(spec) = rule.specifier() else {
-        return Some("allows every bash command; allow command prefixes instead (`run_bash(git diff:*)`)".to_owned());
+        return Some(
+            "allows every bash command; allow command prefixes instead (`run_bash(git diff:*)`)"
+                .to_owned(),
+        );
     };
     let (words, prefix) = bash_spec(spec);
     let program = words.first().map(|w| w.rsplit('/').next().unwrap_or(w))?;
@@ -192,7 +223,9 @@ fn allows_everything(rule: &PermissionRule) -> Option<String> {
         return None;
     }
     // `python3 -m pytest:*` narrows what runs; `python:*` or `bash -c:*` does not.
-    let code_flag = words.get(1).is_some_and(|w| matches!(*w, "-c" | "-e" | "--eval" | "-p" | "--print" | "-exec"));
+    let code_flag = words
+        .get(1)
+        .is_some_and(|w| matches!(*w, "-c" | "-e" | "--eval" | "-p" | "--print" | "-exec"));
     let open = prefix && (words.len() == 1 || (words.len() == 2 && code_flag));
     open.then(|| {
         format!("`{program}` runs whatever its arguments say, so this allows arbitrary code; allow the exact commands instead")
@@ -205,8 +238,11 @@ fn unknown_tool(rule: &PermissionRule) -> Option<String> {
         return None;
     }
     if rule.is_tool_glob() {
-        let hits = KNOWN_TOOLS.iter().any(|t| glob_match(pattern.as_bytes(), t.as_bytes()));
-        return (!hits).then(|| format!("the tool pattern `{pattern}` matches none of the guard's tools"));
+        let hits = KNOWN_TOOLS
+            .iter()
+            .any(|t| glob_match(pattern.as_bytes(), t.as_bytes()));
+        return (!hits)
+            .then(|| format!("the tool pattern `{pattern}` matches none of the guard's tools"));
     }
     if KNOWN_TOOLS.contains(&pattern) {
         return None;
@@ -214,9 +250,16 @@ fn unknown_tool(rule: &PermissionRule) -> Option<String> {
     let hint = CLAUDE_NAMES
         .iter()
         .find(|(claude, _)| *claude == pattern)
-        .map(|(_, guard)| format!("; did you mean `{guard}`? (claude-hook maps Claude Code's `{pattern}` onto it)"))
+        .map(|(_, guard)| {
+            format!(
+                "; did you mean `{guard}`? (claude-hook maps Claude Code's `{pattern}` onto it)"
+            )
+        })
         .unwrap_or_default();
-    Some(format!("`{pattern}` is not one of the guard's tools ({}){hint}", KNOWN_TOOLS.join(", ")))
+    Some(format!(
+        "`{pattern}` is not one of the guard's tools ({}){hint}",
+        KNOWN_TOOLS.join(", ")
+    ))
 }
 
 fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) -> Option<String> {
@@ -224,7 +267,10 @@ fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) 
         return None;
     }
     let spec = rule.specifier()?;
-    let literal: String = spec.chars().take_while(|c| !matches!(c, '*' | '?' | '[' | '{')).collect();
+    let literal: String = spec
+        .chars()
+        .take_while(|c| !matches!(c, '*' | '?' | '[' | '{'))
+        .collect();
     let base = if let Some(rest) = literal.strip_prefix("~/") {
         home?.join(rest)
     } else if literal.starts_with('/') {
@@ -234,7 +280,9 @@ fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) 
         return None;
     };
     let base = absolutize(Path::new("/"), &base.display().to_string());
-    let inside = roots.iter().any(|root| base.starts_with(root) || root.starts_with(&base));
+    let inside = roots
+        .iter()
+        .any(|root| base.starts_with(root) || root.starts_with(&base));
     (!inside).then(|| {
         let list: Vec<String> = roots.iter().map(|r| format!("`{}`", r.display())).collect();
         format!("`{spec}` is outside every sandbox root ({}); the sandbox refuses or asks whatever this rule says", list.join(", "))
@@ -285,14 +333,33 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         for p in &problems {
-            println!("{}: {} rule `{}`: {}: {}", p.source, p.kind.as_str(), p.rule, p.code, p.message);
+            println!(
+                "{}: {} rule `{}`: {}: {}",
+                p.source,
+                p.kind.as_str(),
+                p.rule,
+                p.code,
+                p.message
+            );
         }
         match problems.len() {
-            0 => println!("{}: {} rules, no problems", policy.source_name(), rules.len()),
-            n => println!("{}: {} rules, {n} problem(s)", policy.source_name(), rules.len()),
+            0 => println!(
+                "{}: {} rules, no problems",
+                policy.source_name(),
+                rules.len()
+            ),
+            n => println!(
+                "{}: {} rules, {n} problem(s)",
+                policy.source_name(),
+                rules.len()
+            ),
         }
     }
-    Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 #[cfg(test)]
@@ -333,7 +400,9 @@ mod tests {
         assert!(allows_everything(&rule(RuleKind::Allow, "run_bash(python:*)")).is_some());
         assert!(allows_everything(&rule(RuleKind::Allow, "run_bash(bash -c:*)")).is_some());
         assert!(allows_everything(&rule(RuleKind::Allow, "run_bash")).is_some());
-        assert!(allows_everything(&rule(RuleKind::Allow, "run_bash(python3 -m pytest:*)")).is_none());
+        assert!(
+            allows_everything(&rule(RuleKind::Allow, "run_bash(python3 -m pytest:*)")).is_none()
+        );
         assert!(allows_everything(&rule(RuleKind::Allow, "run_bash(git diff:*)")).is_none());
         assert!(allows_everything(&rule(RuleKind::Deny, "run_bash(python:*)")).is_none());
     }

@@ -92,25 +92,34 @@ struct Outcome {
 }
 
 fn load_cases(path: &Path) -> anyhow::Result<Vec<Case>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read cases file `{}`", path.display()))?;
-    let jsonl = matches!(path.extension().and_then(|e| e.to_str()), Some("jsonl" | "json"));
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read cases file `{}`", path.display()))?;
+    let jsonl = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("jsonl" | "json")
+    );
     let cases = if jsonl {
         let mut cases = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let case: Case = serde_json::from_str(line)
-                .map_err(|e| anyhow::anyhow!("bad cases file `{}` line {}: {e}", path.display(), i + 1))?;
+            let case: Case = serde_json::from_str(line).map_err(|e| {
+                anyhow::anyhow!("bad cases file `{}` line {}: {e}", path.display(), i + 1)
+            })?;
             cases.push(case);
         }
         cases
     } else {
-        let doc: CasesDoc =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("bad cases file `{}`: {e}", path.display()))?;
+        let doc: CasesDoc = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("bad cases file `{}`: {e}", path.display()))?;
         doc.case
     };
-    anyhow::ensure!(!cases.is_empty(), "cases file `{}` has no cases", path.display());
+    anyhow::ensure!(
+        !cases.is_empty(),
+        "cases file `{}` has no cases",
+        path.display()
+    );
     for (i, case) in cases.iter().enumerate() {
         anyhow::ensure!(
             case.input.is_object(),
@@ -127,9 +136,15 @@ fn outcome(index: usize, case: &Case, trace: &Trace) -> Outcome {
     let decision = trace.decision();
     let deciding = trace.deciding();
     let rule = deciding.and_then(|s| s.rule.clone());
-    let rule_ok = case.rule.as_ref().is_none_or(|want| rule.as_ref() == Some(want));
+    let rule_ok = case
+        .rule
+        .as_ref()
+        .is_none_or(|want| rule.as_ref() == Some(want));
     Outcome {
-        name: case.name.clone().unwrap_or_else(|| format!("case {}", index + 1)),
+        name: case
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("case {}", index + 1)),
         tool: case.tool.clone(),
         expect: case.expect,
         decision,
@@ -165,7 +180,13 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
             &default_guard
         };
         let cwd = case.cwd.as_deref().unwrap_or(&here);
-        let trace = evaluate_claude(guard, &case.tool, &case.input, cwd, case.bash.unwrap_or(true));
+        let trace = evaluate_claude(
+            guard,
+            &case.tool,
+            &case.input,
+            cwd,
+            case.bash.unwrap_or(true),
+        );
         outcomes.push(outcome(i, case, &trace));
     }
     let failed = outcomes.iter().filter(|o| !o.pass).count();
@@ -186,11 +207,22 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
             if o.pass {
                 println!("PASS  {}: {} by {why}", o.name, o.decision);
             } else {
-                let want_rule = o.expect_rule.as_ref().map(|r| format!(" by rule `{r}`")).unwrap_or_default();
-                println!("FAIL  {}: expected {}{want_rule}, got {} by {why}", o.name, o.expect, o.decision);
+                let want_rule = o
+                    .expect_rule
+                    .as_ref()
+                    .map(|r| format!(" by rule `{r}`"))
+                    .unwrap_or_default();
+                println!(
+                    "FAIL  {}: expected {}{want_rule}, got {} by {why}",
+                    o.name, o.expect, o.decision
+                );
             }
         }
         println!("{passed} passed, {failed} failed");
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

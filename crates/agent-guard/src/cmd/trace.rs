@@ -74,7 +74,11 @@ pub(crate) struct Trace {
 impl Trace {
     /// The strictest decision of any step; an empty trace fails closed.
     pub fn decision(&self) -> Decision {
-        self.steps.iter().map(|s| s.decision).max().unwrap_or(Decision::Deny)
+        self.steps
+            .iter()
+            .map(|s| s.decision)
+            .max()
+            .unwrap_or(Decision::Deny)
     }
 
     /// The first step that gave the overall decision.
@@ -85,7 +89,8 @@ impl Trace {
 
     /// Whether nothing but the configured default decided (no rule, no finding).
     pub fn decided_by_default(&self) -> bool {
-        self.deciding().is_some_and(|s| s.code.starts_with("default-"))
+        self.deciding()
+            .is_some_and(|s| s.code.starts_with("default-"))
     }
 
     /// The deciding step's reason first, then the others that agree with it.
@@ -179,17 +184,19 @@ impl PathJudge for SandboxJudge<'_> {
 }
 
 /// A section of the policy, typed by its layer; absent -> the layer's default.
-fn section<T: serde::de::DeserializeOwned + Default>(policy: &Policy, name: &str) -> anyhow::Result<T> {
+fn section<T: serde::de::DeserializeOwned + Default>(
+    policy: &Policy,
+    name: &str,
+) -> anyhow::Result<T> {
     if policy.path.is_none() {
         return Ok(T::default());
     }
     let table: toml::Table = toml::from_str(&policy.text)
         .map_err(|e| anyhow::anyhow!("bad policy file `{}`: {e}", policy.source_name()))?;
     match table.get(name) {
-        Some(value) => value
-            .clone()
-            .try_into()
-            .map_err(|e| anyhow::anyhow!("bad policy file `{}`: [{name}]: {e}", policy.source_name())),
+        Some(value) => value.clone().try_into().map_err(|e| {
+            anyhow::anyhow!("bad policy file `{}`: [{name}]: {e}", policy.source_name())
+        }),
         None => Ok(T::default()),
     }
 }
@@ -201,7 +208,9 @@ pub(crate) fn bash_config(policy: &Policy) -> anyhow::Result<BashConfig> {
         match value.trim().to_ascii_lowercase().as_str() {
             "1" | "true" | "yes" | "on" => config.block_network = true,
             "0" | "false" | "no" | "off" => config.block_network = false,
-            other => anyhow::bail!("bad environment variable `AGENT_BLOCK_NETWORK`: `{other}` is not a boolean"),
+            other => anyhow::bail!(
+                "bad environment variable `AGENT_BLOCK_NETWORK`: `{other}` is not a boolean"
+            ),
         }
     }
     Ok(config)
@@ -214,10 +223,18 @@ pub(crate) fn sandbox_config(policy: &Policy) -> anyhow::Result<SandboxConfig> {
 
 /// Builds the permission checker exactly as `check` does: the policy file as the project
 /// layer, `AGENT_PERMISSIONS_*` on top, then the mode override.
-pub(crate) fn load_checker(policy: &Policy, mode: Option<&str>, cwd: &Path) -> anyhow::Result<PermissionChecker> {
+pub(crate) fn load_checker(
+    policy: &Policy,
+    mode: Option<&str>,
+    cwd: &Path,
+) -> anyhow::Result<PermissionChecker> {
     let mut layers = Vec::new();
     if let Some(path) = &policy.path {
-        layers.push(ConfigLayer::parse(Origin::Project, &path.display().to_string(), &policy.text)?);
+        layers.push(ConfigLayer::parse(
+            Origin::Project,
+            &path.display().to_string(),
+            &policy.text,
+        )?);
     }
     let env: HashMap<String, String> = std::env::vars().collect();
     let mut checker = PermissionChecker::from_config(&layers, &env)?;
@@ -286,12 +303,20 @@ impl Guard {
         };
         let saw = format!("{} `{}`", op.as_str(), path.display());
         let (decision, code, message) = match &self.sandbox {
-            Err(message) => (Decision::Deny, "sandbox_unavailable".to_owned(), message.clone()),
+            Err(message) => (
+                Decision::Deny,
+                "sandbox_unavailable".to_owned(),
+                message.clone(),
+            ),
             Ok(sandbox) => match sandbox.check(path, op) {
                 Ok(checked) => (
                     Decision::Allow,
                     "inside_root".to_owned(),
-                    format!("`{}` is inside the root `{}`", checked.path().display(), checked.root().path().display()),
+                    format!(
+                        "`{}` is inside the root `{}`",
+                        checked.path().display(),
+                        checked.root().path().display()
+                    ),
                 ),
                 // Reading outside the project is sometimes legitimate; a person decides.
                 Err(err @ SandboxError::OutsideRoots { .. }) if op != Op::Write => {
@@ -300,7 +325,15 @@ impl Guard {
                 Err(err) => (Decision::Deny, err.code().to_owned(), err.to_string()),
             },
         };
-        Step { layer: "fs-sandbox", saw, decision, code, message, rule: None, source: None }
+        Step {
+            layer: "fs-sandbox",
+            saw,
+            decision,
+            code,
+            message,
+            rule: None,
+            source: None,
+        }
     }
 
     fn bash_step(&self, call: &Call) -> Step {
@@ -315,14 +348,23 @@ impl Guard {
                 source: None,
             };
         };
-        let verdict = self.analyzer.analyze(command, &self.cwd, &SandboxJudge { sandbox: &self.sandbox });
+        let verdict = self.analyzer.analyze(
+            command,
+            &self.cwd,
+            &SandboxJudge {
+                sandbox: &self.sandbox,
+            },
+        );
         let decision = match verdict.decision {
             bash_guard::Decision::Allow => Decision::Allow,
             bash_guard::Decision::Ask => Decision::Ask,
             bash_guard::Decision::Deny => Decision::Deny,
         };
         let deciding: Vec<_> = verdict.deciding().collect();
-        let code = deciding.first().map_or("no_findings", |f| f.code).to_owned();
+        let code = deciding
+            .first()
+            .map_or("no_findings", |f| f.code)
+            .to_owned();
         let message = if deciding.is_empty() {
             "no simple command was found".to_owned()
         } else {
@@ -332,7 +374,15 @@ impl Guard {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        Step { layer: "bash-guard", saw: format!("`{command}`"), decision, code, message, rule: None, source: None }
+        Step {
+            layer: "bash-guard",
+            saw: format!("`{command}`"),
+            decision,
+            code,
+            message,
+            rule: None,
+            source: None,
+        }
     }
 
     fn rules_step(&self, call: &Call) -> Step {
@@ -358,9 +408,15 @@ pub(crate) fn one_line(err: anyhow::Error) -> anyhow::Error {
     let is_gutter = |line: &str| {
         let t = line.trim_start();
         let digits = t.trim_start_matches(|c: char| c.is_ascii_digit());
-        t.is_empty() || t.starts_with('|') || (digits.len() < t.len() && digits.trim_start().starts_with('|'))
+        t.is_empty()
+            || t.starts_with('|')
+            || (digits.len() < t.len() && digits.trim_start().starts_with('|'))
     };
-    let parts: Vec<&str> = text.lines().filter(|l| !is_gutter(l)).map(str::trim).collect();
+    let parts: Vec<&str> = text
+        .lines()
+        .filter(|l| !is_gutter(l))
+        .map(str::trim)
+        .collect();
     anyhow::anyhow!("{}", parts.join(": "))
 }
 
@@ -377,7 +433,11 @@ pub(crate) fn call_path(call: &Call) -> Option<&str> {
 /// `path` made absolute against `cwd`, lexically normalised (`.` dropped, `..` applied).
 pub(crate) fn absolutize(cwd: &Path, path: &str) -> PathBuf {
     let path = Path::new(path);
-    let joined = if path.is_absolute() { path.to_owned() } else { cwd.join(path) };
+    let joined = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        cwd.join(path)
+    };
     let mut out = PathBuf::new();
     for component in joined.components() {
         match component {
@@ -392,7 +452,15 @@ pub(crate) fn absolutize(cwd: &Path, path: &str) -> PathBuf {
 }
 
 /// Directories holding credentials, matched as a component anywhere in the path.
-const CREDENTIAL_DIRS: &[&str] = &[".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store"];
+const CREDENTIAL_DIRS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+];
 /// File names that are credentials wherever they are.
 const CREDENTIAL_FILES: &[&str] = &[
     ".env",
@@ -438,7 +506,10 @@ fn credentials_step(tool: &str, path: &Path) -> Option<Step> {
         saw: format!("`{tool}` on `{}`", path.display()),
         decision: Decision::Deny,
         code: "credential-path".to_owned(),
-        message: format!("`{}` is a credential store; agents never read or write it", path.display()),
+        message: format!(
+            "`{}` is a credential store; agents never read or write it",
+            path.display()
+        ),
         rule: None,
         source: None,
     })
@@ -450,7 +521,13 @@ mod tests {
 
     #[test]
     fn credentials_are_recognised() {
-        for p in ["/home/u/.ssh/id_rsa", "/p/.env", "/p/.env.local", "/p/server.pem", "/home/u/.aws/credentials"] {
+        for p in [
+            "/home/u/.ssh/id_rsa",
+            "/p/.env",
+            "/p/.env.local",
+            "/p/server.pem",
+            "/home/u/.aws/credentials",
+        ] {
             assert!(is_credential_path(Path::new(p)), "{p}");
         }
         for p in ["/p/src/main.rs", "/p/environment.rs", "/p/.envrc.md"] {
@@ -460,13 +537,21 @@ mod tests {
 
     #[test]
     fn absolutize_applies_dots() {
-        assert_eq!(absolutize(Path::new("/p"), "a/../b/./c"), PathBuf::from("/p/b/c"));
-        assert_eq!(absolutize(Path::new("/p"), "/etc/../x"), PathBuf::from("/x"));
+        assert_eq!(
+            absolutize(Path::new("/p"), "a/../b/./c"),
+            PathBuf::from("/p/b/c")
+        );
+        assert_eq!(
+            absolutize(Path::new("/p"), "/etc/../x"),
+            PathBuf::from("/x")
+        );
     }
 
     #[test]
     fn errors_fold_to_one_line() {
-        let err = anyhow::anyhow!("bad policy file `p`: TOML parse error at line 2, column 1\n  |\n2 | denny = []\n  | ^^^^^\nunknown field `denny`\n");
+        let err = anyhow::anyhow!(
+            "bad policy file `p`: TOML parse error at line 2, column 1\n  |\n2 | denny = []\n  | ^^^^^\nunknown field `denny`\n"
+        );
         assert_eq!(
             one_line(err).to_string(),
             "bad policy file `p`: TOML parse error at line 2, column 1: unknown field `denny`"
@@ -475,7 +560,11 @@ mod tests {
 
     #[test]
     fn empty_trace_fails_closed() {
-        let t = Trace { tool: "x".into(), mode: "default".into(), steps: vec![] };
+        let t = Trace {
+            tool: "x".into(),
+            mode: "default".into(),
+            steps: vec![],
+        };
         assert_eq!(t.decision(), Decision::Deny);
     }
 }
