@@ -11,13 +11,14 @@ struct Fixture {
     sandbox: Sandbox,
 }
 
-/// A small tree in the temp dir: `root/{a/b, file, in -> a, out -> <outside>, loop -> loop,
+/// A small tree in the temp dir (`fs-sandbox-fuzz-fixture`): `root/{a/b, file, in -> a, out -> <outside>, loop -> loop,
 /// abs -> <root>/a}` and `outside/secret`. Built once per process.
 fn fixture() -> Option<&'static Fixture> {
     static FIXTURE: OnceLock<Option<Fixture>> = OnceLock::new();
     FIXTURE
         .get_or_init(|| {
-            let base = std::env::temp_dir().join(format!("fs-sandbox-fuzz-{}", std::process::id()));
+            // One fixed directory, built idempotently, so repeated runs do not litter the temp dir.
+            let base = std::env::temp_dir().join("fs-sandbox-fuzz-fixture");
             let root = base.join("root");
             let outside = base.join("outside");
             std::fs::create_dir_all(root.join("a/b")).ok()?;
@@ -32,8 +33,10 @@ fn fixture() -> Option<&'static Fixture> {
             ];
             for (name, target) in links {
                 let link = root.join(name);
-                if std::fs::symlink_metadata(&link).is_err() {
-                    std::os::unix::fs::symlink(target, &link).ok()?;
+                match std::os::unix::fs::symlink(target, &link) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(_) => return None,
                 }
             }
             let sandbox = Sandbox::builder(&root)
@@ -49,7 +52,12 @@ fn fixture() -> Option<&'static Fixture> {
 /// accepted path is inside a root and, when it exists, canonicalises to itself.
 #[doc(hidden)]
 pub fn check_path(data: &[u8]) {
-    let Some(fixture) = fixture() else { return };
+    let fixture = fixture();
+    assert!(
+        fixture.is_some(),
+        "the fuzz fixture tree could not be built in the temp dir"
+    );
+    let Some(fixture) = fixture else { return };
     let path = Path::new(OsStr::from_bytes(data));
     for op in [Op::Read, Op::Write, Op::List, Op::ExecuteDir] {
         let Ok(checked) = fixture.sandbox.check(path, op) else {
