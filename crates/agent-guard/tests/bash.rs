@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! `agent-guard bash` end to end, with the real fs-sandbox as the path judge.
 
 use assert_cmd::Command;
@@ -13,7 +18,11 @@ fn bash(dir: &std::path::Path, extra: &[&str], command: &str) -> serde_json::Val
         .args(["--", command])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -22,13 +31,31 @@ fn decisions_and_reasons_come_from_bash_guard_and_the_sandbox() {
     let dir = tempfile::tempdir().unwrap();
     let v = bash(dir.path(), &[], "git status && ls -la | wc -l");
     assert_eq!(v["decision"], "allow");
-    assert!(v["reasons"].as_array().unwrap().iter().all(|r| r["layer"] == "bash-guard"));
-    assert_eq!(bash(dir.path(), &[], "echo hi > out.txt")["decision"], "ask");
+    assert!(
+        v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["layer"] == "bash-guard")
+    );
+    assert_eq!(
+        bash(dir.path(), &[], "echo hi > out.txt")["decision"],
+        "ask"
+    );
     let v = bash(dir.path(), &[], "echo hi > /etc/motd");
     assert_eq!(v["decision"], "deny");
-    assert!(v["reasons"].as_array().unwrap().iter().any(|r| r["code"] == "write_outside_roots"));
+    assert!(
+        v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "write_outside_roots")
+    );
     assert_eq!(bash(dir.path(), &[], "rm -rf .")["decision"], "deny");
-    assert_eq!(bash(dir.path(), &[], "cat /etc/hostname")["decision"], "ask");
+    assert_eq!(
+        bash(dir.path(), &[], "cat /etc/hostname")["decision"],
+        "ask"
+    );
 }
 
 #[test]
@@ -39,11 +66,23 @@ fn read_only_roots_and_network_flags() {
     let read = format!("cat {}", target.display());
     let write = format!("touch {}", target.display());
     let ro = other.path().to_str().unwrap();
-    assert_eq!(bash(dir.path(), &["--read-only-root", ro], &read)["decision"], "allow");
-    assert_eq!(bash(dir.path(), &["--read-only-root", ro], &write)["decision"], "deny");
+    assert_eq!(
+        bash(dir.path(), &["--read-only-root", ro], &read)["decision"],
+        "allow"
+    );
+    assert_eq!(
+        bash(dir.path(), &["--read-only-root", ro], &write)["decision"],
+        "deny"
+    );
     assert_eq!(bash(dir.path(), &["--root", ro], &write)["decision"], "ask");
-    assert_eq!(bash(dir.path(), &[], "curl https://example.com")["decision"], "deny");
-    assert_eq!(bash(dir.path(), &["--allow-network"], "curl https://example.com")["decision"], "ask");
+    assert_eq!(
+        bash(dir.path(), &[], "curl https://example.com")["decision"],
+        "deny"
+    );
+    assert_eq!(
+        bash(dir.path(), &["--allow-network"], "curl https://example.com")["decision"],
+        "ask"
+    );
 }
 
 #[test]

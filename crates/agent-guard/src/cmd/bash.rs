@@ -71,7 +71,10 @@ fn to_decision(d: bash_guard::Decision) -> Decision {
 /// `AGENT_BLOCK_NETWORK`: anything but an explicit false keeps the network blocked.
 fn block_network_from_env() -> Option<bool> {
     let v = std::env::var("AGENT_BLOCK_NETWORK").ok()?;
-    Some(!matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"))
+    Some(!matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "0" | "false" | "no" | "off"
+    ))
 }
 
 /// Runs the subcommand.
@@ -88,9 +91,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for root in args.read_only_roots {
         builder = builder.root(root, Access::ReadOnly);
     }
-    let sandbox = builder
-        .build()
-        .map_err(|err| anyhow::anyhow!("bad sandbox configuration ({}): {err}", policy.source_name()))?;
+    let sandbox = builder.build().map_err(|err| {
+        anyhow::anyhow!(
+            "bad sandbox configuration ({}): {err}",
+            policy.source_name()
+        )
+    })?;
     let mut config = policy.doc.bash.clone();
     if let Some(block) = block_network_from_env() {
         config.block_network = block;
