@@ -1,11 +1,12 @@
 //! The compiled rule set.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
+use crate::rule::{IndexKey, PathForms, normalize_command};
 use crate::{
     ContentSubjects, Decision, DefaultSubjects, PermissionMode, PermissionRule, RuleKind, Subjects,
 };
@@ -75,14 +76,95 @@ impl PermissionResult {
     }
 }
 
+/// How many distinct tool names the glob memo remembers; beyond that a check matches the tool
+/// globs afresh (correct, just slower), so a stream of unique names cannot grow memory.
+const GLOB_MEMO_CAP: usize = 1024;
+
 /// The index built from the rules on first use (and rebuilt after `add_rule`).
 #[derive(Debug, Default)]
 struct Compiled {
-    /// Exact tool name -> rule indices of each kind, in insertion order ([deny, ask, allow]).
-    exact: HashMap<String, [Vec<u32>; 3]>,
+    /// Exact tool name -> the index of its exact-name rules.
+    exact: HashMap<String, ToolIndex>,
     /// One glob per tool-glob rule; `glob_rules[i]` is the rule of glob `i`.
     globs: GlobSet,
     glob_rules: Vec<u32>,
+    /// Tool name -> the index of the tool-glob rules matching it (empty when none do).
+    glob_memo: RwLock<HashMap<String, Arc<ToolIndex>>>,
+}
+
+/// The rules of one set (exact-name rules of a tool, or the glob rules matching it), per kind
+/// (`[deny, ask, allow]`).
+#[derive(Debug, Default)]
+struct ToolIndex {
+    kinds: [KindIndex; 3],
+}
+
+/// The rules of one kind, indexed by what their content specifier can match, so a check looks
+/// only at rules that can match its subjects. Every list is in insertion order.
+#[derive(Debug, Default)]
+struct KindIndex {
+    /// The first rule without a specifier: it matches whatever the content.
+    plain: Option<u32>,
+    /// The first content rule: what unanalysable content matches for Deny/Ask.
+    first_content: Option<u32>,
+    /// Command specifiers by their first word.
+    words: HashMap<String, Vec<u32>>,
+    /// Domain specifiers by domain.
+    domains: HashMap<String, Vec<u32>>,
+    /// Path specifiers matched against the cwd-relative form of a path (`./src/**`).
+    relative_paths: PathSet,
+    /// Path specifiers matched against the absolute forms (`/etc/**`, `**/.env`).
+    absolute_paths: PathSet,
+    /// Content rules that could not be indexed: candidates of every subject.
+    residual: Vec<u32>,
+}
+
+/// Many path rules in one `GlobSet`; `rules[g]` is the rule of glob `g`.
+#[derive(Debug, Default)]
+struct PathSet {
+    set: GlobSet,
+    rules: Vec<u32>,
+}
+
+#[derive(Default)]
+struct PathSetBuilder {
+    globs: Vec<Glob>,
+    rules: Vec<u32>,
+}
+
+impl PathSetBuilder {
+    fn add(&mut self, glob: &Glob, rule: u32) {
+        self.globs.push(glob.clone());
+        self.rules.push(rule);
+    }
+
+    fn build(self) -> Option<PathSet> {
+        if self.rules.is_empty() {
+            return Some(PathSet::default());
+        }
+        let mut builder = GlobSetBuilder::new();
+        for glob in self.globs {
+            builder.add(glob);
+        }
+        Some(PathSet {
+            set: builder.build().ok()?,
+            rules: self.rules,
+        })
+    }
+}
+
+impl PathSet {
+    fn candidates(&self, path: &str, out: &mut Vec<u32>) {
+        if self.rules.is_empty() {
+            return;
+        }
+        out.extend(
+            self.set
+                .matches(path)
+                .into_iter()
+                .filter_map(|g| self.rules.get(g).copied()),
+        );
+    }
 }
 
 fn slot(kind: RuleKind) -> usize {
@@ -90,6 +172,167 @@ fn slot(kind: RuleKind) -> usize {
         RuleKind::Deny => 0,
         RuleKind::Ask => 1,
         RuleKind::Allow => 2,
+    }
+}
+
+fn index_of(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+impl ToolIndex {
+    /// Indexes `members` (ascending rule indices into `rules`).
+    fn build(rules: &[Arc<PermissionRule>], members: impl IntoIterator<Item = u32>) -> Self {
+        let mut index = ToolIndex::default();
+        // Per kind: [relative, absolute] path globs.
+        let mut paths: [[PathSetBuilder; 2]; 3] = Default::default();
+        for i in members {
+            let Some(rule) = rules.get(i as usize) else {
+                continue;
+            };
+            let s = slot(rule.kind());
+            let (Some(kind), Some(path_builders)) = (index.kinds.get_mut(s), paths.get_mut(s))
+            else {
+                continue;
+            };
+            let key = rule.index_key();
+            if matches!(key, IndexKey::Any) {
+                kind.plain.get_or_insert(i);
+                continue;
+            }
+            kind.first_content.get_or_insert(i);
+            match key {
+                IndexKey::Any => {}
+                IndexKey::Word(word) => kind.words.entry(word.to_owned()).or_default().push(i),
+                IndexKey::Domain(domain) => {
+                    kind.domains.entry(domain.to_owned()).or_default().push(i);
+                }
+                IndexKey::Path {
+                    globs,
+                    cwd_relative,
+                } => {
+                    let [relative, absolute] = path_builders;
+                    let builder = if cwd_relative { relative } else { absolute };
+                    for glob in globs {
+                        builder.add(glob, i);
+                    }
+                }
+            }
+        }
+        for (kind, [relative, absolute]) in index.kinds.iter_mut().zip(paths) {
+            for (builder, target) in [
+                (relative, &mut kind.relative_paths),
+                (absolute, &mut kind.absolute_paths),
+            ] {
+                let members = builder.rules.clone();
+                match builder.build() {
+                    Some(set) => *target = set,
+                    // Never expected (each glob compiled alone at parse time); checking such
+                    // rules one by one keeps the answer right.
+                    None => kind.residual.extend(members),
+                }
+            }
+            kind.residual.sort_unstable();
+            kind.residual.dedup();
+        }
+        index
+    }
+}
+
+impl KindIndex {
+    /// Whether the answer depends on the content: some content rule comes before the first
+    /// plain rule (a plain rule matches anything, so later rules cannot be reported).
+    fn needs_content(&self) -> bool {
+        match (self.first_content, self.plain) {
+            (Some(c), Some(p)) => c < p,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// The rules that can match `subject`: a superset of those whose specifier matches it.
+    fn candidates(&self, kind: RuleKind, subject: &str, cwd: Option<&str>, out: &mut Vec<u32>) {
+        out.extend_from_slice(&self.residual);
+        if !self.words.is_empty() {
+            let cmd = normalize_command(subject);
+            let first = cmd.split_once(' ').map_or(cmd.as_ref(), |(f, _)| f);
+            if let Some(list) = self.words.get(first) {
+                out.extend_from_slice(list);
+            }
+            // `/bin/rm` is `rm` for a Deny/Ask rule (see `spec_matches`).
+            if kind != RuleKind::Allow
+                && let Some((_, base)) = first.rsplit_once('/')
+                && let Some(list) = self.words.get(base)
+            {
+                out.extend_from_slice(list);
+            }
+        }
+        if !self.domains.is_empty() {
+            let host = subject.to_ascii_lowercase();
+            let mut rest = host.as_str();
+            loop {
+                if let Some(list) = self.domains.get(rest) {
+                    out.extend_from_slice(list);
+                }
+                match rest.split_once('.') {
+                    Some((_, tail)) => rest = tail,
+                    None => break,
+                }
+            }
+        }
+        if !self.relative_paths.rules.is_empty() || !self.absolute_paths.rules.is_empty() {
+            let forms = PathForms::new(subject, cwd);
+            if let Some(relative) = &forms.relative {
+                self.relative_paths.candidates(relative, out);
+            }
+            self.absolute_paths.candidates(&forms.normalized, out);
+            if let Some(rooted) = &forms.rooted {
+                self.absolute_paths.candidates(rooted, out);
+            }
+        }
+    }
+
+    /// The first-added rule of `kind` here that matches a call whose content is `subjects`.
+    fn first_match(
+        &self,
+        kind: RuleKind,
+        rules: &[Arc<PermissionRule>],
+        subjects: &Subjects,
+        cwd: Option<&str>,
+    ) -> Option<u32> {
+        let content = match subjects {
+            // Unanalysable content matches every Deny/Ask content rule and no Allow one.
+            Subjects::Unsplittable if kind == RuleKind::Allow => None,
+            Subjects::Unsplittable => self.first_content,
+            Subjects::List(list) => {
+                let mut candidates = Vec::new();
+                if kind == RuleKind::Allow {
+                    // An Allow rule must match every subject, so the first one's candidates
+                    // hold them all (and an empty list matches no Allow rule).
+                    if let Some(first) = list.first() {
+                        self.candidates(kind, first, cwd, &mut candidates);
+                    }
+                } else {
+                    for subject in list {
+                        self.candidates(kind, subject, cwd, &mut candidates);
+                    }
+                }
+                candidates.sort_unstable();
+                candidates.dedup();
+                let bound = self.plain.unwrap_or(u32::MAX);
+                candidates
+                    .into_iter()
+                    .take_while(|&i| i < bound)
+                    .find(|&i| {
+                        rules
+                            .get(i as usize)
+                            .is_some_and(|r| r.matches_content(subjects, cwd))
+                    })
+            }
+        };
+        match (content, self.plain) {
+            (Some(c), Some(p)) => Some(c.min(p)),
+            (c, p) => c.or(p),
+        }
     }
 }
 
@@ -190,77 +433,92 @@ impl PermissionChecker {
 
     fn compiled(&self) -> &Compiled {
         self.compiled.get_or_init(|| {
-            let mut compiled = Compiled::default();
             let mut builder = GlobSetBuilder::new();
+            let mut glob_rules = Vec::new();
+            let mut exact: HashMap<&str, Vec<u32>> = HashMap::new();
             for (i, rule) in self.rules.iter().enumerate() {
-                let idx = u32::try_from(i).unwrap_or(u32::MAX);
+                let idx = index_of(i);
                 if rule.is_tool_glob() {
                     // The pattern compiled once already in `PermissionRule::parse`.
                     if let Ok(glob) = Glob::new(rule.tool_pattern()) {
                         builder.add(glob);
-                        compiled.glob_rules.push(idx);
+                        glob_rules.push(idx);
                     }
                 } else {
-                    let entry = compiled
-                        .exact
-                        .entry(rule.tool_pattern().to_owned())
-                        .or_default();
-                    if let Some(list) = entry.get_mut(slot(rule.kind())) {
-                        list.push(idx);
-                    }
+                    exact.entry(rule.tool_pattern()).or_default().push(idx);
                 }
             }
-            compiled.globs = builder.build().unwrap_or_else(|_| GlobSet::empty());
-            compiled
+            Compiled {
+                exact: exact
+                    .into_iter()
+                    .map(|(tool, members)| {
+                        (tool.to_owned(), ToolIndex::build(&self.rules, members))
+                    })
+                    .collect(),
+                globs: builder.build().unwrap_or_else(|_| GlobSet::empty()),
+                glob_rules,
+                glob_memo: RwLock::new(HashMap::new()),
+            }
         })
+    }
+
+    /// The index of the tool-glob rules matching `tool`, from the memo when it is there.
+    fn glob_index(&self, compiled: &Compiled, tool: &str) -> Option<Arc<ToolIndex>> {
+        if compiled.glob_rules.is_empty() {
+            return None;
+        }
+        if let Some(hit) = compiled
+            .glob_memo
+            .read()
+            .ok()
+            .and_then(|memo| memo.get(tool).cloned())
+        {
+            return Some(hit);
+        }
+        let members = compiled
+            .globs
+            .matches(tool)
+            .into_iter()
+            .filter_map(|g| compiled.glob_rules.get(g).copied());
+        let mut members: Vec<u32> = members.collect();
+        members.sort_unstable();
+        let index = Arc::new(ToolIndex::build(&self.rules, members));
+        if let Ok(mut memo) = compiled.glob_memo.write()
+            && memo.len() < GLOB_MEMO_CAP
+        {
+            memo.insert(tool.to_owned(), Arc::clone(&index));
+        }
+        Some(index)
     }
 
     /// Decides `tool` called with `args` (`None`: the content is unknown).
     pub fn check(&self, tool: &str, args: Option<&Value>) -> PermissionResult {
         let compiled = self.compiled();
         let exact = compiled.exact.get(tool);
-        let glob_hits: Vec<u32> = if compiled.glob_rules.is_empty() {
-            Vec::new()
-        } else {
-            compiled
-                .globs
-                .matches(tool)
-                .into_iter()
-                .filter_map(|g| compiled.glob_rules.get(g).copied())
-                .collect()
-        };
+        let globbed = self.glob_index(compiled, tool);
+        let indexes = [exact, globbed.as_deref()];
         let mut subjects: Option<Subjects> = None;
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
-            let from_exact: &[u32] = exact
-                .and_then(|e| e.get(slot(kind)))
-                .map_or(&[], Vec::as_slice);
-            let mut candidates: Vec<u32>;
-            let list: &[u32] = if glob_hits.is_empty() {
-                from_exact
-            } else {
-                candidates = from_exact.to_vec();
-                candidates.extend(
-                    glob_hits
-                        .iter()
-                        .copied()
-                        .filter(|&i| self.rules.get(i as usize).is_some_and(|r| r.kind() == kind)),
-                );
-                candidates.sort_unstable();
-                &candidates
-            };
-            for &i in list {
-                let Some(rule) = self.rules.get(i as usize) else {
+            let mut best: Option<u32> = None;
+            for index in indexes.iter().flatten() {
+                let Some(ki) = index.kinds.get(slot(kind)) else {
                     continue;
                 };
-                if rule.has_content() {
+                let found = if ki.needs_content() {
                     let subj = subjects.get_or_insert_with(|| match args {
                         Some(args) => self.subjects.subjects(tool, args),
                         None => Subjects::Unsplittable,
                     });
-                    if !rule.matches_content(subj, self.cwd.as_deref()) {
-                        continue;
-                    }
-                }
+                    ki.first_match(kind, &self.rules, subj, self.cwd.as_deref())
+                } else {
+                    ki.plain
+                };
+                best = match (best, found) {
+                    (Some(b), Some(f)) => Some(b.min(f)),
+                    (b, f) => b.or(f),
+                };
+            }
+            if let Some(rule) = best.and_then(|i| self.rules.get(i as usize)) {
                 return PermissionResult {
                     decision: kind.decision(),
                     rule: Some(Arc::clone(rule)),

@@ -93,7 +93,13 @@ enum Specifier {
     /// `git diff:*` or `npm run test *`: the command is the prefix, or the prefix and more words.
     Prefix(String),
     /// A gitignore-style glob over a path; `cwd_relative` for `./x` and `dir/x`.
-    Path { set: GlobSet, cwd_relative: bool },
+    /// `globs` are the members of `set`, kept so the checker can merge many path rules into one
+    /// set per tool.
+    Path {
+        set: GlobSet,
+        globs: Vec<Glob>,
+        cwd_relative: bool,
+    },
     /// `domain:example.com`: the host or any subdomain of it.
     Domain(String),
 }
@@ -269,6 +275,25 @@ impl PermissionRule {
         }
     }
 
+    /// How the checker's content index files this rule.
+    pub(crate) fn index_key(&self) -> IndexKey<'_> {
+        match &self.specifier {
+            None => IndexKey::Any,
+            Some(Specifier::Exact(text) | Specifier::Prefix(text)) => {
+                IndexKey::Word(text.split(' ').next().unwrap_or_default())
+            }
+            Some(Specifier::Path {
+                globs,
+                cwd_relative,
+                ..
+            }) => IndexKey::Path {
+                globs,
+                cwd_relative: *cwd_relative,
+            },
+            Some(Specifier::Domain(domain)) => IndexKey::Domain(domain),
+        }
+    }
+
     /// Whether the rule has a content specifier.
     pub fn has_content(&self) -> bool {
         self.specifier.is_some()
@@ -334,16 +359,22 @@ fn parse_path_spec(spec: &str) -> Result<Specifier, String> {
         return Err("a path specifier is empty".into());
     }
     let mut builder = GlobSetBuilder::new();
+    let mut globs = Vec::with_capacity(2);
     // gitignore: a pattern that names a directory covers everything under it.
     for p in [pattern.to_owned(), format!("{pattern}/**")] {
         let glob = GlobBuilder::new(&p)
             .literal_separator(true)
             .build()
             .map_err(|e| format!("bad path glob: {e}"))?;
-        builder.add(glob);
+        builder.add(glob.clone());
+        globs.push(glob);
     }
     let set = builder.build().map_err(|e| format!("bad path glob: {e}"))?;
-    Ok(Specifier::Path { set, cwd_relative })
+    Ok(Specifier::Path {
+        set,
+        globs,
+        cwd_relative,
+    })
 }
 
 /// Lexically normalises a path: drops `.`, resolves `..`, collapses `//`; joins `cwd` first
@@ -376,20 +407,78 @@ pub(crate) fn normalize_path(path: &str, cwd: Option<&str>) -> String {
     if absolute { format!("/{body}") } else { body }
 }
 
+/// A simple command as command specifiers see it: whitespace collapsed to single spaces.
+/// Words are what lies between those spaces.
+pub(crate) fn normalize_command(subject: &str) -> std::borrow::Cow<'_, str> {
+    // Providers usually hand over normalised commands; avoid allocating then.
+    let needs_collapse = subject.contains(['\t', '\n', '\r'])
+        || subject.contains("  ")
+        || subject.starts_with(' ')
+        || subject.ends_with(' ');
+    if needs_collapse {
+        collapse_ws(subject).into()
+    } else {
+        subject.into()
+    }
+}
+
+/// The strings a path subject is matched as: one definition shared by [`spec_matches`] and the
+/// checker's per-tool path index, so the two cannot drift apart.
+pub(crate) struct PathForms {
+    /// Lexically normalised, joined to the cwd when relative and the cwd is known.
+    pub(crate) normalized: String,
+    /// `/` + `normalized` when it is relative (an absolute rule also sees it rooted).
+    pub(crate) rooted: Option<String>,
+    /// Relative to the cwd, for `./x` rules; `None` when the path is outside the cwd.
+    pub(crate) relative: Option<String>,
+}
+
+impl PathForms {
+    pub(crate) fn new(subject: &str, cwd: Option<&str>) -> Self {
+        let normalized = normalize_path(subject, cwd);
+        let relative = match cwd {
+            Some(cwd) => {
+                let cwd = normalize_path(cwd, None);
+                match normalized.strip_prefix(cwd.as_str()) {
+                    Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                        Some(rest.trim_start_matches('/').to_owned())
+                    }
+                    _ => None,
+                }
+            }
+            None if normalized.starts_with('/') || normalized.starts_with("..") => None,
+            None => Some(normalized.clone()),
+        };
+        let rooted = (!normalized.starts_with('/')).then(|| format!("/{normalized}"));
+        PathForms {
+            normalized,
+            rooted,
+            relative,
+        }
+    }
+}
+
+/// How the checker indexes a rule's content specifier.
+pub(crate) enum IndexKey<'a> {
+    /// No specifier: the rule matches any content.
+    Any,
+    /// A command specifier: only a simple command whose first word (or, for Deny/Ask, the base
+    /// name of a path-qualified first word) is this can match.
+    Word(&'a str),
+    /// A path specifier and its member globs.
+    Path {
+        globs: &'a [Glob],
+        cwd_relative: bool,
+    },
+    /// A domain specifier: only this host or a subdomain can match.
+    Domain(&'a str),
+}
+
 fn spec_matches(spec: &Specifier, subject: &str, kind: RuleKind, cwd: Option<&str>) -> bool {
     match spec {
         Specifier::Exact(text) | Specifier::Prefix(text) => {
             let prefix = matches!(spec, Specifier::Prefix(_));
-            // Providers usually hand over normalised commands; avoid allocating then.
-            let needs_collapse = subject.contains(['\t', '\n', '\r'])
-                || subject.contains("  ")
-                || subject.starts_with(' ')
-                || subject.ends_with(' ');
-            let cmd: std::borrow::Cow<'_, str> = if needs_collapse {
-                collapse_ws(subject).into()
-            } else {
-                subject.into()
-            };
+            let cmd = normalize_command(subject);
             let hit = |c: &str| {
                 c == text
                     || (prefix
@@ -413,29 +502,15 @@ fn spec_matches(spec: &Specifier, subject: &str, kind: RuleKind, cwd: Option<&st
             }
             false
         }
-        Specifier::Path { set, cwd_relative } => {
-            let normalized = normalize_path(subject, cwd);
+        Specifier::Path {
+            set, cwd_relative, ..
+        } => {
+            let forms = PathForms::new(subject, cwd);
             if *cwd_relative {
-                let relative = match cwd {
-                    Some(cwd) => {
-                        let cwd = normalize_path(cwd, None);
-                        match normalized.strip_prefix(cwd.as_str()) {
-                            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-                                rest.trim_start_matches('/').to_owned()
-                            }
-                            _ => return false,
-                        }
-                    }
-                    None if normalized.starts_with('/') || normalized.starts_with("..") => {
-                        return false;
-                    }
-                    None => normalized,
-                };
-                set.is_match(relative.as_str())
+                forms.relative.is_some_and(|r| set.is_match(r.as_str()))
             } else {
-                set.is_match(normalized.as_str())
-                    || (!normalized.starts_with('/')
-                        && set.is_match(format!("/{normalized}").as_str()))
+                set.is_match(forms.normalized.as_str())
+                    || forms.rooted.is_some_and(|r| set.is_match(r.as_str()))
             }
         }
         Specifier::Domain(domain) => {

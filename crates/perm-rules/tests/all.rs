@@ -87,18 +87,127 @@ fn checker(rules: &[(RuleKind, &str)]) -> PermissionChecker {
 
 /// The reference model: scan every rule in order, strictest kind first.
 fn naive(rules: &[PermissionRule], tool: &str, args: Option<&Value>) -> (Decision, Option<String>) {
+    naive_in(rules, tool, args, None)
+}
+
+fn naive_in(
+    rules: &[PermissionRule],
+    tool: &str,
+    args: Option<&Value>,
+    cwd: Option<&str>,
+) -> (Decision, Option<String>) {
     let subjects = match args {
         Some(a) => DefaultSubjects.subjects(tool, a),
         None => Subjects::Unsplittable,
     };
     for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
         for r in rules.iter().filter(|r| r.kind() == kind) {
-            if r.matches_tool(tool) && r.matches_content(&subjects, None) {
+            if r.matches_tool(tool) && r.matches_content(&subjects, cwd) {
                 return (kind.decision(), Some(r.text().to_owned()));
             }
         }
     }
     (Decision::Allow, None)
+}
+
+// Vocabulary for the index property: command rules sharing and not sharing first words
+// (including words that look like globs, which command specifiers match literally), path rules
+// of both anchorings on several tools, domain rules, under exact names and tool globs.
+const WORDS: &[&str] = &["git", "rm", "ls", "git*", "g?t", "[gr]m", "cmd1", "cmd10"];
+const WORD_FORMS: &[&str] = &["{}:*", "{} diff:*", "{} status", "{}", "{} status *"];
+const CMD_TOOLS: &[&str] = &["run_bash", "run_*", "*", "mcp__x"];
+const OTHER_RULES: &[&str] = &[
+    "read_file",
+    "run_bash",
+    "r*",
+    "read_file(**/.env)",
+    "read_file(/etc/**)",
+    "read_file(./src/**)",
+    "read_file(src/**)",
+    "read_file(*.pem)",
+    "file_write(/etc/**)",
+    "file_*(/etc/**)",
+    "*(**/.env)",
+    "web_fetch(domain:example.com)",
+    "web_fetch(domain:a.example.com)",
+    "web_*(domain:org)",
+    "*(domain:evil.org)",
+];
+const INDEX_TOOLS: &[&str] = &[
+    "run_bash",
+    "run_other",
+    "read_file",
+    "file_write",
+    "mcp__x",
+    "web_fetch",
+];
+const INDEX_COMMANDS: &[&str] = &[
+    "git status",
+    "git diff --stat",
+    "/usr/bin/git status",
+    "rm -rf x",
+    "/bin/rm x",
+    "git* status",
+    "g?t diff x",
+    "[gr]m",
+    "ls && git status",
+    "ls; /bin/rm -r y",
+    "git status | git diff",
+    "cmd1 a",
+    "cmd10",
+    "cmd1",
+    "  git   diff  ",
+    "git\u{a0}status",
+    "/x\u{a0}/bin/rm y",
+    "x/ y",
+    "",
+    "echo $(x)",
+];
+const INDEX_PATHS: &[&str] = &[
+    "/etc/passwd",
+    "/repo/.env",
+    "src/a.rs",
+    "/repo/src/a.rs",
+    "../etc/x",
+    "k.pem",
+    "/repo/../etc/shadow",
+    "/repo/src",
+];
+const INDEX_HOSTS: &[&str] = &[
+    "example.com",
+    "a.example.com",
+    "b.a.example.com",
+    "EXAMPLE.com",
+    "evil.org",
+    "x.org",
+    "badexample.com",
+];
+
+fn index_rule() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => (
+            prop::sample::select(CMD_TOOLS),
+            prop::sample::select(WORD_FORMS),
+            prop::sample::select(WORDS),
+        )
+            .prop_map(|(t, f, w)| format!("{t}({})", f.replace("{}", w))),
+        2 => prop::sample::select(OTHER_RULES).prop_map(str::to_owned),
+    ]
+}
+
+fn index_call() -> impl Strategy<Value = (&'static str, Option<Value>)> {
+    (
+        prop::sample::select(INDEX_TOOLS),
+        prop::sample::select(INDEX_COMMANDS),
+        prop::sample::select(INDEX_PATHS),
+        prop::sample::select(INDEX_HOSTS),
+        any::<bool>(),
+    )
+        .prop_map(|(tool, cmd, path, host, some)| {
+            let args =
+                json!({"command": cmd, "file_path": path, "url": format!("https://{host}/x")});
+            (tool, some.then_some(args))
+        })
 }
 
 fn result_of(kind: RuleKind) -> PermissionResult {
@@ -126,6 +235,30 @@ proptest! {
         let got = c.check(tool, args.as_ref());
         let want = naive(&all, tool, args.as_ref());
         prop_assert_eq!((got.decision, got.rule.map(|r| r.text().to_owned())), want);
+    }
+
+    #[test]
+    fn compiled_indexes_agree_with_naive(
+        rules in prop::collection::vec((kind(), index_rule()), 0..40),
+        calls in prop::collection::vec(index_call(), 1..6),
+        cwd in prop::option::of(prop::sample::select(vec!["/repo", "/", "/repo/"])),
+    ) {
+        let mut c = PermissionChecker::new();
+        for (k, t) in &rules {
+            if let Ok(rule) = PermissionRule::parse(*k, t, RuleSource::Api) {
+                c.add_rule(rule);
+            }
+        }
+        if let Some(cwd) = cwd {
+            c.set_cwd(cwd);
+        }
+        let all: Vec<PermissionRule> = c.rules().cloned().collect();
+        // Several calls per checker, some repeated, so the per-tool memo is hit as well as built.
+        for (tool, args) in calls.iter().chain(calls.iter()) {
+            let got = c.check(tool, args.as_ref());
+            let want = naive_in(&all, tool, args.as_ref(), cwd);
+            prop_assert_eq!((got.decision, got.rule.map(|r| r.text().to_owned())), want, "{} {:?}", tool, args);
+        }
     }
 
     #[test]
