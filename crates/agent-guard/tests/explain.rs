@@ -191,3 +191,19 @@ fn unknown_tool_is_judged_by_the_rules() {
     assert_eq!(v["trace"].as_array().unwrap().len(), 1);
     assert_eq!(v["trace"][0]["code"], "default-ask");
 }
+
+#[test]
+fn bash_takes_the_bash_subcommands_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let decision = |extra: &[&str]| {
+        let mut args = vec!["bash", "--json"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "git", "push", "origin", "main"]);
+        json(explain(&dir).args(&args))["decision"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(decision(&[]), "deny", "the network is blocked by default");
+    assert_eq!(decision(&["--allow-network"]), "ask");
+}

@@ -14,7 +14,9 @@ use fs_sandbox::{Access, Sandbox};
 use perm_rules::Decision;
 use serde_json::{Value, json};
 
-use super::trace::{Call, Guard, Trace};
+use bash_guard::Analyzer;
+
+use super::trace::{Call, Guard, Trace, bash_config};
 use crate::policy::Policy;
 
 const AFTER_HELP: &str = "\
@@ -39,55 +41,14 @@ pub struct Args {
 /// What to explain.
 #[derive(clap::Subcommand, Debug)]
 pub enum What {
-    /// Explain one tool call (the arguments of `agent-guard check`).
-    Check(CheckArgs),
-    /// Explain one bash command (`run_bash` through the rules and bash-guard).
-    Bash(BashArgs),
+    /// Explain one tool call (the arguments of `agent-guard check`; Claude Code tool names such
+    /// as `Bash` are translated as `claude-hook` does).
+    Check(super::check::Args),
+    /// Explain one bash command (the arguments of `agent-guard bash`): `run_bash` through the
+    /// rules and bash-guard.
+    Bash(super::bash::Args),
     /// Explain one path (the arguments of `agent-guard path`).
     Path(super::path::Args),
-}
-
-/// The arguments of `agent-guard check`.
-#[derive(clap::Args, Debug)]
-pub struct CheckArgs {
-    /// The policy file; `AGENT_PERMISSIONS_*` apply on top.
-    #[arg(long)]
-    pub policy: Option<PathBuf>,
-    /// Override the mode: default, acceptEdits, plan, dontAsk, bypassPermissions.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// The tool name, e.g. `run_bash` (Claude Code names such as `Bash` are translated).
-    #[arg(long)]
-    pub tool: String,
-    /// The tool's arguments as a JSON object, e.g. `{"command":"ls"}`.
-    #[arg(long)]
-    pub input: Option<String>,
-    /// The tool is read-only (matters in `plan` mode); the seed's read-only tools are implied.
-    #[arg(long)]
-    pub read_only: bool,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// The arguments of `agent-guard bash`.
-#[derive(clap::Args, Debug)]
-pub struct BashArgs {
-    /// The policy file (its `[permissions]`, `[sandbox]` and `[bash]` tables).
-    #[arg(long)]
-    pub policy: Option<PathBuf>,
-    /// Override the mode of the rules.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// The directory the command runs in (default: the current one); it is the sandbox root.
-    #[arg(long)]
-    pub cwd: Option<PathBuf>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// The command (several words are joined with spaces).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-    pub command: Vec<String>,
 }
 
 fn current_dir() -> anyhow::Result<PathBuf> {
@@ -102,7 +63,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let (trace, json) = match args.what {
         What::Check(a) => (explain_check(&a)?, a.json),
-        What::Bash(a) => (explain_bash(&a)?, a.json),
+        What::Bash(a) => {
+            let json = a.json;
+            (explain_bash(a)?, json)
+        }
         What::Path(a) => {
             let json = a.json;
             (explain_path(a)?, json)
@@ -116,7 +80,7 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn explain_check(a: &CheckArgs) -> anyhow::Result<Trace> {
+fn explain_check(a: &super::check::Args) -> anyhow::Result<Trace> {
     let policy = Policy::load(a.policy.as_deref())?;
     let cwd = current_dir()?;
     let guard = Guard::load(&policy, a.mode.as_deref(), &cwd)?;
@@ -143,19 +107,53 @@ fn explain_check(a: &CheckArgs) -> anyhow::Result<Trace> {
     )
 }
 
-fn explain_bash(a: &BashArgs) -> anyhow::Result<Trace> {
+fn explain_bash(a: super::bash::Args) -> anyhow::Result<Trace> {
     let policy = Policy::load(a.policy.as_deref())?;
-    let cwd = match &a.cwd {
-        Some(cwd) => cwd.clone(),
+    let cwd = match a.cwd {
+        Some(cwd) => cwd,
         None => current_dir()?,
     };
-    let guard = Guard::load(&policy, a.mode.as_deref(), &cwd)?;
+    let mut guard = Guard::load(&policy, None, &cwd)?;
+    guard.set_sandbox(Ok(sandbox_with_roots(
+        &policy,
+        &cwd,
+        a.roots,
+        a.read_only_roots,
+    )?));
+    let mut config = bash_config(&policy)?;
+    if a.allow_network {
+        config.block_network = false;
+    }
+    guard.set_analyzer(Analyzer::new(config));
     let call = Call {
         tool: "run_bash".to_owned(),
         input: json!({ "command": a.command.join(" ") }),
         read_only: false,
     };
     Ok(guard.evaluate(&call, true))
+}
+
+/// The sandbox exactly as `agent-guard path` and `agent-guard bash` build it: the policy's
+/// roots plus the `--root`/`--read-only-root` flags.
+fn sandbox_with_roots(
+    policy: &Policy,
+    cwd: &std::path::Path,
+    roots: Vec<PathBuf>,
+    read_only_roots: Vec<PathBuf>,
+) -> anyhow::Result<Sandbox> {
+    let mut builder = policy.doc.sandbox.builder(cwd);
+    for root in roots {
+        builder = builder.root(root, Access::ReadWrite);
+    }
+    for root in read_only_roots {
+        builder = builder.root(root, Access::ReadOnly);
+    }
+    builder.build().map_err(|err| {
+        anyhow::anyhow!(
+            "bad sandbox configuration ({}): {err}",
+            policy.source_name()
+        )
+    })
 }
 
 fn explain_path(a: super::path::Args) -> anyhow::Result<Trace> {
@@ -171,21 +169,12 @@ fn explain_path(a: super::path::Args) -> anyhow::Result<Trace> {
         other => anyhow::bail!("unknown op `{other}`; expected read, write, list or execute-dir"),
     };
     let mut guard = Guard::load(&policy, None, &cwd)?;
-    // The same roots as `agent-guard path`: the policy's, plus the flags.
-    let mut builder = policy.doc.sandbox.builder(&cwd);
-    for root in a.roots {
-        builder = builder.root(root, Access::ReadWrite);
-    }
-    for root in a.read_only_roots {
-        builder = builder.root(root, Access::ReadOnly);
-    }
-    let sandbox: Sandbox = builder.build().map_err(|err| {
-        anyhow::anyhow!(
-            "bad sandbox configuration ({}): {err}",
-            policy.source_name()
-        )
-    })?;
-    guard.set_sandbox(Ok(sandbox));
+    guard.set_sandbox(Ok(sandbox_with_roots(
+        &policy,
+        &cwd,
+        a.roots,
+        a.read_only_roots,
+    )?));
     let path = a.path.display().to_string();
     let key = if tool == "glob_files" {
         "path"

@@ -204,14 +204,12 @@ fn section<T: serde::de::DeserializeOwned + Default>(
 /// The policy's `[bash]` table with `AGENT_BLOCK_NETWORK` applied on top.
 pub(crate) fn bash_config(policy: &Policy) -> anyhow::Result<BashConfig> {
     let mut config: BashConfig = section(policy, "bash")?;
+    // As `agent-guard bash`: anything but an explicit false keeps the network blocked.
     if let Ok(value) = std::env::var("AGENT_BLOCK_NETWORK") {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "1" | "true" | "yes" | "on" => config.block_network = true,
-            "0" | "false" | "no" | "off" => config.block_network = false,
-            other => anyhow::bail!(
-                "bad environment variable `AGENT_BLOCK_NETWORK`: `{other}` is not a boolean"
-            ),
-        }
+        config.block_network = !matches!(
+            value.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | "no" | "off"
+        );
     }
     Ok(config)
 }
@@ -267,6 +265,11 @@ impl Guard {
     /// Replaces the sandbox built from the policy (`explain path` adds `--root` flags).
     pub fn set_sandbox(&mut self, sandbox: Result<Sandbox, String>) {
         self.sandbox = sandbox;
+    }
+
+    /// Replaces the bash analyzer built from the policy (`explain bash --allow-network`).
+    pub fn set_analyzer(&mut self, analyzer: Analyzer) {
+        self.analyzer = analyzer;
     }
 
     /// The mode the rules are applied in.
