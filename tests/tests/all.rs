@@ -885,3 +885,91 @@ mod property {
         }
     }
 }
+
+// ---------- the OpenAI-compatible model against a local mock server ----------
+
+/// Answers one HTTP request with `body` and hands back the request it read.
+async fn mock_server(body: String) -> (String, tokio::task::JoinHandle<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = sock.read(&mut chunk).await.unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + len || n == 0 {
+                    break;
+                }
+            }
+        }
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        sock.write_all(reply.as_bytes()).await.unwrap();
+        sock.shutdown().await.ok();
+        String::from_utf8_lossy(&buf).to_string()
+    });
+    (format!("http://{addr}/v1"), handle)
+}
+
+#[tokio::test]
+async fn the_openai_model_speaks_chat_completions() {
+    use agent_core::{Model, ModelRequest, ToolSchema};
+    let canned = json!({"choices": [{"message": {"role": "assistant", "content": "",
+        "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"file_path\":\"notes.txt\"}"}}]}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5}});
+    let (url, server) = mock_server(canned.to_string()).await;
+    let model = agent_core::OpenAiModel::new(url, "test-model")
+        .unwrap()
+        .with_api_key("k");
+    let tools = [ToolSchema {
+        name: "read_file".into(),
+        description: "read".into(),
+        parameters: json!({"type": "object"}),
+    }];
+    let messages = [Message::system("sys"), Message::user("read the notes")];
+    let reply = model
+        .complete(ModelRequest {
+            messages: &messages,
+            tools: &tools,
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].name, "read_file");
+    assert_eq!(
+        reply.tool_calls[0].arguments,
+        json!({"file_path": "notes.txt"})
+    );
+    assert_eq!(reply.usage.unwrap().prompt_tokens, 12);
+    let request = server.await.unwrap();
+    assert!(
+        request.starts_with("POST /v1/chat/completions"),
+        "{request}"
+    );
+    assert!(
+        request
+            .to_ascii_lowercase()
+            .contains("authorization: bearer k")
+    );
+    let body: Value =
+        serde_json::from_str(&request[request.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["messages"][1]["content"], "read the notes");
+    assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+}

@@ -1,5 +1,11 @@
 //! Guard overhead per tool call through the whole pipeline, and parallel read-only throughput.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,19 +123,23 @@ fn bench(c: &mut Criterion) {
     });
     for count in [1usize, 16] {
         group.throughput(Throughput::Elements(count as u64));
-        group.bench_with_input(BenchmarkId::new("parallel_read_only", count), &count, |b, &count| {
-            b.iter(|| {
-                let calls: Vec<ToolCall> = (0..count)
-                    .map(|i| ToolCall {
-                        id: format!("p{i}"),
-                        name: "noop_read".into(),
-                        arguments: json!({"n": i}),
-                    })
-                    .collect();
-                let r = rt.block_on(exec.execute_parallel(&calls, &ctx, None));
-                assert_eq!(r.len(), count);
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("parallel_read_only", count),
+            &count,
+            |b, &count| {
+                b.iter(|| {
+                    let calls: Vec<ToolCall> = (0..count)
+                        .map(|i| ToolCall {
+                            id: format!("p{i}"),
+                            name: "noop_read".into(),
+                            arguments: json!({"n": i}),
+                        })
+                        .collect();
+                    let r = rt.block_on(exec.execute_parallel(&calls, &ctx, None));
+                    assert_eq!(r.len(), count);
+                })
+            },
+        );
     }
     group.finish();
     rt.block_on(exec.audit().unwrap().shutdown()).unwrap();

@@ -7,6 +7,8 @@ mod event;
 mod executor;
 mod guard;
 mod model;
+#[cfg(feature = "openai")]
+mod openai;
 mod output;
 mod registry;
 mod runtime;
@@ -29,6 +31,8 @@ pub use guard::{Guard, GuardBuilder};
 pub use model::{
     AssistantMessage, Message, Model, ModelError, ModelRequest, ScriptedModel, ToolCall, Usage,
 };
+#[cfg(feature = "openai")]
+pub use openai::OpenAiModel;
 pub use output::{result_path, safe_file_stem, shrink_output, truncate_chars};
 pub use registry::ToolRegistry;
 pub use runtime::{
