@@ -97,6 +97,7 @@ fn pre_tool_use_decisions_for_documented_shapes() {
         ("pre_edit_src", "allow", "file_edit(./src/**)"),
         ("pre_multiedit_docs", "allow", "file_edit(./docs/**)"),
         ("pre_glob", "allow", "rule `glob_files`"),
+        ("pre_glob_escape", "ask", "[fs-sandbox] outside_roots"),
         ("pre_grep", "allow", "rule `grep_files`"),
         ("pre_webfetch_docs", "allow", "web_fetch(domain:docs.rs)"),
         (

@@ -159,10 +159,13 @@ pub(crate) fn from_claude(tool: &str, input: &Value, cwd: &Path) -> Result<Call,
         "Write" => ("file_write", json!({ "file_path": text("file_path")? })),
         "Edit" | "MultiEdit" => ("file_edit", json!({ "file_path": text("file_path")? })),
         "NotebookEdit" => ("file_edit", json!({ "file_path": text("notebook_path")? })),
-        "Glob" => (
-            "glob_files",
-            json!({ "pattern": text("pattern")?, "path": optional_path("path") }),
-        ),
+        "Glob" => {
+            let pattern = text("pattern")?;
+            // `../../etc/*` searches outside `path`: the sandbox judges the directory the
+            // pattern's literal part reaches, not just `path`.
+            let base = glob_base(&optional_path("path"), &pattern);
+            ("glob_files", json!({ "pattern": pattern, "path": base }))
+        }
         "Grep" => (
             "grep_files",
             json!({ "path": optional_path("path"), "pattern": text("pattern")? }),
@@ -177,6 +180,33 @@ pub(crate) fn from_claude(tool: &str, input: &Value, cwd: &Path) -> Result<Call,
         input: args,
         read_only: false,
     })
+}
+
+/// The directory a glob pattern searches: `path` joined with the pattern's components before
+/// the first one holding a glob character.
+fn glob_base(path: &str, pattern: &str) -> String {
+    let literal: Vec<&str> = pattern
+        .split('/')
+        .take_while(|c| !c.contains(['*', '?', '[', '{']))
+        .collect();
+    // The last literal component of a pattern without glob characters is the file itself.
+    let dirs = if literal.len() == pattern.split('/').count() {
+        literal.len().saturating_sub(1)
+    } else {
+        literal.len()
+    };
+    let prefix = literal.get(..dirs).map(|c| c.join("/")).unwrap_or_default();
+    if prefix.is_empty() && !pattern.starts_with('/') {
+        return path.to_owned();
+    }
+    let prefix = if pattern.starts_with('/') && !prefix.starts_with('/') {
+        format!("/{prefix}")
+    } else {
+        prefix
+    };
+    super::trace::absolutize(Path::new(path), &prefix)
+        .display()
+        .to_string()
 }
 
 /// Evaluates a Claude Code call; a call that cannot be translated is a deny step.
@@ -218,4 +248,19 @@ fn pre_tool_use(guard: &Guard, input: &HookInput) -> Value {
             "permissionDecisionReason": format!("agent-guard: {}", trace.summary()),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_base_follows_the_literal_prefix() {
+        assert_eq!(glob_base("/p", "**/*.rs"), "/p");
+        assert_eq!(glob_base("/p", "src/**/*.rs"), "/p/src");
+        assert_eq!(glob_base("/p", "../../etc/*"), "/etc");
+        assert_eq!(glob_base("/p", "/etc/ssh/*"), "/etc/ssh");
+        assert_eq!(glob_base("/p", "src/main.rs"), "/p/src");
+        assert_eq!(glob_base("/p", "/*"), "/");
+    }
 }

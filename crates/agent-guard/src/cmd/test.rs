@@ -13,14 +13,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::claude_hook::evaluate_claude;
-use super::trace::{Guard, Trace};
+use super::trace::{Guard, KNOWN_TOOLS, Trace};
 use crate::policy::Policy;
 
 const AFTER_HELP: &str = "\
 Cases file: TOML (an array of [[case]] tables) or JSONL (one JSON object a line; chosen by a
 .jsonl or .json extension). Fields of a case:
   name    = \"rm is denied\"             (optional; defaults to `case N`)
-  tool    = \"run_bash\"                 (a guard tool, or a Claude Code tool such as \"Bash\")
+  tool    = \"run_bash\"                 (a guard tool, a Claude Code tool such as \"Bash\", or mcp__*;
+                                         any other name is refused as a typo, exit 2)
   input   = { command = \"rm -rf /\" }   (the tool's arguments)
   expect  = \"deny\"                     (allow, ask or deny)
   rule    = \"run_bash(rm:*)\"           (optional: the rule that must decide)
@@ -122,6 +123,14 @@ fn load_cases(path: &Path) -> anyhow::Result<Vec<Case>> {
     );
     for (i, case) in cases.iter().enumerate() {
         anyhow::ensure!(
+            is_known_tool(&case.tool),
+            "bad cases file `{}`: case {} names the unknown tool `{}`; expected one of {}, a Claude Code tool (`Bash`, `Read`, ...) or `mcp__*`",
+            path.display(),
+            i + 1,
+            case.tool,
+            KNOWN_TOOLS.join(", ")
+        );
+        anyhow::ensure!(
             case.input.is_object(),
             "bad cases file `{}`: case {} (`{}`) has an `input` that is not a table/object",
             path.display(),
@@ -130,6 +139,33 @@ fn load_cases(path: &Path) -> anyhow::Result<Vec<Case>> {
         );
     }
     Ok(cases)
+}
+
+/// Claude Code's tool names (a case may use them; they are translated as the hook does).
+const CLAUDE_TOOLS: &[&str] = &[
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Glob",
+    "Grep",
+    "LS",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "TodoWrite",
+    "BashOutput",
+    "KillShell",
+    "ExitPlanMode",
+    "SlashCommand",
+];
+
+/// A typo in a case's tool would silently test the default decision instead: refuse it.
+fn is_known_tool(tool: &str) -> bool {
+    KNOWN_TOOLS.contains(&tool) || CLAUDE_TOOLS.contains(&tool) || tool.starts_with("mcp__")
 }
 
 fn outcome(index: usize, case: &Case, trace: &Trace) -> Outcome {
