@@ -973,3 +973,166 @@ async fn the_openai_model_speaks_chat_completions() {
     assert_eq!(body["messages"][1]["content"], "read the notes");
     assert_eq!(body["tools"][0]["function"]["name"], "read_file");
 }
+
+// ---------- more of the permission phase ----------
+
+#[tokio::test]
+async fn run_bash_goes_through_bash_guard_and_content_rules() {
+    let p = project().await;
+    let mut bash = bash_guard_config();
+    bash.exec.require_confinement = false;
+    let guard = Guard::builder(p.root())
+        .permissions(checker(&[(RuleKind::Deny, "run_bash(rm:*)")]))
+        .bash(bash)
+        .approver(Arc::new(FixedApprover(Approval::Deny)))
+        .audit(p.audit.clone())
+        .build()
+        .await
+        .unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        turn(vec![
+            call("ok", "run_bash", json!({"command": "echo hello"})),
+            // The deny rule matches the second simple command, found by bash-guard's parser.
+            call(
+                "rm",
+                "run_bash",
+                json!({"command": "echo hi && rm notes.txt"}),
+            ),
+            call("sudo", "run_bash", json!({"command": "sudo ls"})),
+        ]),
+        answer("done"),
+    ]));
+    let out = run(&guard.runtime(model), "bash").await;
+    let ok = by_id(&out, "ok");
+    assert!(ok.executed && !ok.is_error, "{ok:?}");
+    assert!(ok.content.contains("hello"));
+    assert_eq!(by_id(&out, "rm").code.as_deref(), Some("p0-config-deny"));
+    assert!(p.root().join("notes.txt").exists());
+    let sudo = by_id(&out, "sudo");
+    assert!(!sudo.executed);
+    assert_eq!(sudo.code.as_deref(), Some("p1-tool-deny"), "{sudo:?}");
+}
+
+fn bash_guard_config() -> bash_guard::BashConfig {
+    bash_guard::BashConfig::default()
+}
+
+/// Asks for permission on every call.
+struct Asker;
+
+#[async_trait]
+impl AgentHook for Asker {
+    fn name(&self) -> &str {
+        "asker"
+    }
+    async fn pre_tool_use(&self, _ctx: &PreToolUseContext) -> HookResult<PreToolUseAction> {
+        Ok(PreToolUseAction::PermissionRequired {
+            message: "check this".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn session_rules_hook_requests_and_plan_mode_take_part_in_precedence() {
+    let p = project().await;
+    let mut plan = PermissionChecker::new();
+    plan.set_mode(perm_rules::PermissionMode::Plan);
+    let guard = Guard::builder(p.root())
+        .permissions(plan)
+        .hook(Arc::new(Asker))
+        .approver(Arc::new(FixedApprover(Approval::Deny)))
+        .build()
+        .await
+        .unwrap();
+    guard
+        .executor()
+        .add_session_rule(rule(RuleKind::Deny, "glob_files"));
+    let calls = [
+        call("g", "glob_files", json!({"pattern": "*.txt"})),
+        call("w", "file_write", json!({"file_path": "x", "content": "y"})),
+        call("r", "read_file", json!({"file_path": "notes.txt"})),
+    ];
+    let ctx = ToolContext::new("s").with_sandbox(Arc::clone(guard.sandbox()));
+    let results = guard.executor().execute_parallel(&calls, &ctx, None).await;
+    assert_eq!(results[0].code.as_deref(), Some("p2-session-deny"));
+    assert_eq!(
+        results[1].code.as_deref(),
+        Some("mode"),
+        "plan mode denies writes: {:?}",
+        results[1]
+    );
+    // Read-only passes plan mode, but the hook's request makes it an Ask, which is refused.
+    assert_eq!(results[2].code.as_deref(), Some("ask-refused"));
+    assert!(results.iter().all(|r| !r.executed));
+}
+
+#[tokio::test]
+async fn a_subagent_budget_is_carved_from_what_the_parent_has_left() {
+    let p = project().await;
+    let model = Arc::new(ScriptedModel::new(vec![
+        turn(vec![call(
+            "s",
+            "subagent",
+            json!({"kind": "nested", "prompt": "go"}),
+        )]),
+        // child step 1
+        turn(vec![
+            call("c1", "read_file", json!({"file_path": "notes.txt"})),
+            call(
+                "c2",
+                "subagent",
+                json!({"kind": "nested", "prompt": "deeper"}),
+            ),
+        ]),
+        // child step 2 would exceed what the parent had left
+        turn(vec![call(
+            "c3",
+            "read_file",
+            json!({"file_path": "notes.txt", "offset": 1}),
+        )]),
+        // lead
+        answer("lead done"),
+    ]));
+    let runner = SubAgentRunner::new(model.clone())
+        .with_type(SubagentType {
+            name: "nested".into(),
+            system_prompt: "n".into(),
+            tools: vec!["read_file".into(), "subagent".into()],
+            max_steps: None,
+        })
+        .unwrap()
+        .with_max_depth(1);
+    let guard = Guard::builder(p.root())
+        .subagents(Arc::new(runner))
+        .limits(LimitsConfig {
+            max_steps: 2,
+            ..LimitsConfig::default()
+        })
+        .audit(p.audit.clone())
+        .build()
+        .await
+        .unwrap();
+    let out = run(&guard.runtime(model), "go").await;
+    assert_eq!(out.answer, "lead done");
+    let rows = p.rows().await;
+    let child: Vec<_> = rows
+        .iter()
+        .filter(|r| r.row.agent_name == "nested")
+        .collect();
+    // One step (the parent had 2 - 1 left): c1 ran, c2 was refused, c3 never came.
+    assert_eq!(child.len(), 2, "{child:#?}");
+    let nested = child
+        .iter()
+        .find(|r| r.row.tool_name == "subagent")
+        .unwrap();
+    assert_eq!(
+        nested.row.reason_code.as_deref(),
+        Some("unknown-tool"),
+        "past the depth limit"
+    );
+    assert!(
+        child
+            .iter()
+            .any(|r| r.row.tool_name == "read_file" && r.row.status == AuditStatus::Ok)
+    );
+}
