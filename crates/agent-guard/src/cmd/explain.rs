@@ -120,7 +120,7 @@ fn explain_bash(a: super::bash::Args) -> anyhow::Result<Trace> {
         a.roots,
         a.read_only_roots,
     )?));
-    let mut config = bash_config(&policy)?;
+    let mut config = bash_config(&policy);
     if a.allow_network {
         config.block_network = false;
     }

@@ -298,7 +298,7 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(Some(&args.policy))?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let checker = load_checker(&policy, None, &cwd)?;
-    let sandbox = sandbox_config(&policy)?;
+    let sandbox = sandbox_config(&policy);
     let mut roots: Vec<PathBuf> = sandbox
         .roots
         .iter()

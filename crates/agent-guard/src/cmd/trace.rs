@@ -183,27 +183,9 @@ impl PathJudge for SandboxJudge<'_> {
     }
 }
 
-/// A section of the policy, typed by its layer; absent -> the layer's default.
-fn section<T: serde::de::DeserializeOwned + Default>(
-    policy: &Policy,
-    name: &str,
-) -> anyhow::Result<T> {
-    if policy.path.is_none() {
-        return Ok(T::default());
-    }
-    let table: toml::Table = toml::from_str(&policy.text)
-        .map_err(|e| anyhow::anyhow!("bad policy file `{}`: {e}", policy.source_name()))?;
-    match table.get(name) {
-        Some(value) => value.clone().try_into().map_err(|e| {
-            anyhow::anyhow!("bad policy file `{}`: [{name}]: {e}", policy.source_name())
-        }),
-        None => Ok(T::default()),
-    }
-}
-
 /// The policy's `[bash]` table with `AGENT_BLOCK_NETWORK` applied on top.
-pub(crate) fn bash_config(policy: &Policy) -> anyhow::Result<BashConfig> {
-    let mut config: BashConfig = section(policy, "bash")?;
+pub(crate) fn bash_config(policy: &Policy) -> BashConfig {
+    let mut config: BashConfig = policy.doc.bash.clone();
     // As `agent-guard bash`: anything but an explicit false keeps the network blocked.
     if let Ok(value) = std::env::var("AGENT_BLOCK_NETWORK") {
         config.block_network = !matches!(
@@ -211,12 +193,12 @@ pub(crate) fn bash_config(policy: &Policy) -> anyhow::Result<BashConfig> {
             "0" | "false" | "no" | "off"
         );
     }
-    Ok(config)
+    config
 }
 
 /// The policy's `[sandbox]` table.
-pub(crate) fn sandbox_config(policy: &Policy) -> anyhow::Result<SandboxConfig> {
-    section(policy, "sandbox")
+pub(crate) fn sandbox_config(policy: &Policy) -> &SandboxConfig {
+    &policy.doc.sandbox
 }
 
 /// Builds the permission checker exactly as `check` does: the policy file as the project
@@ -252,13 +234,13 @@ pub(crate) fn parse_mode(mode: &str) -> anyhow::Result<PermissionMode> {
 impl Guard {
     /// Builds every layer from `policy`, with `cwd` as the session's directory.
     pub fn load(policy: &Policy, mode: Option<&str>, cwd: &Path) -> anyhow::Result<Guard> {
-        let sandbox = Sandbox::from_config(&sandbox_config(policy)?, cwd)
+        let sandbox = Sandbox::from_config(sandbox_config(policy), cwd)
             .map_err(|e| format!("the sandbox cannot be built for `{}`: {e}", cwd.display()));
         Ok(Guard {
             checker: load_checker(policy, mode, cwd)?,
             cwd: cwd.to_owned(),
             sandbox,
-            analyzer: Analyzer::new(bash_config(policy)?),
+            analyzer: Analyzer::new(bash_config(policy)),
         })
     }
 
