@@ -93,6 +93,7 @@ fn text_output_names_file_line_and_the_winning_rule() {
 #[test]
 fn a_clean_policy_exits_0() {
     lint()
+        .env("AGENT_PERMISSIONS_DENY", "run_bash")
         .arg("lint-clean.toml")
         .assert()
         .success()

@@ -1,13 +1,14 @@
 //! `agent-guard lint`: find rules that cannot do what their author meant.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use perm_rules::{PermissionRule, RuleKind};
+use perm_rules::{ConfigLayer, Origin, PermissionChecker, PermissionRule, RuleKind};
 use serde::Serialize;
 
-use super::trace::{KNOWN_TOOLS, absolutize, load_checker, sandbox_config};
+use super::trace::{KNOWN_TOOLS, absolutize, sandbox_config};
 use crate::policy::Policy;
 
 const AFTER_HELP: &str = "\
@@ -21,6 +22,9 @@ Checks:
   unknown-tool       a tool name that is not one of the guard's tools (or `mcp__*`)
   outside-roots      an allow rule for an absolute path outside every [sandbox] root: the
                      sandbox refuses (or asks about) it whatever the rule says
+
+Only the file's rules are linted (`AGENT_PERMISSIONS_*` are ignored), so the verdict is the
+same on every machine.
 
 Exit status:
   0  no problems found
@@ -297,7 +301,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(Some(&args.policy))?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let checker = load_checker(&policy, None, &cwd)?;
+    // The file alone: `AGENT_PERMISSIONS_*` of whoever runs the lint must not change its verdict.
+    let layer = ConfigLayer::parse(Origin::Project, &policy.source_name(), &policy.text)?;
+    let checker = PermissionChecker::from_config(&[layer], &HashMap::new())?;
     let sandbox = sandbox_config(&policy);
     let mut roots: Vec<PathBuf> = sandbox
         .roots

@@ -31,6 +31,7 @@ Cases file: TOML (an array of [[case]] tables) or JSONL (one JSON object a line;
 
 Every case goes through the same layers as `claude-hook`: perm-rules, the built-in credential
 paths, fs-sandbox for path tools, and bash-guard for run_bash (unless `bash = false`).
+As in the hook, `AGENT_PERMISSIONS_*` rules and `AGENT_BLOCK_NETWORK` apply on top of the policy.
 
 Exit status:
   0  every case passed
