@@ -31,6 +31,11 @@ any other tool is judged by the rules under its own name (e.g. `mcp__github__cre
 A call that only the policy's `default = \"allow\"` would allow gets no permissionDecision, so
 Claude Code's own permission prompt still applies; an explicit allow rule answers \"allow\".
 
+PostToolUse (add the same command under \"PostToolUse\"): when the tool's response holds
+secrets, the answer is decision \"block\" with a reason and the redacted text as
+additionalContext. Claude Code cannot replace a built-in tool's output, only an MCP tool's
+(updatedMCPToolOutput, sent for mcp__* tools). `[hooks] redact_secrets = false` turns it off.
+
 Exit status:
   0  a decision was written to stdout (allow, ask or deny: read the JSON)
   2  bad hook JSON, a bad policy file or an unsupported event: the call is BLOCKED
