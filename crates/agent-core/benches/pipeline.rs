@@ -121,6 +121,30 @@ fn bench(c: &mut Criterion) {
             assert!(!r[0].is_error);
         })
     });
+    // The same call on a current-thread runtime: no cross-thread wake-ups, so what is left is
+    // the guards themselves (the audit writer shares the thread).
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let local_dir = tempfile::tempdir().unwrap();
+    let local_exec = executor(&local, local_dir.path());
+    group.bench_function("noop_call_full_pipeline_current_thread", |b| {
+        b.iter(|| {
+            n += 1;
+            let calls = [ToolCall {
+                id: format!("c{n}"),
+                name: "noop".into(),
+                arguments: json!({"n": n}),
+            }];
+            let mut dup = Dup(DuplicateDetector::default());
+            let r = local.block_on(local_exec.execute_parallel(&calls, &ctx, Some(&mut dup)));
+            assert!(!r[0].is_error);
+        })
+    });
+    local
+        .block_on(local_exec.audit().unwrap().shutdown())
+        .unwrap();
     for count in [1usize, 16] {
         group.throughput(Throughput::Elements(count as u64));
         group.bench_with_input(

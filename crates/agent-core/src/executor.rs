@@ -122,6 +122,12 @@ struct Queued {
 /// others alone) and run; results come back in call order.
 #[derive(Clone)]
 pub struct Executor {
+    // One allocation shared by every clone: the executor is cloned into each call's context.
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
     registry: ToolRegistry,
     checker: Arc<PermissionChecker>,
     session: Arc<RwLock<PermissionChecker>>,
@@ -135,10 +141,10 @@ pub struct Executor {
 impl std::fmt::Debug for Executor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Executor")
-            .field("registry", &self.registry)
-            .field("checker", &self.checker)
-            .field("hooks", &self.hooks)
-            .field("config", &self.config)
+            .field("registry", &self.inner.registry)
+            .field("checker", &self.inner.checker)
+            .field("hooks", &self.inner.hooks)
+            .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
 }
@@ -148,69 +154,72 @@ impl Executor {
     /// (Ask = deny), no audit log.
     pub fn new(registry: ToolRegistry) -> Self {
         Executor {
-            registry,
-            checker: Arc::new(PermissionChecker::new()),
-            session: Arc::new(RwLock::new(PermissionChecker::new())),
-            subjects: None,
-            hooks: Arc::new(HookRegistry::new()),
-            approver: None,
-            audit: None,
-            config: ExecutorConfig::default(),
+            inner: Arc::new(Inner {
+                registry,
+                checker: Arc::new(PermissionChecker::new()),
+                session: Arc::new(RwLock::new(PermissionChecker::new())),
+                subjects: None,
+                hooks: Arc::new(HookRegistry::new()),
+                approver: None,
+                audit: None,
+                config: ExecutorConfig::default(),
+            }),
         }
     }
 
     /// With the policy checker (P0, P4.5, P7, P8 and the mode).
     pub fn with_checker(mut self, checker: Arc<PermissionChecker>) -> Self {
-        self.checker = checker;
+        Arc::make_mut(&mut self.inner).checker = checker;
         self
     }
 
     /// With the provider that splits a call into content subjects for tool-level rules
     /// (the checker carries its own).
     pub fn with_subjects(mut self, subjects: Arc<dyn ContentSubjects>) -> Self {
-        self.subjects = Some(subjects);
+        Arc::make_mut(&mut self.inner).subjects = Some(subjects);
         self
     }
 
     /// With the hook pipeline.
     pub fn with_hooks(mut self, hooks: Arc<HookRegistry>) -> Self {
-        self.hooks = hooks;
+        Arc::make_mut(&mut self.inner).hooks = hooks;
         self
     }
 
     /// With the approver asked on Ask.
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
+        Arc::make_mut(&mut self.inner).approver = Some(approver);
         self
     }
 
     /// Without an approver (every Ask is denied).
     pub fn without_approver(mut self) -> Self {
-        self.approver = None;
+        Arc::make_mut(&mut self.inner).approver = None;
         self
     }
 
     /// With the audit log every call (refused or run) writes a row to.
     pub fn with_audit(mut self, audit: AuditLog) -> Self {
-        self.audit = Some(audit);
+        Arc::make_mut(&mut self.inner).audit = Some(audit);
         self
     }
 
     /// With settings.
     pub fn with_config(mut self, config: ExecutorConfig) -> Self {
-        self.config = config;
+        Arc::make_mut(&mut self.inner).config = config;
         self
     }
 
     /// The same guards over another (restricted) registry, sharing the session rules.
     pub fn with_registry(mut self, registry: ToolRegistry) -> Self {
-        self.registry = registry;
+        Arc::make_mut(&mut self.inner).registry = registry;
         self
     }
 
     /// Adds a session rule (P2 / P5), e.g. from an API call during the run.
     pub fn add_session_rule(&self, rule: PermissionRule) {
         let mut session = self
+            .inner
             .session
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -219,32 +228,32 @@ impl Executor {
 
     /// The registry.
     pub fn registry(&self) -> &ToolRegistry {
-        &self.registry
+        &self.inner.registry
     }
 
     /// The policy checker.
     pub fn checker(&self) -> &Arc<PermissionChecker> {
-        &self.checker
+        &self.inner.checker
     }
 
     /// The hook pipeline.
     pub fn hooks(&self) -> &Arc<HookRegistry> {
-        &self.hooks
+        &self.inner.hooks
     }
 
     /// The audit log.
     pub fn audit(&self) -> Option<&AuditLog> {
-        self.audit.as_ref()
+        self.inner.audit.as_ref()
     }
 
     /// The approver.
     pub fn approver(&self) -> Option<&Arc<dyn Approver>> {
-        self.approver.as_ref()
+        self.inner.approver.as_ref()
     }
 
     /// The settings.
     pub fn config(&self) -> &ExecutorConfig {
-        &self.config
+        &self.inner.config
     }
 
     /// The permission phase alone, on final arguments: what the call would resolve to.
@@ -256,9 +265,10 @@ impl Executor {
         hook_requests: Vec<HookPermissionRequest>,
     ) -> Resolution {
         let name = tool.name();
-        let config = self.checker.check(name, Some(args));
+        let config = self.inner.checker.check(name, Some(args));
         let session = {
             let session = self
+                .inner
                 .session
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -268,7 +278,7 @@ impl Executor {
         resolve_permission_precedence(&PrecedenceInputs {
             tool: name.to_owned(),
             read_only: tool.is_read_only(),
-            mode: self.checker.mode(),
+            mode: self.inner.checker.mode(),
             config,
             session,
             tool_level,
@@ -290,7 +300,7 @@ impl Executor {
                 continue;
             }
             if rule.has_content() {
-                let subj = subjects.get_or_insert_with(|| match &self.subjects {
+                let subj = subjects.get_or_insert_with(|| match &self.inner.subjects {
                     Some(s) => s.subjects(name, args),
                     None => perm_rules::DefaultSubjects.subjects(name, args),
                 });
@@ -362,7 +372,7 @@ impl Executor {
         ctx: &ToolContext,
         screen: &mut Option<&mut dyn CallScreen>,
     ) -> Result<Queued, ToolCallResult> {
-        let Some(tool) = self.registry.get(&call.name).cloned() else {
+        let Some(tool) = self.inner.registry.get(&call.name).cloned() else {
             let msg = format!(
                 "unknown tool `{}`; it is not available to this agent",
                 call.name
@@ -380,6 +390,7 @@ impl Executor {
             return Err(self.refuse(call, ctx, &code, &msg, None).await);
         }
         let pre = self
+            .inner
             .hooks
             .run_pre_tool_use(PreToolUseContext {
                 session_id: ctx.session_id.clone(),
@@ -448,10 +459,10 @@ impl Executor {
                     });
                 }
                 let outcome = approver::ask(
-                    self.approver.as_deref(),
+                    self.inner.approver.as_deref(),
                     ctx.silent,
                     &request,
-                    self.config.approval_timeout,
+                    self.inner.config.approval_timeout,
                 )
                 .await;
                 if !outcome.is_approved() {
@@ -487,7 +498,7 @@ impl Executor {
         message: &str,
         decision: Option<Decision>,
     ) -> ToolCallResult {
-        if let Some(audit) = &self.audit {
+        if let Some(audit) = &self.inner.audit {
             audit
                 .record(AuditRow::denied(
                     &ctx.session_id,
@@ -532,7 +543,7 @@ impl Executor {
             let user = ctx.cancel.clone();
             let abort = abort.clone();
             let aborter = Arc::clone(&aborter);
-            let timeout = self.config.tool_timeout;
+            let timeout = self.inner.config.tool_timeout;
             set.spawn(async move {
                 let started = Instant::now();
                 let out = run_tool(tool, args, call_ctx, user, abort, aborter, timeout).await;
@@ -609,7 +620,7 @@ impl Executor {
             cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
             transcript_path: None,
         };
-        let post = self.hooks.run_post_tool_use(post_ctx.clone()).await;
+        let post = self.inner.hooks.run_post_tool_use(post_ctx.clone()).await;
         let mut content = post.final_output;
         if !q.additional_context.is_empty() {
             content.push_str("\n\n[hook context] ");
@@ -617,11 +628,11 @@ impl Executor {
         }
         let content = shrink_output(
             content,
-            self.config.max_tool_output_chars,
-            self.config.library_dir.as_deref(),
+            self.inner.config.max_tool_output_chars,
+            self.inner.config.library_dir.as_deref(),
             &q.call_id,
         );
-        if let Some(audit) = &self.audit {
+        if let Some(audit) = &self.inner.audit {
             let mut row = AuditRow::tool_call(&PostToolUseContext {
                 output: content.clone(),
                 ..post_ctx
