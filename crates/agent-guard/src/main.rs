@@ -23,6 +23,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a bundled scripted agent session through every layer and print each decision.
+    Demo(cmd::demo::Args),
+    /// Run a scripted session (or a real model) through every layer.
+    Run(cmd::run::Args),
     /// Decide one tool call against the permission rules (layer 2).
     Check(cmd::check::Args),
     /// Decide one path against the filesystem sandbox (layer 4).
@@ -57,6 +61,8 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Demo(args) => cmd::demo::run(args),
+        Command::Run(args) => cmd::run::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Path(args) => cmd::path::run(args),
         Command::Bash(args) => cmd::bash::run(args),

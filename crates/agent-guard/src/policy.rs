@@ -56,6 +56,35 @@ impl Policy {
         })
     }
 
+    /// Parses a policy held in memory (the bundled demo policy); `name` is used in errors.
+    pub fn from_text(name: &str, text: &str) -> anyhow::Result<Policy> {
+        let doc: PolicyDoc =
+            toml::from_str(text).map_err(|err| anyhow::anyhow!("bad policy `{name}`: {err}"))?;
+        Ok(Policy {
+            path: Some(PathBuf::from(name)),
+            text: text.to_owned(),
+            doc,
+        })
+    }
+
+    /// The layer-2 checker: the policy's `[permissions]` as the project layer, with the
+    /// `AGENT_PERMISSIONS_*` variables of `env` on top.
+    pub fn checker(
+        &self,
+        env: &std::collections::HashMap<String, String>,
+    ) -> anyhow::Result<perm_rules::PermissionChecker> {
+        let mut layers = Vec::new();
+        if let Some(path) = &self.path {
+            layers.push(perm_rules::ConfigLayer {
+                origin: perm_rules::Origin::Project,
+                path: path.display().to_string(),
+                text: self.text.clone(),
+                config: self.doc.permissions.clone(),
+            });
+        }
+        Ok(perm_rules::PermissionChecker::from_config(&layers, env)?)
+    }
+
     /// A name for the policy's source in messages.
     #[allow(dead_code)]
     pub fn source_name(&self) -> String {

@@ -19,7 +19,11 @@ pub struct Reason {
 }
 
 impl Reason {
-    pub fn new(layer: impl Into<String>, code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(
+        layer: impl Into<String>,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Reason {
             layer: layer.into(),
             code: code.into(),

@@ -1,0 +1,347 @@
+//! Shared by `demo` and `run`: compose the full stack from a policy, replay a scripted session
+//! through `AgentRuntime::run_turn`, print every tool call with its decision and the layer that
+//! decided, then the audit summary.
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agent_core::{
+    Approval, ApprovalRequest, Approver, AssistantMessage, FixedApprover, Guard, Message, Model,
+    ScriptedModel, ToolCallResult, TurnOutcome,
+};
+use anyhow::Context as _;
+use perm_hooks::{AuditLog, AuditQuery, AuditReader};
+use perm_rules::Decision;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::policy::Policy;
+
+/// How Asks are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApproveMode {
+    /// Approve every Ask.
+    Yes,
+    /// Refuse every Ask (fails closed; the default).
+    No,
+    /// Ask on the terminal.
+    Prompt,
+}
+
+/// A scripted session: the system prompt, the user's prompt, the assistant turns to replay and
+/// the turns a subagent replays.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionScript {
+    /// The system prompt.
+    #[serde(default = "default_system")]
+    pub system: String,
+    /// The user's message.
+    pub prompt: String,
+    /// The lead agent's turns, in order.
+    pub turns: Vec<AssistantMessage>,
+    /// The turns subagents replay (shared by every child, in order).
+    #[serde(default)]
+    pub subagent_turns: Vec<AssistantMessage>,
+}
+
+fn default_system() -> String {
+    "You are a careful research assistant working in a sandboxed project.".to_owned()
+}
+
+impl SessionScript {
+    /// Parses a script file's text.
+    pub fn parse(name: &str, text: &str) -> anyhow::Result<SessionScript> {
+        serde_json::from_str(text).map_err(|e| anyhow::anyhow!("bad script `{name}`: {e}"))
+    }
+}
+
+/// Everything a session run needs.
+pub struct SessionOptions<'a> {
+    pub policy: &'a Policy,
+    pub script: SessionScript,
+    /// The working directory (the sandbox's default root).
+    pub cwd: PathBuf,
+    pub audit_db: PathBuf,
+    pub approve: ApproveMode,
+    /// A real model instead of the script's turns (`--model-url`).
+    pub model: Option<Arc<dyn Model>>,
+    pub json: bool,
+}
+
+struct PromptApprover;
+
+#[async_trait::async_trait]
+impl Approver for PromptApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Approval {
+        let question = format!(
+            "\n? {} wants to run `{}` {}\n  {}\n  allow? [y/N] ",
+            request.session_id, request.tool, request.args, request.message
+        );
+        let answer = tokio::task::spawn_blocking(move || {
+            eprint!("{question}");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line).map(|_| line)
+        })
+        .await;
+        match answer {
+            Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => Approval::Approve,
+            // EOF, an error or anything but yes: fail closed.
+            _ => Approval::Deny,
+        }
+    }
+}
+
+/// The layer a refusal or result code belongs to, for the printed trace.
+pub fn layer_of(result: &ToolCallResult) -> &'static str {
+    let code = result.code.as_deref().unwrap_or("");
+    if result.content.contains("bash-guard:") || code.starts_with("bash-") {
+        "bash-guard"
+    } else if code.starts_with("sandbox-") {
+        "fs-sandbox"
+    } else if code.starts_with("p3-") || code.starts_with("p4-hook") || code.starts_with("hook") {
+        "perm-hooks"
+    } else if code.starts_with('p') && code.as_bytes().get(1).is_some_and(u8::is_ascii_digit) {
+        "perm-rules"
+    } else if code.starts_with("approval") || code.starts_with("ask") || code == "mode" {
+        "approver"
+    } else if matches!(code, "duplicate_call" | "repeated_error") || code.starts_with("duplicate") {
+        "runtime-limits"
+    } else if code.is_empty() {
+        "tool"
+    } else {
+        "agent-core"
+    }
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+fn args_summary(result: &ToolCallResult) -> String {
+    let args = &result.final_args;
+    for key in [
+        "command",
+        "file_path",
+        "pattern",
+        "path",
+        "prompt",
+        "question",
+        "kind",
+    ] {
+        if let Some(v) = args.get(key).and_then(|v| v.as_str()) {
+            return first_line(v, 60);
+        }
+    }
+    first_line(&args.to_string(), 60)
+}
+
+fn print_outcome(outcome: &TurnOutcome) {
+    println!("\ntool calls ({}):", outcome.results.len());
+    for (i, r) in outcome.results.iter().enumerate() {
+        let decision = r.decision.map_or("-", Decision::as_str);
+        let status = if r.executed {
+            if r.is_error { "ran, failed" } else { "ran" }
+        } else {
+            "refused"
+        };
+        // A call that ran cleanly passed every layer; only a refusal or failure names one.
+        let decided = if r.executed && !r.is_error {
+            String::new()
+        } else {
+            format!(
+                "[{}{}]",
+                layer_of(r),
+                r.code
+                    .as_deref()
+                    .map(|c| format!(": {c}"))
+                    .unwrap_or_default()
+            )
+        };
+        println!(
+            "{:>3}. {:<12} {:<46} {:<5} {:<11} {decided}",
+            i + 1,
+            r.tool,
+            format!("`{}`", args_summary(r)),
+            decision,
+            status,
+        );
+        if r.is_error || !r.executed {
+            println!("       why: {}", first_line(&r.content, 140));
+        }
+    }
+    if !outcome.interventions.is_empty() {
+        println!("\nruntime limits (layer 7):");
+        for iv in &outcome.interventions {
+            println!("  - {}: {}", iv.code(), first_line(&iv.message(), 140));
+        }
+    }
+    println!(
+        "\nturn ended: {} after {} steps (~{} tokens)",
+        outcome.stop.code(),
+        outcome.steps,
+        outcome.tokens_used
+    );
+    println!("answer: {}", first_line(&outcome.answer, 200));
+}
+
+/// Runs the session and prints it. Exit 0 when the session ran, whatever was refused.
+pub fn run(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(opts))
+}
+
+async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let checker = opts.policy.checker(&env)?;
+    let doc = &opts.policy.doc;
+    if let Some(dir) = opts.audit_db.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create `{}`", dir.display()))?;
+    }
+    let audit = AuditLog::open(&opts.audit_db)
+        .await
+        .with_context(|| format!("cannot open audit log `{}`", opts.audit_db.display()))?;
+
+    let lead: Arc<dyn Model> = match &opts.model {
+        Some(m) => Arc::clone(m),
+        None => Arc::new(ScriptedModel::new(opts.script.turns.clone())),
+    };
+    let child: Arc<dyn Model> = match &opts.model {
+        Some(m) => Arc::clone(m),
+        None => Arc::new(ScriptedModel::new(opts.script.subagent_turns.clone())),
+    };
+    let approver: Arc<dyn Approver> = match opts.approve {
+        ApproveMode::Yes => Arc::new(FixedApprover(Approval::Approve)),
+        ApproveMode::No => Arc::new(FixedApprover(Approval::Deny)),
+        ApproveMode::Prompt => Arc::new(PromptApprover),
+    };
+    let spawner = subagent::SubAgentRunner::new(child).with_limits(doc.limits.clone());
+    let mut builder = Guard::builder(&opts.cwd)
+        .permissions(checker)
+        .sandbox(doc.sandbox.clone())
+        .bash(doc.bash.clone())
+        .hooks(doc.hooks.clone())
+        .limits(doc.limits.clone())
+        .approver(approver)
+        .subagents(Arc::new(spawner))
+        .audit(audit.clone());
+    if let Ok(exe) = std::env::current_exe() {
+        builder = builder.trampoline(exe);
+    }
+    let guard = builder.build().await?;
+    let runtime = guard.runtime(lead);
+
+    let session_id = format!("demo-{}", std::process::id());
+    let mut messages = vec![
+        Message::system(opts.script.system.clone()),
+        Message::user(opts.script.prompt.clone()),
+    ];
+    if !opts.json {
+        println!(
+            "agent-guard session `{session_id}` in {}",
+            opts.cwd.display()
+        );
+        println!("user: {}", first_line(&opts.script.prompt, 200));
+    }
+    let cancel = CancellationToken::new();
+    let outcome = runtime.run_turn(&session_id, &mut messages, &cancel).await;
+    audit.shutdown().await?;
+
+    let reader = AuditReader::open(&opts.audit_db).await?;
+    let query = AuditQuery {
+        session_id: Some(session_id.clone()),
+        ..AuditQuery::default()
+    };
+    let rows = reader.query(&query).await?;
+    let summary = reader.summary(&query).await?;
+    reader.close().await;
+
+    if opts.json {
+        let calls: Vec<_> = outcome
+            .results
+            .iter()
+            .map(|r| {
+                json!({
+                    "tool": r.tool,
+                    "args": r.final_args,
+                    "decision": r.decision,
+                    "executed": r.executed,
+                    "is_error": r.is_error,
+                    "layer": layer_of(r),
+                    "code": r.code,
+                    "content": r.content,
+                })
+            })
+            .collect();
+        let interventions: Vec<_> = outcome
+            .interventions
+            .iter()
+            .map(|iv| json!({"code": iv.code(), "message": iv.message()}))
+            .collect();
+        let out = json!({
+            "session_id": session_id,
+            "stop": outcome.stop.code(),
+            "steps": outcome.steps,
+            "answer": outcome.answer,
+            "calls": calls,
+            "interventions": interventions,
+            "audit_db": opts.audit_db,
+            "audit_rows": rows,
+            "audit_summary": summary,
+        });
+        println!("{out}");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    print_outcome(&outcome);
+    println!(
+        "\naudit log `{}` ({} rows for this session; `agent-guard audit --db {} --session {}` lists them):",
+        opts.audit_db.display(),
+        rows.len(),
+        opts.audit_db.display(),
+        session_id
+    );
+    println!(
+        "  {:<16} {:>5} {:>4} {:>5} {:>7} {:>9}",
+        "tool", "calls", "ok", "fail", "denied", "avg ms"
+    );
+    for s in &summary {
+        println!(
+            "  {:<16} {:>5} {:>4} {:>5} {:>7} {:>9.1}",
+            s.tool_name, s.calls, s.ok, s.fail, s.denied, s.avg_elapsed_ms
+        );
+    }
+    let agents: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.row.agent_name.as_str()).collect();
+    println!(
+        "  agents seen: {}",
+        agents.into_iter().collect::<Vec<_>>().join(", ")
+    );
+    if std::io::stdout().is_terminal() {
+        println!("\n(try `--json` for machine-readable output)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves `path` against `cwd`.
+pub fn absolute(cwd: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}

@@ -1,0 +1,143 @@
+//! `agent-guard demo` and `agent-guard run` through the built binary.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn json_of(cmd: &mut Command) -> Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn calls_of(v: &Value) -> &Vec<Value> {
+    v["calls"].as_array().unwrap()
+}
+
+fn find<'a>(v: &'a Value, tool: &str, arg_has: &str) -> &'a Value {
+    calls_of(v)
+        .iter()
+        .find(|c| c["tool"] == tool && c["args"].to_string().contains(arg_has))
+        .unwrap_or_else(|| panic!("no `{tool}` call with `{arg_has}` in {v}"))
+}
+
+#[test]
+fn demo_hits_every_kind_of_decision_and_audits_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("audit.db");
+    let v = json_of(
+        Command::cargo_bin("agent-guard")
+            .unwrap()
+            .args(["demo", "--json", "--audit-db"])
+            .arg(&db),
+    );
+    // Allowed reads ran.
+    let read = find(&v, "read_file", "papers/attention.md");
+    assert_eq!(read["decision"], "allow");
+    assert_eq!(read["executed"], true);
+    // The redaction hook masked the key before the model saw it.
+    assert!(
+        !read["content"]
+            .as_str()
+            .unwrap()
+            .contains("AKIAIOSFODNN7EXAMPLE")
+    );
+    // A config deny (layer 2) never ran.
+    let env = find(&v, "read_file", ".env");
+    assert_eq!(env["decision"], "deny");
+    assert_eq!(env["executed"], false);
+    assert_eq!(env["layer"], "perm-rules");
+    // bash-guard asked about inline code; the default approver (`no`) refused it.
+    let py = find(&v, "run_bash", "python3");
+    assert_eq!(py["decision"], "ask");
+    assert_eq!(py["executed"], false);
+    assert_eq!(py["layer"], "bash-guard");
+    // The third identical call in a row was refused by layer 7.
+    let dups: Vec<&Value> = calls_of(&v)
+        .iter()
+        .filter(|c| c["args"].to_string().contains("notes/summary.md") && c["tool"] == "read_file")
+        .collect();
+    assert_eq!(dups.len(), 3);
+    assert_eq!(dups[2]["code"], "duplicate_call");
+    assert_eq!(dups[2]["executed"], false);
+    // The subagent ran and the step limit ended the turn.
+    assert_eq!(find(&v, "subagent", "RLHF")["executed"], true);
+    assert_eq!(v["stop"], "max_steps");
+    // One audit row per lead call (refusals included), in the file we asked for.
+    let rows = v["audit_rows"].as_array().unwrap();
+    let lead_rows = rows.iter().filter(|r| r["agent_name"] == "lead").count();
+    assert_eq!(lead_rows, calls_of(&v).len());
+    assert!(db.is_file());
+}
+
+#[test]
+fn demo_with_approval_runs_the_asked_command() {
+    let v = json_of(Command::cargo_bin("agent-guard").unwrap().args([
+        "demo",
+        "--json",
+        "--approve",
+        "yes",
+    ]));
+    let py = find(&v, "run_bash", "python3");
+    assert_eq!(py["decision"], "ask");
+    assert_eq!(py["executed"], true);
+}
+
+#[test]
+fn run_replays_a_user_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.txt"), "hello\n").unwrap();
+    let script = tmp.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"{"prompt":"read a.txt","turns":[
+            {"tool_calls":[{"id":"1","name":"read_file","arguments":{"file_path":"a.txt"}},
+                           {"id":"2","name":"file_write","arguments":{"file_path":"../escape.txt","content":"x"}}]},
+            {"content":"done"}]}"#,
+    )
+    .unwrap();
+    let v = json_of(
+        Command::cargo_bin("agent-guard")
+            .unwrap()
+            .args(["run", "--json", "--approve", "yes", "--script"])
+            .arg(&script)
+            .arg("--cwd")
+            .arg(tmp.path())
+            .arg("--audit-db")
+            .arg(tmp.path().join("audit.db")),
+    );
+    assert_eq!(find(&v, "read_file", "a.txt")["executed"], true);
+    // Approved by the person, then refused by the sandbox: the write never left the root.
+    let esc = find(&v, "file_write", "escape");
+    assert_eq!(esc["is_error"], true);
+    assert_eq!(esc["layer"], "fs-sandbox");
+    assert!(!tmp.path().parent().unwrap().join("escape.txt").exists());
+    assert_eq!(v["answer"], "done");
+}
+
+#[test]
+fn run_rejects_a_malformed_script_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("bad.json");
+    std::fs::write(&script, "{not json").unwrap();
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .args(["run", "--script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad script"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
