@@ -52,7 +52,14 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     cargo(root, &["fmt", "--all", "--check"], &[])?;
     cargo(
         root,
-        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
         &[],
     )?;
     cargo(root, &["test", "--workspace"], &[])?;

@@ -87,7 +87,11 @@ pub fn check(root: &Path) -> anyhow::Result<()> {
     if problems.is_empty() {
         Ok(())
     } else {
-        bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "))
+        bail!(
+            "tidy found {} problem(s):\n  {}",
+            problems.len(),
+            problems.join("\n  ")
+        )
     }
 }
 
@@ -142,7 +146,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         write_crate(tmp.path(), "perm-rules", &[], true, true);
         write_crate(tmp.path(), "perm-hooks", &["perm-rules"], true, true);
-        write_crate(tmp.path(), "agent-core", &["perm-rules", "perm-hooks"], true, true);
+        write_crate(
+            tmp.path(),
+            "agent-core",
+            &["perm-rules", "perm-hooks"],
+            true,
+            true,
+        );
         check(tmp.path()).unwrap();
     }
 
@@ -152,7 +162,10 @@ mod tests {
         write_crate(tmp.path(), "perm-rules", &[], true, true);
         write_crate(tmp.path(), "bash-guard", &["perm-rules"], true, true);
         let err = check(tmp.path()).unwrap_err().to_string();
-        assert!(err.contains("leaf crate `bash-guard` depends on sibling `perm-rules`"), "{err}");
+        assert!(
+            err.contains("leaf crate `bash-guard` depends on sibling `perm-rules`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -160,9 +173,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         write_crate(tmp.path(), "perm-rules", &[], true, true);
         write_crate(tmp.path(), "fs-sandbox", &[], true, true);
-        write_crate(tmp.path(), "perm-hooks", &["perm-rules", "fs-sandbox"], true, true);
+        write_crate(
+            tmp.path(),
+            "perm-hooks",
+            &["perm-rules", "fs-sandbox"],
+            true,
+            true,
+        );
         let err = check(tmp.path()).unwrap_err().to_string();
-        assert!(err.contains("`perm-hooks` may not depend on `fs-sandbox`"), "{err}");
+        assert!(
+            err.contains("`perm-hooks` may not depend on `fs-sandbox`"),
+            "{err}"
+        );
     }
 
     #[test]
