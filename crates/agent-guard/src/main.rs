@@ -50,7 +50,27 @@ enum Command {
     SandboxExec(cmd::exec::TrampolineArgs),
 }
 
+/// `println!` panics when stdout is a closed pipe (`agent-guard demo | head`), because Rust
+/// ignores SIGPIPE. Exit quietly with the shell's SIGPIPE status instead of printing a panic;
+/// every other panic keeps the default report.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
