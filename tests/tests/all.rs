@@ -1136,3 +1136,76 @@ async fn a_subagent_budget_is_carved_from_what_the_parent_has_left() {
             .any(|r| r.row.tool_name == "read_file" && r.row.status == AuditStatus::Ok)
     );
 }
+
+struct Panics;
+
+#[async_trait]
+impl AgentTool for Panics {
+    fn name(&self) -> &str {
+        "panics"
+    }
+    fn description(&self) -> &str {
+        "panics"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn execute(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        panic!("tool bug")
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_tool_becomes_an_error_result() {
+    let exec = Executor::new(ToolRegistry::new().with(Arc::new(Panics)).unwrap());
+    let r = exec
+        .execute_parallel(
+            &[call("p", "panics", json!({}))],
+            &ToolContext::new("s"),
+            None,
+        )
+        .await;
+    assert!(r[0].is_error);
+    assert_eq!(r[0].code.as_deref(), Some("tool-failed"));
+}
+
+#[tokio::test]
+async fn compress_context_compacts_after_the_step() {
+    let p = project().await;
+    let lines: Vec<String> = (0..10)
+        .map(|i| format!("line {i} {}", "z".repeat(100)))
+        .collect();
+    std::fs::write(p.root().join("long.txt"), lines.join("\n")).unwrap();
+    let guard = Guard::builder(p.root()).build().await.unwrap();
+    let mut turns: Vec<AssistantMessage> = (0..5)
+        .map(|i| {
+            turn(vec![call(
+                &format!("r{i}"),
+                "read_file",
+                json!({"file_path": "long.txt", "offset": i}),
+            )])
+        })
+        .collect();
+    turns.push(turn(vec![call("c", "compress_context", json!({}))]));
+    turns.push(answer("done"));
+    let model = Arc::new(ScriptedModel::new(turns));
+    let rt = guard.runtime(model);
+    let mut messages = vec![Message::system("sys"), Message::user("task")];
+    let out = rt
+        .run_turn("s", &mut messages, &CancellationToken::new())
+        .await;
+    assert_eq!(out.answer, "done");
+    assert!(matches!(&messages[0], Message::System { .. }));
+    assert_eq!(
+        messages[1],
+        Message::user("task"),
+        "the task survives compaction"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.text().starts_with("[context compacted")),
+        "{messages:#?}"
+    );
+    assert!(messages.len() < 2 + 7 * 2);
+}
