@@ -78,6 +78,24 @@ fn demo_hits_every_kind_of_decision_and_audits_it() {
     let lead_rows = rows.iter().filter(|r| r["agent_name"] == "lead").count();
     assert_eq!(lead_rows, calls_of(&v).len());
     assert!(db.is_file());
+    // The subagent's calls are audited under its own agent name: its search ran, its read
+    // outside the sandbox and its `ask_user` (not in the explore tool set) did not.
+    let child: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["agent_name"] == "explore")
+        .collect();
+    assert!(
+        child
+            .iter()
+            .any(|r| r["tool_name"] == "grep_files" && r["status"] == "OK"),
+        "{child:?}"
+    );
+    assert!(
+        child
+            .iter()
+            .any(|r| r["tool_name"] == "read_file" && r["status"] != "OK"),
+        "{child:?}"
+    );
 }
 
 #[test]

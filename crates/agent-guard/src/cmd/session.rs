@@ -262,13 +262,17 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     audit.shutdown().await?;
 
     let reader = AuditReader::open(&opts.audit_db).await?;
-    let query = AuditQuery {
-        session_id: Some(session_id.clone()),
-        ..AuditQuery::default()
-    };
-    let rows = reader.query(&query).await?;
-    let summary = reader.summary(&query).await?;
+    // Subagents log under `{session}/{kind}-{n}`, so the session's rows are its own and its
+    // children's.
+    let child_prefix = format!("{session_id}/");
+    let rows: Vec<_> = reader
+        .query(&AuditQuery::default())
+        .await?
+        .into_iter()
+        .filter(|r| r.row.session_id == session_id || r.row.session_id.starts_with(&child_prefix))
+        .collect();
     reader.close().await;
+    let summary = summarise(&rows);
 
     if opts.json {
         let calls: Vec<_> = outcome
@@ -308,12 +312,28 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     }
 
     print_outcome(&outcome);
+    let children: Vec<_> = rows
+        .iter()
+        .filter(|r| r.row.session_id.starts_with(&child_prefix))
+        .collect();
+    if !children.is_empty() {
+        println!("\nsubagent calls (isolated, silent; from the audit log):");
+        for r in children {
+            println!(
+                "  {:<8} {:<12} {:<13} {:<5} {}",
+                r.row.agent_name,
+                r.row.tool_name,
+                r.row.status.as_str(),
+                r.row.decision.map_or("-", Decision::as_str),
+                r.row.reason_code.as_deref().unwrap_or(""),
+            );
+        }
+    }
     println!(
-        "\naudit log `{}` ({} rows for this session; `agent-guard audit --db {} --session {}` lists them):",
+        "\naudit log `{}` ({} rows for this session and its subagents; `agent-guard audit --db {}` lists them):",
         opts.audit_db.display(),
         rows.len(),
         opts.audit_db.display(),
-        session_id
     );
     println!(
         "  {:<16} {:>5} {:>4} {:>5} {:>7} {:>9}",
@@ -335,6 +355,50 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         println!("\n(try `--json` for machine-readable output)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Per-tool totals of `rows` (the reader's own summary filters by one exact session id).
+fn summarise(rows: &[perm_hooks::AuditRecord]) -> Vec<perm_hooks::ToolSummary> {
+    let mut by_tool: std::collections::BTreeMap<&str, perm_hooks::ToolSummary> =
+        std::collections::BTreeMap::new();
+    let mut total_ms: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.row.status != perm_hooks::AuditStatus::SessionStop)
+    {
+        let name = r.row.tool_name.as_str();
+        let s = by_tool
+            .entry(name)
+            .or_insert_with(|| perm_hooks::ToolSummary {
+                tool_name: name.to_owned(),
+                calls: 0,
+                ok: 0,
+                fail: 0,
+                denied: 0,
+                avg_elapsed_ms: 0.0,
+                max_elapsed_ms: 0,
+            });
+        s.calls += 1;
+        match r.row.status {
+            perm_hooks::AuditStatus::Ok => s.ok += 1,
+            perm_hooks::AuditStatus::Fail => s.fail += 1,
+            perm_hooks::AuditStatus::Denied => s.denied += 1,
+            perm_hooks::AuditStatus::SessionStop => {}
+        }
+        s.max_elapsed_ms = s.max_elapsed_ms.max(r.row.elapsed_ms);
+        *total_ms.entry(name).or_default() += r.row.elapsed_ms;
+    }
+    by_tool
+        .into_iter()
+        .map(|(name, mut s)| {
+            let total = total_ms.get(name).copied().unwrap_or(0);
+            // Precision loss only past 2^53 ms, far beyond any session.
+            #[allow(clippy::cast_precision_loss)]
+            let avg = total as f64 / s.calls.max(1) as f64;
+            s.avg_elapsed_ms = avg;
+            s
+        })
+        .collect()
 }
 
 /// Resolves `path` against `cwd`.
