@@ -54,10 +54,10 @@ pub fn check(root: &Path) -> anyhow::Result<()> {
                 problems.push(format!(
                     "leaf crate `{name}` depends on sibling `{dep}`: define a narrow trait instead"
                 ));
-            } else if let Some((_, allowed)) = ALLOWED.iter().find(|(n, _)| n == name) {
-                if !allowed.contains(&dep.as_str()) {
-                    problems.push(format!("`{name}` may not depend on `{dep}`"));
-                }
+            } else if let Some((_, allowed)) = ALLOWED.iter().find(|(n, _)| n == name)
+                && !allowed.contains(&dep.as_str())
+            {
+                problems.push(format!("`{name}` may not depend on `{dep}`"));
             }
         }
 
