@@ -1209,3 +1209,35 @@ async fn compress_context_compacts_after_the_step() {
     );
     assert!(messages.len() < 2 + 7 * 2);
 }
+
+#[tokio::test]
+async fn the_per_tool_timeout_stops_even_a_block_tool() {
+    let mut slow = Probe::new("stuck");
+    slow.behavior = InterruptBehavior::Block;
+    slow.sleep = Duration::from_secs(5);
+    let done = Arc::clone(&slow.finished);
+    let exec = Executor::new(ToolRegistry::new().with(Arc::new(slow)).unwrap()).with_config(
+        ExecutorConfig {
+            tool_timeout: ExecutorConfig::timeout_from_env_value(Some("0"))
+                .min(Duration::from_millis(50)),
+            ..ExecutorConfig::default()
+        },
+    );
+    let r = exec
+        .execute_parallel(
+            &[call("t", "stuck", json!({}))],
+            &ToolContext::new("s"),
+            None,
+        )
+        .await;
+    assert_eq!(r[0].code.as_deref(), Some("tool-timeout"));
+    assert_eq!(done.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        ExecutorConfig::timeout_from_env_value(Some("7")),
+        Duration::from_secs(7)
+    );
+    assert_eq!(
+        ExecutorConfig::timeout_from_env_value(Some("x")),
+        Duration::from_secs(120)
+    );
+}

@@ -621,6 +621,11 @@ impl Executor {
             transcript_path: None,
         };
         let post = self.inner.hooks.run_post_tool_use(post_ctx.clone()).await;
+        // A failed post hook under `deny`/`block` withholds the output: report it as an error.
+        let (is_error, code) = match &post.withheld {
+            Some(failure) => (true, Some(failure.code().to_owned())),
+            None => (is_error, code),
+        };
         let mut content = post.final_output;
         if !q.additional_context.is_empty() {
             content.push_str("\n\n[hook context] ");
@@ -635,6 +640,7 @@ impl Executor {
         if let Some(audit) = &self.inner.audit {
             let mut row = AuditRow::tool_call(&PostToolUseContext {
                 output: content.clone(),
+                is_error,
                 ..post_ctx
             });
             row.decision = Some(q.resolution.decision);
