@@ -82,6 +82,18 @@ fn bench(c: &mut Criterion) {
         }
     }
     group.finish();
+
+    // The floor under every content check: turning the JSON arguments into subjects.
+    let mut group = c.benchmark_group("perm-rules/subjects");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(30);
+    let args = json!({"command": "cmd5000 --flag"});
+    group.bench_function("default/run_bash", |b| {
+        b.iter(|| DefaultSubjects.subjects(black_box("run_bash"), black_box(&args)))
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -1,6 +1,7 @@
 //! The compiled rule set.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -84,7 +85,7 @@ const GLOB_MEMO_CAP: usize = 1024;
 #[derive(Debug, Default)]
 struct Compiled {
     /// Exact tool name -> the index of its exact-name rules.
-    exact: HashMap<String, ToolIndex>,
+    exact: TextMap<ToolIndex>,
     /// One glob per tool-glob rule; `glob_rules[i]` is the rule of glob `i`.
     globs: GlobSet,
     glob_rules: Vec<u32>,
@@ -97,6 +98,16 @@ struct Compiled {
 #[derive(Debug, Default)]
 struct ToolIndex {
     kinds: [KindIndex; 3],
+    /// Command specifiers by their first word, per kind: one lookup serves all three kinds.
+    words: TextMap<[Vec<u32>; 3]>,
+}
+
+/// What the word index holds for one subject: the rules under its first word and, for a
+/// path-qualified program (`/bin/rm`), under the base name (Deny/Ask only).
+#[derive(Clone, Copy, Default)]
+struct WordProbe<'a> {
+    first: Option<&'a [Vec<u32>; 3]>,
+    base: Option<&'a [Vec<u32>; 3]>,
 }
 
 /// The rules of one kind, indexed by what their content specifier can match, so a check looks
@@ -107,10 +118,10 @@ struct KindIndex {
     plain: Option<u32>,
     /// The first content rule: what unanalysable content matches for Deny/Ask.
     first_content: Option<u32>,
-    /// Command specifiers by their first word.
-    words: HashMap<String, Vec<u32>>,
+    /// Whether any command specifier of this kind is in the tool's word index.
+    has_words: bool,
     /// Domain specifiers by domain.
-    domains: HashMap<String, Vec<u32>>,
+    domains: TextMap<Vec<u32>>,
     /// Path specifiers matched against the cwd-relative form of a path (`./src/**`).
     relative_paths: PathSet,
     /// Path specifiers matched against the absolute forms (`/etc/**`, `**/.env`).
@@ -167,6 +178,59 @@ impl PathSet {
     }
 }
 
+/// The hasher of the maps keyed by rule text (tool names, command words, domains).
+///
+/// A multiply-rotate hash (FxHash's) is several times cheaper than SipHash on short keys and
+/// this runs up to a few times per check. Flooding is not a concern: only policy rules are
+/// inserted into these maps; call content only probes them. The glob memo, which inserts tool
+/// names chosen by the caller, keeps the default hasher.
+#[derive(Debug, Default, Clone, Copy)]
+struct FxBuild;
+
+struct FxHasher(u64);
+
+impl BuildHasher for FxBuild {
+    type Hasher = FxHasher;
+
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher(0)
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            for (to, from) in word.iter_mut().zip(chunk) {
+                *to = *from;
+            }
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn finish(&self) -> u64 {
+        // The table takes its bucket from the low bits, which the multiply leaves depending on
+        // the low input bits only (`cmd1`, `cmd2`, ... would share a bucket): mix the high
+        // bits down (splitmix64's finaliser).
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+type TextMap<V> = HashMap<String, V, FxBuild>;
+
 fn slot(kind: RuleKind) -> usize {
     match kind {
         RuleKind::Deny => 0,
@@ -202,7 +266,12 @@ impl ToolIndex {
             kind.first_content.get_or_insert(i);
             match key {
                 IndexKey::Any => {}
-                IndexKey::Word(word) => kind.words.entry(word.to_owned()).or_default().push(i),
+                IndexKey::Word(word) => {
+                    kind.has_words = true;
+                    if let Some(list) = index.words.entry(word.to_owned()).or_default().get_mut(s) {
+                        list.push(i);
+                    }
+                }
                 IndexKey::Domain(domain) => {
                     kind.domains.entry(domain.to_owned()).or_default().push(i);
                 }
@@ -238,6 +307,30 @@ impl ToolIndex {
     }
 }
 
+impl ToolIndex {
+    /// Looks every subject up in the word index (once per check, for all kinds).
+    fn probe(&self, subjects: &Subjects) -> Vec<WordProbe<'_>> {
+        let Subjects::List(list) = subjects else {
+            return Vec::new();
+        };
+        if self.words.is_empty() {
+            return Vec::new();
+        }
+        list.iter()
+            .map(|subject| {
+                let cmd = normalize_command(subject);
+                let first = cmd.split_once(' ').map_or(cmd.as_ref(), |(f, _)| f);
+                WordProbe {
+                    first: self.words.get(first),
+                    base: first
+                        .rsplit_once('/')
+                        .and_then(|(_, base)| self.words.get(base)),
+                }
+            })
+            .collect()
+    }
+}
+
 impl KindIndex {
     /// Whether the answer depends on the content: some content rule comes before the first
     /// plain rule (a plain rule matches anything, so later rules cannot be reported).
@@ -249,21 +342,29 @@ impl KindIndex {
         }
     }
 
-    /// The rules that can match `subject`: a superset of those whose specifier matches it.
-    fn candidates(&self, kind: RuleKind, subject: &str, cwd: Option<&str>, out: &mut Vec<u32>) {
-        out.extend_from_slice(&self.residual);
-        if !self.words.is_empty() {
-            let cmd = normalize_command(subject);
-            let first = cmd.split_once(' ').map_or(cmd.as_ref(), |(f, _)| f);
-            if let Some(list) = self.words.get(first) {
-                out.extend_from_slice(list);
+    /// Hands `visit` the rules that can match `subject`, as ascending lists whose union is a
+    /// superset of the rules whose specifier matches it.
+    fn candidates(
+        &self,
+        kind: RuleKind,
+        subject: &str,
+        probe: WordProbe<'_>,
+        cwd: Option<&str>,
+        visit: &mut dyn FnMut(&[u32]),
+    ) {
+        if !self.residual.is_empty() {
+            visit(&self.residual);
+        }
+        if self.has_words {
+            let s = slot(kind);
+            if let Some(list) = probe.first.and_then(|l| l.get(s)) {
+                visit(list);
             }
             // `/bin/rm` is `rm` for a Deny/Ask rule (see `spec_matches`).
             if kind != RuleKind::Allow
-                && let Some((_, base)) = first.rsplit_once('/')
-                && let Some(list) = self.words.get(base)
+                && let Some(list) = probe.base.and_then(|l| l.get(s))
             {
-                out.extend_from_slice(list);
+                visit(list);
             }
         }
         if !self.domains.is_empty() {
@@ -271,7 +372,7 @@ impl KindIndex {
             let mut rest = host.as_str();
             loop {
                 if let Some(list) = self.domains.get(rest) {
-                    out.extend_from_slice(list);
+                    visit(list);
                 }
                 match rest.split_once('.') {
                     Some((_, tail)) => rest = tail,
@@ -281,58 +382,72 @@ impl KindIndex {
         }
         if !self.relative_paths.rules.is_empty() || !self.absolute_paths.rules.is_empty() {
             let forms = PathForms::new(subject, cwd);
+            let mut hits = Vec::new();
             if let Some(relative) = &forms.relative {
-                self.relative_paths.candidates(relative, out);
+                self.relative_paths.candidates(relative, &mut hits);
             }
-            self.absolute_paths.candidates(&forms.normalized, out);
+            self.absolute_paths.candidates(&forms.normalized, &mut hits);
             if let Some(rooted) = &forms.rooted {
-                self.absolute_paths.candidates(rooted, out);
+                self.absolute_paths.candidates(rooted, &mut hits);
             }
+            hits.sort_unstable();
+            visit(&hits);
         }
     }
 
     /// The first-added rule of `kind` here that matches a call whose content is `subjects`.
+    /// `probes` are the tool's word-index entries of each subject, in order.
     fn first_match(
         &self,
         kind: RuleKind,
         rules: &[Arc<PermissionRule>],
         subjects: &Subjects,
+        probes: &[WordProbe<'_>],
         cwd: Option<&str>,
     ) -> Option<u32> {
-        let content = match subjects {
+        let list = match subjects {
             // Unanalysable content matches every Deny/Ask content rule and no Allow one.
-            Subjects::Unsplittable if kind == RuleKind::Allow => None,
-            Subjects::Unsplittable => self.first_content,
-            Subjects::List(list) => {
-                let mut candidates = Vec::new();
-                if kind == RuleKind::Allow {
-                    // An Allow rule must match every subject, so the first one's candidates
-                    // hold them all (and an empty list matches no Allow rule).
-                    if let Some(first) = list.first() {
-                        self.candidates(kind, first, cwd, &mut candidates);
-                    }
-                } else {
-                    for subject in list {
-                        self.candidates(kind, subject, cwd, &mut candidates);
-                    }
+            Subjects::Unsplittable if kind == RuleKind::Allow => return self.plain,
+            Subjects::Unsplittable => return min_of(self.first_content, self.plain),
+            Subjects::List(list) => list,
+        };
+        // A plain rule matches anything: only earlier content rules can be reported.
+        let mut best = self.plain;
+        let mut visit = |candidates: &[u32]| {
+            for &i in candidates {
+                if best.is_some_and(|b| i >= b) {
+                    break;
                 }
-                candidates.sort_unstable();
-                candidates.dedup();
-                let bound = self.plain.unwrap_or(u32::MAX);
-                candidates
-                    .into_iter()
-                    .take_while(|&i| i < bound)
-                    .find(|&i| {
-                        rules
-                            .get(i as usize)
-                            .is_some_and(|r| r.matches_content(subjects, cwd))
-                    })
+                if rules
+                    .get(i as usize)
+                    .is_some_and(|r| r.matches_content(subjects, cwd))
+                {
+                    best = Some(i);
+                    break;
+                }
             }
         };
-        match (content, self.plain) {
-            (Some(c), Some(p)) => Some(c.min(p)),
-            (c, p) => c.or(p),
+        if kind == RuleKind::Allow {
+            // An Allow rule must match every subject, so the first one's candidates hold
+            // them all (and an empty list matches no Allow rule).
+            if let Some(first) = list.first() {
+                let probe = probes.first().copied().unwrap_or_default();
+                self.candidates(kind, first, probe, cwd, &mut visit);
+            }
+        } else {
+            for (n, subject) in list.iter().enumerate() {
+                let probe = probes.get(n).copied().unwrap_or_default();
+                self.candidates(kind, subject, probe, cwd, &mut visit);
+            }
         }
+        best
+    }
+}
+
+fn min_of(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -498,9 +613,13 @@ impl PermissionChecker {
         let globbed = self.glob_index(compiled, tool);
         let indexes = [exact, globbed.as_deref()];
         let mut subjects: Option<Subjects> = None;
+        let mut probes: [Option<Vec<WordProbe<'_>>>; 2] = [None, None];
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
             let mut best: Option<u32> = None;
-            for index in indexes.iter().flatten() {
+            for (index, probe) in indexes.iter().zip(probes.iter_mut()) {
+                let Some(index) = index else {
+                    continue;
+                };
                 let Some(ki) = index.kinds.get(slot(kind)) else {
                     continue;
                 };
@@ -509,14 +628,12 @@ impl PermissionChecker {
                         Some(args) => self.subjects.subjects(tool, args),
                         None => Subjects::Unsplittable,
                     });
-                    ki.first_match(kind, &self.rules, subj, self.cwd.as_deref())
+                    let probe = probe.get_or_insert_with(|| index.probe(subj));
+                    ki.first_match(kind, &self.rules, subj, probe, self.cwd.as_deref())
                 } else {
                     ki.plain
                 };
-                best = match (best, found) {
-                    (Some(b), Some(f)) => Some(b.min(f)),
-                    (b, f) => b.or(f),
-                };
+                best = min_of(best, found);
             }
             if let Some(rule) = best.and_then(|i| self.rules.get(i as usize)) {
                 return PermissionResult {

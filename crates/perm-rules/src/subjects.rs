@@ -86,6 +86,23 @@ fn url_host(url: &str) -> Option<String> {
 /// assert!(split_simple_commands("echo $(rm -rf x)").is_none());
 /// ```
 pub fn split_simple_commands(command: &str) -> Option<Vec<String>> {
+    // Most commands have none of the characters the loop below acts on; for them the loop
+    // would copy every character into one segment, so take that segment directly.
+    if !command.contains(|c| {
+        matches!(
+            c,
+            ';' | '\n' | '&' | '|' | '\\' | '`' | '$' | '<' | '>' | '"' | '\'' | '(' | '{'
+        )
+    }) {
+        let mut out = Vec::new();
+        push_command(&mut out, command);
+        return Some(out);
+    }
+    split_with(command, push_command)
+}
+
+/// The splitting loop; `push` turns one raw segment into a simple command.
+fn split_with(command: &str, push: fn(&mut Vec<String>, &str)) -> Option<Vec<String>> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut chars = command.chars().peekable();
@@ -125,7 +142,7 @@ pub fn split_simple_commands(command: &str) -> Option<Vec<String>> {
                     current.push(c);
                     continue;
                 }
-                push_command(&mut out, &current);
+                push(&mut out, &current);
                 current.clear();
             }
             _ => current.push(c),
@@ -134,11 +151,25 @@ pub fn split_simple_commands(command: &str) -> Option<Vec<String>> {
     if single || double {
         return None;
     }
-    push_command(&mut out, &current);
+    push(&mut out, &current);
     Some(out)
 }
 
 fn push_command(out: &mut Vec<String>, raw: &str) {
+    // Already single-spaced and not starting with an assignment: the words joined by one
+    // space are `raw` itself.
+    let single_spaced = !raw.starts_with(' ')
+        && !raw.ends_with(' ')
+        && !raw.as_bytes().windows(2).any(|w| w == b"  ")
+        && !raw.chars().any(|c| c.is_whitespace() && c != ' ');
+    if single_spaced && !raw.is_empty() && !raw.split(' ').next().is_some_and(is_assignment) {
+        out.push(raw.to_owned());
+        return;
+    }
+    push_words(out, raw);
+}
+
+fn push_words(out: &mut Vec<String>, raw: &str) {
     let words: Vec<&str> = raw.split_whitespace().collect();
     let first_real = words
         .iter()
@@ -170,6 +201,15 @@ fn is_assignment(word: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    proptest::proptest! {
+        // The fast paths (no separator or quote: one segment; single-spaced segment: no
+        // re-joining) give what the general loop gives.
+        #[test]
+        fn fast_paths_agree_with_the_loop(cmd in "[a-c =;&|'\"$(){}<>\\\\\t\n\u{a0}/_1-]{0,16}") {
+            proptest::prop_assert_eq!(split_simple_commands(&cmd), split_with(&cmd, push_words));
+        }
+    }
 
     #[test]
     fn splits() {
