@@ -1,12 +1,13 @@
 //! `agent-guard bash`: classify one bash command (layer 5), with the real fs-sandbox judging
 //! every path it reads or writes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agent_core::tools::SandboxJudge;
 use anyhow::Context as _;
-use bash_guard::{Analyzer, PathAccess, PathJudge, PathVerdict};
-use fs_sandbox::{Access, Op, Sandbox, SandboxError};
+use bash_guard::Analyzer;
+use fs_sandbox::Access;
 use perm_rules::Decision;
 
 use crate::policy::Policy;
@@ -37,27 +38,6 @@ pub struct Args {
     /// The command to classify.
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
-}
-
-/// fs-sandbox as bash-guard's path judge.
-struct SandboxJudge(Sandbox);
-
-impl PathJudge for SandboxJudge {
-    fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict {
-        let op = match access {
-            PathAccess::Read => Op::Read,
-            PathAccess::Write => Op::Write,
-        };
-        match self.0.check(cwd.join(path), op) {
-            Ok(p) if p.relative().as_os_str().is_empty() => PathVerdict::Root,
-            Ok(_) => PathVerdict::Inside,
-            Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
-            Err(err) => PathVerdict::Denied {
-                code: err.code().to_owned(),
-                message: err.to_string(),
-            },
-        }
-    }
 }
 
 fn to_decision(d: bash_guard::Decision) -> Decision {
@@ -105,7 +85,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         config.block_network = false;
     }
     let command = args.command.join(" ");
-    let verdict = Analyzer::new(config).analyze(&command, &cwd, &SandboxJudge(sandbox));
+    let verdict = Analyzer::new(config).analyze(
+        &command,
+        &cwd,
+        &SandboxJudge::new(std::sync::Arc::new(sandbox)),
+    );
     let reasons = verdict
         .findings
         .iter()

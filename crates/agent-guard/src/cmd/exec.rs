@@ -1,15 +1,13 @@
 //! `agent-guard exec`: validate a bash command with bash-guard, then run it confined.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use agent_core::tools::SandboxJudge;
 use anyhow::Context as _;
-use bash_guard::{
-    Analyzer, BashConfig, Confinement, ExecConfig, ExecError, ExecRequest, PathAccess, PathJudge,
-    PathVerdict, Runner,
-};
-use fs_sandbox::{Access, Op, Sandbox, SandboxConfig, SandboxError};
+use bash_guard::{Analyzer, BashConfig, Confinement, ExecConfig, ExecError, ExecRequest, Runner};
+use fs_sandbox::{Access, Op, SandboxConfig};
 use perm_rules::Decision;
 
 use crate::report::{Reason, Report};
@@ -58,28 +56,6 @@ pub fn trampoline(args: TrampolineArgs) -> ExitCode {
     bash_guard::trampoline_main(args.args)
 }
 
-/// The analyzer's path questions, answered by the same sandbox the run is confined to.
-pub(crate) struct SandboxJudge<'a>(pub(crate) &'a Sandbox);
-
-impl PathJudge for SandboxJudge<'_> {
-    fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict {
-        let full = cwd.join(path);
-        let op = match access {
-            PathAccess::Read => Op::Read,
-            PathAccess::Write => Op::Write,
-        };
-        match self.0.check(&full, op) {
-            Ok(sp) if sp.path() == sp.root().path() => PathVerdict::Root,
-            Ok(_) => PathVerdict::Inside,
-            Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
-            Err(e) => PathVerdict::Denied {
-                code: e.code().to_string(),
-                message: e.to_string(),
-            },
-        }
-    }
-}
-
 fn refuse(
     json: bool,
     decision: Decision,
@@ -122,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.roots.is_empty() && sandbox_config.roots.is_empty() {
         builder = builder.root(&cwd, Access::ReadWrite);
     }
-    let sandbox = builder.build().context("bad sandbox roots")?;
+    let sandbox = std::sync::Arc::new(builder.build().context("bad sandbox roots")?);
 
     let mut bash_table = match toml::Value::try_from(&policy.doc.bash) {
         Ok(toml::Value::Table(t)) => t,
@@ -148,7 +124,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let verdict = Analyzer::new(bash_config).analyze(&command, &cwd, &SandboxJudge(&sandbox));
+    let verdict = Analyzer::new(bash_config).analyze(
+        &command,
+        &cwd,
+        &SandboxJudge::new(std::sync::Arc::clone(&sandbox)),
+    );
     let reasons: Vec<Reason> = verdict
         .deciding()
         .map(|f| Reason::new("bash-guard", f.code, f.message.clone()))
