@@ -1241,3 +1241,22 @@ async fn the_per_tool_timeout_stops_even_a_block_tool() {
         Duration::from_secs(120)
     );
 }
+
+#[tokio::test]
+async fn reported_usage_counts_against_the_token_budget() {
+    let probe = Probe::new("p");
+    let registry = ToolRegistry::new().with(Arc::new(probe)).unwrap();
+    let mut big = turn(vec![call("a", "p", json!({"n": 1}))]);
+    big.usage = Some(agent_core::Usage {
+        prompt_tokens: 50_000,
+        completion_tokens: 10,
+    });
+    let model = Arc::new(ScriptedModel::new(vec![
+        big,
+        turn(vec![call("b", "p", json!({"n": 2}))]),
+    ]));
+    let rt = AgentRuntime::new(model, Executor::new(registry), RuntimeConfig::default());
+    let out = run(&rt, "go").await;
+    assert_eq!(out.stop, StopReason::Forced("token_hard_limit".into()));
+    assert_eq!(out.results.len(), 1, "the second step never ran its tools");
+}

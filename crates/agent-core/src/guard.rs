@@ -8,7 +8,7 @@ use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
 use perm_hooks::{AgentHook, AuditLog, HookRegistry, HooksConfig, RedactionHook};
 use perm_rules::PermissionChecker;
-use runtime_limits::LimitsConfig;
+use runtime_limits::{CancellationRegistry, LimitsConfig};
 
 use crate::approver::Approver;
 use crate::error::Error;
@@ -63,6 +63,7 @@ pub struct Guard {
     notifications: BgNotificationQueue,
     compaction: CompactionRequest,
     todos: TodoList,
+    cancellations: Arc<CancellationRegistry>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -268,6 +269,7 @@ impl GuardBuilder {
             notifications,
             compaction,
             todos,
+            cancellations: Arc::new(CancellationRegistry::new()),
         })
     }
 }
@@ -304,6 +306,13 @@ impl Guard {
     /// The todo list `todo_write` maintains.
     pub fn todos(&self) -> &TodoList {
         &self.todos
+    }
+
+    /// The seed's `cancelled_runs`: pass `cancellations().token(session)` to
+    /// [`AgentRuntime::run_turn`], call `insert(session)` to cancel it (from an API handler),
+    /// and `remove(session)` when the session stops.
+    pub fn cancellations(&self) -> &Arc<CancellationRegistry> {
+        &self.cancellations
     }
 
     /// The queue background tasks report to.

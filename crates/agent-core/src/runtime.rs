@@ -350,6 +350,8 @@ impl AgentRuntime {
         let mut interventions: Vec<Intervention> = Vec::new();
         let mut forced: Option<Intervention> = None;
         let mut step: u32 = 0;
+        // What the model last reported (prompt + completion); the estimate is a floor.
+        let mut reported: u64 = 0;
         let outcome = loop {
             step = step.saturating_add(1);
             if cancel.is_cancelled() {
@@ -369,17 +371,22 @@ impl AgentRuntime {
             }
             if forced.is_none() {
                 let may_compact = !breaker.is_open(u64::from(step));
-                match budget.set_used(usize_tokens(estimate(messages)), may_compact) {
+                let used = estimate(messages).max(reported);
+                match budget.set_used(usize_tokens(used), may_compact) {
                     Some(iv) if iv.action() == Action::Compact => {
                         interventions.push(iv);
                         match self.compact(session_id, messages).await {
-                            Ok(()) => breaker.record_success(),
+                            Ok(()) => {
+                                breaker.record_success();
+                                reported = 0;
+                            }
                             Err(why) => {
                                 tracing::warn!(%why, "compaction failed");
                                 breaker.record_failure(u64::from(step));
                             }
                         }
-                        if let Some(iv) = budget.set_used(usize_tokens(estimate(messages)), false)
+                        let after = estimate(messages).max(reported);
+                        if let Some(iv) = budget.set_used(usize_tokens(after), false)
                             && iv.is_stop()
                         {
                             forced = Some(iv);
@@ -432,6 +439,9 @@ impl AgentRuntime {
                     break (String::new(), StopReason::ModelError(err.to_string()));
                 }
             };
+            if let Some(usage) = reply.usage {
+                reported = usage.prompt_tokens.saturating_add(usage.completion_tokens);
+            }
             let calls = reply.tool_calls.clone();
             messages.push(Message::Assistant(reply.clone()));
             if calls.is_empty() {
@@ -470,7 +480,10 @@ impl AgentRuntime {
                 .await;
             if self.compaction.take() {
                 match self.compact(session_id, messages).await {
-                    Ok(()) => breaker.record_success(),
+                    Ok(()) => {
+                        breaker.record_success();
+                        reported = 0;
+                    }
                     Err(_) => breaker.record_failure(u64::from(step)),
                 }
             }
