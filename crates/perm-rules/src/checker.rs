@@ -309,25 +309,43 @@ impl ToolIndex {
 
 impl ToolIndex {
     /// Looks every subject up in the word index (once per check, for all kinds).
-    fn probe(&self, subjects: &Subjects) -> Vec<WordProbe<'_>> {
+    fn probe(&self, subjects: &Subjects) -> Probes<'_> {
         let Subjects::List(list) = subjects else {
-            return Vec::new();
+            return Probes::One([WordProbe::default()]);
         };
         if self.words.is_empty() {
-            return Vec::new();
+            return Probes::One([WordProbe::default()]);
         }
-        list.iter()
-            .map(|subject| {
-                let cmd = normalize_command(subject);
-                let first = cmd.split_once(' ').map_or(cmd.as_ref(), |(f, _)| f);
-                WordProbe {
-                    first: self.words.get(first),
-                    base: first
-                        .rsplit_once('/')
-                        .and_then(|(_, base)| self.words.get(base)),
-                }
-            })
-            .collect()
+        let one = |subject: &String| {
+            let cmd = normalize_command(subject);
+            let first = cmd.split_once(' ').map_or(cmd.as_ref(), |(f, _)| f);
+            WordProbe {
+                first: self.words.get(first),
+                base: first
+                    .rsplit_once('/')
+                    .and_then(|(_, base)| self.words.get(base)),
+            }
+        };
+        match list.as_slice() {
+            // The common case; saves an allocation on the hot path.
+            [only] => Probes::One([one(only)]),
+            many => Probes::Many(many.iter().map(one).collect()),
+        }
+    }
+}
+
+/// The word probes of a check's subjects, inline for a single subject.
+enum Probes<'a> {
+    One([WordProbe<'a>; 1]),
+    Many(Vec<WordProbe<'a>>),
+}
+
+impl<'a> Probes<'a> {
+    fn as_slice(&self) -> &[WordProbe<'a>] {
+        match self {
+            Probes::One(one) => one,
+            Probes::Many(many) => many,
+        }
     }
 }
 
@@ -613,7 +631,7 @@ impl PermissionChecker {
         let globbed = self.glob_index(compiled, tool);
         let indexes = [exact, globbed.as_deref()];
         let mut subjects: Option<Subjects> = None;
-        let mut probes: [Option<Vec<WordProbe<'_>>>; 2] = [None, None];
+        let mut probes: [Option<Probes<'_>>; 2] = [None, None];
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
             let mut best: Option<u32> = None;
             for (index, probe) in indexes.iter().zip(probes.iter_mut()) {
@@ -629,7 +647,8 @@ impl PermissionChecker {
                         None => Subjects::Unsplittable,
                     });
                     let probe = probe.get_or_insert_with(|| index.probe(subj));
-                    ki.first_match(kind, &self.rules, subj, probe, self.cwd.as_deref())
+                    let probes = probe.as_slice();
+                    ki.first_match(kind, &self.rules, subj, probes, self.cwd.as_deref())
                 } else {
                     ki.plain
                 };
