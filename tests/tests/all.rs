@@ -1260,3 +1260,56 @@ async fn reported_usage_counts_against_the_token_budget() {
     assert_eq!(out.stop, StopReason::Forced("token_hard_limit".into()));
     assert_eq!(out.results.len(), 1, "the second step never ran its tools");
 }
+
+#[tokio::test]
+async fn a_user_cancel_reaches_a_running_subagent() {
+    let p = project().await;
+    let mut slow = Probe::new("slow_read");
+    slow.sleep = Duration::from_secs(5);
+    let done = Arc::clone(&slow.finished);
+    let model = Arc::new(ScriptedModel::new(vec![
+        turn(vec![call(
+            "s",
+            "subagent",
+            json!({"kind": "slow", "prompt": "go"}),
+        )]),
+        turn(vec![call("c", "slow_read", json!({}))]),
+        answer("child done"),
+        answer("lead done"),
+    ]));
+    let runner = SubAgentRunner::new(model.clone())
+        .with_type(SubagentType {
+            name: "slow".into(),
+            system_prompt: "s".into(),
+            tools: vec!["slow_read".into()],
+            max_steps: None,
+        })
+        .unwrap();
+    let guard = Guard::builder(p.root())
+        .subagents(Arc::new(runner))
+        .tool(Arc::new(slow))
+        .build()
+        .await
+        .unwrap();
+    let rt = guard.runtime(model.clone());
+    let cancel = guard.cancellations().token("s1");
+    let registry = Arc::clone(guard.cancellations());
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        registry.insert("s1");
+    });
+    let mut messages = vec![Message::user("go")];
+    let out = rt.run_turn("s1", &mut messages, &cancel).await;
+    assert_eq!(out.stop, StopReason::Cancelled);
+    assert_eq!(by_id(&out, "s").code.as_deref(), Some("cancelled"));
+    assert_eq!(
+        done.load(Ordering::SeqCst),
+        0,
+        "the child's Cancel tool stopped at once"
+    );
+    assert_eq!(
+        model.remaining(),
+        2,
+        "neither the child nor the lead called the model again"
+    );
+}

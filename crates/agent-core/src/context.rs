@@ -35,6 +35,10 @@ pub struct ToolContext {
     pub events: Option<Arc<dyn EventSink>>,
     /// Fires when the call should stop (user cancel for Cancel tools, sibling abort, timeout).
     pub cancel: CancellationToken,
+    /// The run's own cancellation (the user's cancel), whatever the tool's interrupt behaviour.
+    /// A tool that runs a loop of its own (a subagent) stops that loop at its next step on it,
+    /// letting the step's Block tools finish.
+    pub run_cancel: CancellationToken,
     /// The filesystem sandbox every file access goes through.
     pub sandbox: Option<Arc<fs_sandbox::Sandbox>>,
     /// The run's budget left at this step.
@@ -73,6 +77,7 @@ impl ToolContext {
             depth: 0,
             events: None,
             cancel: CancellationToken::new(),
+            run_cancel: CancellationToken::new(),
             sandbox: None,
             budget: RemainingBudget::default(),
             library_dir: None,
@@ -101,8 +106,9 @@ impl ToolContext {
         self
     }
 
-    /// With a cancellation token.
+    /// With a cancellation token (for the call and the run).
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.run_cancel = cancel.clone();
         self.cancel = cancel;
         self
     }

@@ -538,6 +538,7 @@ impl Executor {
             let mut call_ctx = ctx.clone();
             call_ctx.call_id = q.call_id.clone();
             call_ctx.executor = Some(self.clone());
+            call_ctx.run_cancel = ctx.cancel.clone();
             let tool = Arc::clone(&q.tool);
             let args = q.args.clone();
             let user = ctx.cancel.clone();

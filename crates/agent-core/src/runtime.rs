@@ -263,6 +263,7 @@ impl AgentRuntime {
         ctx.agent_name = self.config.agent_name.clone();
         ctx.depth = self.config.depth;
         ctx.cancel = cancel.clone();
+        ctx.run_cancel = cancel.clone();
         ctx.sandbox = self.sandbox.clone();
         ctx.library_dir = self.config.library_dir.clone();
         ctx

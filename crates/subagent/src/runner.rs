@@ -214,7 +214,9 @@ impl SubagentSpawner for SubAgentRunner {
             Message::system(kind.system_prompt.clone()),
             Message::user(request.prompt),
         ];
-        let cancel = parent.cancel.child_token();
+        // The user's cancel stops the child's loop at its next step (its Block tools finish);
+        // the subagent tool itself is Block, so its own token does not fire on a cancel.
+        let cancel = parent.run_cancel.child_token();
         let outcome = runtime
             .run_turn(&child_session, &mut messages, &cancel)
             .await;
