@@ -38,7 +38,7 @@ pub struct GuardBuilder {
     user: Option<Arc<dyn UserChannel>>,
     events: Option<Arc<dyn EventSink>>,
     spawner: Option<Arc<dyn SubagentSpawner>>,
-    trampoline: Option<PathBuf>,
+    trampoline: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     audit: Option<AuditLog>,
     extra_tools: Vec<Arc<dyn AgentTool>>,
     max_file_size: usize,
@@ -157,7 +157,17 @@ impl GuardBuilder {
     }
     /// The sandbox trampoline `run_bash` confines its children with.
     pub fn trampoline(mut self, exe: impl Into<PathBuf>) -> Self {
-        self.trampoline = Some(exe.into());
+        self.trampoline = Some((exe.into(), Vec::new()));
+        self
+    }
+    /// A trampoline that needs leading arguments, e.g. the `agent-guard` binary itself with
+    /// `["__sandbox-exec"]`.
+    pub fn trampoline_with_args<I, S>(mut self, exe: impl Into<PathBuf>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString>,
+    {
+        self.trampoline = Some((exe.into(), args.into_iter().map(Into::into).collect()));
         self
     }
     /// An already open audit log (instead of opening `[hooks] audit_db`).
@@ -214,8 +224,8 @@ impl GuardBuilder {
         let compaction = CompactionRequest::default();
         let todos = TodoList::default();
         let mut runner = Runner::new(self.bash.exec.clone());
-        if let Some(exe) = self.trampoline {
-            runner = runner.with_trampoline(exe);
+        if let Some((exe, args)) = self.trampoline {
+            runner = runner.with_trampoline_args(exe, args);
         }
         let ask = match self.user {
             Some(ch) => AskUserTool::new(ch),
