@@ -1313,3 +1313,22 @@ async fn a_user_cancel_reaches_a_running_subagent() {
         "neither the child nor the lead called the model again"
     );
 }
+
+#[tokio::test]
+async fn steps_without_new_information_force_an_answer() {
+    let p = project().await;
+    let guard = Guard::builder(p.root()).build().await.unwrap();
+    // Offsets past the end: every read returns nothing new.
+    let turns = (0..6)
+        .map(|i| {
+            turn(vec![call(
+                &format!("e{i}"),
+                "read_file",
+                json!({"file_path": "notes.txt", "offset": 10 + i}),
+            )])
+        })
+        .collect();
+    let out = run(&guard.runtime(Arc::new(ScriptedModel::new(turns))), "stale").await;
+    assert_eq!(out.stop, StopReason::Forced("diminishing_returns".into()));
+    assert_eq!(out.results.len(), 3);
+}
