@@ -715,6 +715,22 @@ mod tests {
     }
 
     #[test]
+    fn glob_memo_is_bounded_and_answers_past_its_cap() {
+        let mut c = PermissionChecker::new();
+        add(&mut c, RuleKind::Ask, "mcp__*");
+        add(&mut c, RuleKind::Deny, "mcp__*(domain:evil.org)");
+        for i in 0..GLOB_MEMO_CAP + 50 {
+            let tool = format!("mcp__t{i}");
+            assert!(c.check(&tool, Some(&json!({}))).is_denied(), "{tool}");
+            assert!(c.check(&tool, Some(&json!({}))).is_denied(), "{tool} again");
+        }
+        assert_eq!(c.check("read_file", None).decision, Decision::Allow);
+        assert_eq!(c.compiled().glob_memo.read().unwrap().len(), GLOB_MEMO_CAP);
+        add(&mut c, RuleKind::Deny, "read_*");
+        assert!(c.is_denied("read_file"), "add_rule drops the memo");
+    }
+
+    #[test]
     fn default_and_modes() {
         let mut c = PermissionChecker::new();
         add(&mut c, RuleKind::Ask, "file_write");
