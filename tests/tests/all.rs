@@ -429,9 +429,10 @@ async fn cancel_stops_a_cancel_tool_at_once_and_ends_the_loop() {
         turn(vec![call("a", "slow", json!({}))]),
         answer("never reached"),
     ]));
+    let p = project().await;
     let rt = AgentRuntime::new(
         model.clone(),
-        Executor::new(registry),
+        Executor::new(registry).with_audit(p.audit.clone()),
         RuntimeConfig::default(),
     );
     let cancel = CancellationToken::new();
@@ -451,6 +452,10 @@ async fn cancel_stops_a_cancel_tool_at_once_and_ends_the_loop() {
         "the Cancel tool must not run to completion"
     );
     assert_eq!(model.remaining(), 1, "no model call after the cancel");
+    let rows = p.rows().await;
+    let row = rows.iter().find(|r| r.row.tool_name == "slow").unwrap();
+    assert_eq!(row.row.status, AuditStatus::Fail);
+    assert_eq!(row.row.reason_code.as_deref(), Some("cancelled"));
 }
 
 #[tokio::test]
@@ -491,7 +496,8 @@ async fn a_failing_sibling_abort_tool_stops_its_siblings() {
         .unwrap()
         .with(Arc::new(slow))
         .unwrap();
-    let exec = Executor::new(registry);
+    let p = project().await;
+    let exec = Executor::new(registry).with_audit(p.audit.clone());
     let calls = vec![call("f", "fetch", json!({})), call("p", "parse", json!({}))];
     let results = exec
         .execute_parallel(&calls, &ToolContext::new("s"), None)
@@ -500,6 +506,16 @@ async fn a_failing_sibling_abort_tool_stops_its_siblings() {
     assert_eq!(results[1].code.as_deref(), Some("sibling-aborted"));
     assert!(results[1].content.contains("fetch"));
     assert_eq!(slow_done.load(Ordering::SeqCst), 0);
+    let rows = p.rows().await;
+    let codes: Vec<_> = rows
+        .iter()
+        .map(|r| (r.row.tool_name.as_str(), r.row.reason_code.as_deref()))
+        .collect();
+    assert!(codes.contains(&("fetch", Some("tool-failed"))), "{codes:?}");
+    assert!(
+        codes.contains(&("parse", Some("sibling-aborted"))),
+        "{codes:?}"
+    );
 }
 
 #[tokio::test]
@@ -518,7 +534,12 @@ async fn the_step_limit_forces_a_final_answer() {
         },
         ..RuntimeConfig::default()
     };
-    let rt = AgentRuntime::new(model.clone(), Executor::new(registry), config);
+    let p = project().await;
+    let rt = AgentRuntime::new(
+        model.clone(),
+        Executor::new(registry).with_audit(p.audit.clone()),
+        config,
+    );
     let out = run(&rt, "loop").await;
     assert_eq!(out.stop, StopReason::Forced("max_steps".into()));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
@@ -527,6 +548,13 @@ async fn the_step_limit_forces_a_final_answer() {
         vec![1, 1, 0],
         "the third model call offers no tools"
     );
+    let rows = p.rows().await;
+    let steps: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.row.tool_name == "step")
+        .map(|r| r.row.step)
+        .collect();
+    assert_eq!(steps, [1, 2]);
 }
 
 #[tokio::test]
