@@ -240,7 +240,8 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         .subagents(Arc::new(spawner))
         .audit(audit.clone());
     if let Ok(exe) = std::env::current_exe() {
-        builder = builder.trampoline(exe);
+        // This binary is the confinement trampoline (`agent-guard __sandbox-exec -- ...`).
+        builder = builder.trampoline_with_args(exe, ["__sandbox-exec", "--"]);
     }
     let guard = builder.build().await?;
     let runtime = guard.runtime(lead);
