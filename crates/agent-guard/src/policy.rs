@@ -82,7 +82,11 @@ impl Policy {
                 config: self.doc.permissions.clone(),
             });
         }
-        Ok(perm_rules::PermissionChecker::from_config(&layers, env)?)
+        let mut checker = perm_rules::PermissionChecker::from_config(&layers, env)?;
+        // Content rules on `run_bash` see the simple commands of a real shell parse, exactly as
+        // in the runtime (agent-core wires the same provider), not the fallback splitter.
+        checker.set_subjects(std::sync::Arc::new(agent_core::tools::BashSubjects));
+        Ok(checker)
     }
 
     /// A name for the policy's source in messages.

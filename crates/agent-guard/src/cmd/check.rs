@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use perm_rules::{ConfigLayer, Origin, PermissionChecker, PermissionMode};
+use perm_rules::PermissionMode;
 
 use crate::policy::Policy;
 use crate::report::{Reason, Report};
@@ -38,17 +38,8 @@ const READ_ONLY_TOOLS: &[&str] = &["read_file", "grep_files", "glob_files", "web
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(args.policy.as_deref())?;
-    let mut layers = Vec::new();
-    if let Some(path) = &policy.path {
-        layers.push(ConfigLayer {
-            origin: Origin::Project,
-            path: path.display().to_string(),
-            text: policy.text.clone(),
-            config: policy.doc.permissions.clone(),
-        });
-    }
     let env: HashMap<String, String> = std::env::vars().collect();
-    let mut checker = PermissionChecker::from_config(&layers, &env)?;
+    let mut checker = policy.checker(&env)?;
     if let Some(mode) = &args.mode {
         checker.set_mode(PermissionMode::parse(mode).with_context(|| {
             format!("unknown mode `{mode}`; expected default, acceptEdits, plan, dontAsk or bypassPermissions")

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context as _;
 use bash_guard::{Analyzer, BashConfig, PathAccess, PathJudge, PathVerdict};
 use fs_sandbox::{Op, Sandbox, SandboxConfig, SandboxError};
-use perm_rules::{ConfigLayer, Decision, Origin, PermissionChecker, PermissionMode};
+use perm_rules::{Decision, PermissionChecker, PermissionMode};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -208,16 +208,8 @@ pub(crate) fn load_checker(
     mode: Option<&str>,
     cwd: &Path,
 ) -> anyhow::Result<PermissionChecker> {
-    let mut layers = Vec::new();
-    if let Some(path) = &policy.path {
-        layers.push(ConfigLayer::parse(
-            Origin::Project,
-            &path.display().to_string(),
-            &policy.text,
-        )?);
-    }
     let env: HashMap<String, String> = std::env::vars().collect();
-    let mut checker = PermissionChecker::from_config(&layers, &env)?;
+    let mut checker = policy.checker(&env)?;
     if let Some(mode) = mode {
         checker.set_mode(parse_mode(mode)?);
     }
