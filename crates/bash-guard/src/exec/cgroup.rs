@@ -94,13 +94,8 @@ impl PidsCgroup {
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create cgroup `{}`: {e}", dir.display()))?;
         let cg = PidsCgroup { dir, version };
-        if let Err(e) = std::fs::write(cg.dir.join("pids.max"), max.to_string()) {
-            cg.remove();
-            return Err(format!(
-                "cannot set pids.max in `{}`: {e}",
-                cg.dir.display()
-            ));
-        }
+        // On failure the drop removes the directory again.
+        cg.set_max(max)?;
         Ok(cg)
     }
 
@@ -132,22 +127,30 @@ impl PidsCgroup {
         }
     }
 
-    /// Kills every task and waits (bounded) until the cgroup is empty. A task forking while it is
-    /// being killed is caught on the next pass; the pids cap bounds how many there can be.
-    pub(crate) async fn kill_all(&self) {
+    /// Kills every task and waits (bounded) until the cgroup is empty; true when it is. A task
+    /// forking while it is being killed is caught on the next pass; the pids cap bounds how many
+    /// there can be.
+    pub(crate) async fn kill_all(&self) -> bool {
         if self.version == Version::V2 {
             let _ = std::fs::write(self.dir.join("cgroup.kill"), "1");
         }
         for _ in 0..200 {
             let pids = self.pids();
             if pids.is_empty() {
-                return;
+                return true;
             }
             for pid in pids {
                 let _ = rustix::process::kill_process(pid, Signal::KILL);
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        false
+    }
+
+    /// Sets `pids.max` again (a reused cgroup may have held another cap).
+    fn set_max(&self, max: u32) -> Result<(), String> {
+        std::fs::write(self.dir.join("pids.max"), max.to_string())
+            .map_err(|e| format!("cannot set pids.max in `{}`: {e}", self.dir.display()))
     }
 
     /// Removes the directory; an rmdir can fail for a moment while killed tasks are reaped.
@@ -167,5 +170,105 @@ impl Drop for PidsCgroup {
     fn drop(&mut self) {
         self.signal_all(Signal::KILL);
         self.remove();
+    }
+}
+
+/// Empty cgroups kept by a [`super::Runner`] (and its clones) between runs: creating and removing
+/// a cgroup directory per run is measurable overhead. A cgroup is lent to one run at a time, so a
+/// kill on timeout or cancel still reaches only that run's tasks, and it comes back only once it
+/// was verified empty. The directories are removed when the last clone of the runner is dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    idle: std::sync::Mutex<Vec<PidsCgroup>>,
+}
+
+/// Idle cgroups kept at most; concurrent runs beyond this create and remove their own.
+const POOL_MAX: usize = 8;
+
+impl Pool {
+    /// An empty cgroup capped at `max`: a pooled one or a new one.
+    pub(crate) fn take(&self, max: u32) -> Result<PidsCgroup, String> {
+        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        if let Some(cg) = reused {
+            // Fail closed: a cgroup that is not empty or whose cap cannot be set is not reused.
+            if cg.pids().is_empty() && cg.set_max(max).is_ok() {
+                return Ok(cg);
+            }
+        }
+        PidsCgroup::create(max)
+    }
+
+    /// Keeps `cg` for a later run if it is empty; otherwise it is killed and removed.
+    pub(crate) fn give_back(&self, cg: PidsCgroup) {
+        if !cg.pids().is_empty() {
+            return;
+        }
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < POOL_MAX
+        {
+            idle.push(cg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where no pids controller is available (an unprivileged developer machine) there is nothing
+    /// to pool; CI runs as root on cgroup v1 or v2 and exercises the real thing.
+    fn available() -> bool {
+        PidsCgroup::create(4).is_ok()
+    }
+
+    #[test]
+    fn an_empty_cgroup_is_reused_with_the_new_cap() {
+        if !available() {
+            return;
+        }
+        let pool = Pool::default();
+        let cg = pool.take(16).unwrap();
+        let dir = cg.dir.clone();
+        pool.give_back(cg);
+        let again = pool.take(32).unwrap();
+        assert_eq!(again.dir, dir);
+        assert_eq!(again.read_max().as_deref(), Some("32"));
+        drop(again);
+        assert!(!dir.exists(), "a dropped cgroup is removed");
+    }
+
+    #[test]
+    fn a_cgroup_with_a_task_left_is_not_reused() {
+        if !available() {
+            return;
+        }
+        let pool = Pool::default();
+        let cg = pool.take(16).unwrap();
+        let dir = cg.dir.clone();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::fs::write(cg.procs_file(), child.id().to_string()).unwrap();
+        pool.give_back(cg);
+        // Dropped rather than kept: its task is killed and the directory is gone.
+        let status = child.wait().unwrap();
+        assert!(!status.success());
+        assert!(!dir.exists());
+        assert!(pool.idle.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_pool_removes_its_cgroups_when_dropped() {
+        if !available() {
+            return;
+        }
+        let pool = Pool::default();
+        let cg = pool.take(16).unwrap();
+        let dir = cg.dir.clone();
+        pool.give_back(cg);
+        assert!(dir.exists());
+        drop(pool);
+        assert!(!dir.exists());
     }
 }

@@ -301,6 +301,7 @@ pub struct Runner {
     config: ExecConfig,
     trampoline: Option<PathBuf>,
     trampoline_prefix: Vec<std::ffi::OsString>,
+    cgroups: std::sync::Arc<cgroup::Pool>,
 }
 
 impl Runner {
@@ -311,6 +312,7 @@ impl Runner {
             config,
             trampoline: None,
             trampoline_prefix: Vec::new(),
+            cgroups: std::sync::Arc::default(),
         }
     }
 
@@ -387,7 +389,7 @@ impl Runner {
                         .await;
                 };
                 if let Some(max) = conf.max_processes {
-                    match PidsCgroup::create(max) {
+                    match self.cgroups.take(max) {
                         Ok(cg) => cgroup = Some(cg),
                         Err(reason) => {
                             let root = rustix::process::getuid().is_root();
@@ -436,7 +438,9 @@ impl Runner {
                 cancel,
             )
             .await;
-        drop(cgroup);
+        if let Some(cg) = cgroup {
+            self.cgroups.give_back(cg);
+        }
         drop(private);
         result
     }
@@ -518,7 +522,8 @@ impl Runner {
         // The shell is gone; nothing it started may outlive the run (or hold the pipes open).
         signal_group(pgid, cgroup, Signal::KILL);
         if let Some(cg) = cgroup {
-            cg.kill_all().await;
+            // A cgroup that is not empty is not given back for reuse (see `Pool::give_back`).
+            let _ = cg.kill_all().await;
         }
         let drain = Duration::from_millis(self.config.kill_grace_ms.max(100));
         let stdout = collect(out_task, drain).await;
