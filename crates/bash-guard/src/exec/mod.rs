@@ -365,9 +365,9 @@ impl Runner {
             .prefix("bash-guard-")
             .tempdir()
             .map_err(ExecError::TempDir)?;
-        let tmp = private.path().join("tmp");
-        std::fs::create_dir(&tmp).map_err(ExecError::TempDir)?;
-        let report_path = private.path().join("report.json");
+        // The command's TMPDIR itself: the report comes back through a pipe, so nothing of the
+        // runner's lives in there to protect from the command (and one mkdir/rmdir less per run).
+        let tmp = private.path().to_path_buf();
 
         let mut report = ConfinementReport::default();
         let mut cgroup = None;
@@ -384,7 +384,7 @@ impl Runner {
                     let cmd = Command::new(&self.config.shell);
                     return self
                         .finish_spawn(
-                            cmd, request, timeout, &tmp, None, None, report, started, cancel,
+                            cmd, request, timeout, &tmp, None, false, report, started, cancel,
                         )
                         .await;
                 };
@@ -415,7 +415,6 @@ impl Runner {
                     cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
                     max_processes: conf.max_processes.map(u64::from),
                     require: conf.require_confinement,
-                    report: report_path.clone(),
                 };
                 let spec = serde_json::to_string(&spec)
                     .map_err(|e| ExecError::Unconfined(format!("cannot encode the spec: {e}")))?;
@@ -432,7 +431,7 @@ impl Runner {
                 timeout,
                 &tmp,
                 cgroup.as_ref(),
-                request.confinement.as_ref().map(|_| report_path.as_path()),
+                request.confinement.is_some(),
                 report,
                 started,
                 cancel,
@@ -453,7 +452,7 @@ impl Runner {
         timeout: Duration,
         tmp: &Path,
         cgroup: Option<&PidsCgroup>,
-        report_path: Option<&Path>,
+        wants_report: bool,
         mut report: ConfinementReport,
         started: Instant,
         cancel: &CancellationToken,
@@ -476,10 +475,23 @@ impl Runner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // The trampoline's report pipe: its stdin, which it swaps for /dev/null before `exec`.
+        let report_pipe = if wants_report {
+            let (reader, writer) = std::io::pipe().map_err(|source| ExecError::Spawn {
+                program: PathBuf::from(cmd.as_std().get_program()),
+                source,
+            })?;
+            cmd.stdin(Stdio::from(writer));
+            Some(reader)
+        } else {
+            None
+        };
         let program = PathBuf::from(cmd.as_std().get_program());
-        let mut child = cmd
-            .spawn()
-            .map_err(|source| ExecError::Spawn { program, source })?;
+        let spawned = cmd.spawn();
+        // The command keeps our copy of the pipe's write end: without dropping it the report
+        // would never see end of file.
+        drop(cmd);
+        let mut child = spawned.map_err(|source| ExecError::Spawn { program, source })?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -531,11 +543,8 @@ impl Runner {
         let stdout = stdout.finish(self.config.max_output_chars);
         let stderr = stderr.finish(self.config.max_output_chars);
 
-        if let Some(path) = report_path {
-            match std::fs::read(path)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<trampoline::Applied>(&b).ok())
-            {
+        if let Some(pipe) = report_pipe {
+            match read_report(pipe) {
                 Some(applied) => {
                     report.landlock = applied.landlock;
                     report.cgroup = applied.cgroup_joined;
@@ -582,6 +591,17 @@ impl Runner {
             confinement: report,
         })
     }
+}
+
+/// Reads the trampoline's report. Every writer is gone by now (the trampoline replaced the pipe
+/// with /dev/null before `exec`, or died); non-blocking all the same, so a stray holder of the
+/// write end can only make the report missing (fail closed), never hang the run.
+fn read_report(mut pipe: std::io::PipeReader) -> Option<trampoline::Applied> {
+    use std::io::Read;
+    rustix::fs::fcntl_setfl(&pipe, rustix::fs::OFlags::NONBLOCK).ok()?;
+    let mut buf = Vec::new();
+    pipe.read_to_end(&mut buf).ok()?;
+    serde_json::from_slice(&buf).ok()
 }
 
 fn signal_group(pgid: Option<Pid>, cgroup: Option<&PidsCgroup>, sig: Signal) {

@@ -2,7 +2,6 @@
 //! and Landlock apply to the command and everything it spawns, with no `unsafe` `pre_exec` hook.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,10 +32,11 @@ pub(crate) struct Spec {
     pub(crate) cpu_time_secs: Option<u64>,
     pub(crate) max_processes: Option<u64>,
     pub(crate) require: bool,
-    pub(crate) report: PathBuf,
 }
 
-/// What the trampoline managed to apply, written to `Spec::report` before `exec`.
+/// What the trampoline managed to apply, written before `exec` to its standard input: a pipe the
+/// runner reads (no file to create, read and unlink per run), replaced by `/dev/null` for the
+/// command.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Applied {
     pub(crate) landlock: LandlockReport,
@@ -70,19 +70,20 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let Some(program) = args.next() else {
         return usage("missing the program to run");
     };
-    // Opened before Landlock so the report can be written once the ruleset is known.
-    let mut report = std::fs::File::create(&spec.report).ok();
     let applied = apply(&spec);
-    if let (Some(file), Ok(text)) = (report.as_mut(), serde_json::to_vec(&applied)) {
-        // One write: the report is read only after the run, but every syscall here is overhead.
-        let _ = file.write_all(&text);
+    if let Ok(text) = serde_json::to_vec(&applied) {
+        // One write of a few hundred bytes (below PIPE_BUF, so it fits the pipe whole and never
+        // blocks); a missing or short report makes the runner fail closed.
+        let _ = rustix::io::write(std::io::stdin(), &text);
     }
-    drop(report);
     if let Some(reason) = &applied.refused {
         eprintln!("bash-guard: refusing to run unconfined: {reason}");
         return ExitCode::from(REFUSED_EXIT as u8);
     }
-    let err = std::process::Command::new(&program).args(args).exec();
+    let err = std::process::Command::new(&program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .exec();
     eprintln!(
         "bash-guard: cannot execute `{}`: {err}",
         program.to_string_lossy()
