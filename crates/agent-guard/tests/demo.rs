@@ -52,6 +52,11 @@ fn demo_hits_every_kind_of_decision_and_audits_it() {
             .unwrap()
             .contains("AKIAIOSFODNN7EXAMPLE")
     );
+    // A pipeline whose every command is allowed by its own rule ran, confined.
+    let ls = find(&v, "run_bash", "ls papers");
+    assert_eq!(ls["decision"], "allow");
+    assert_eq!(ls["is_error"], false, "{ls}");
+    assert_eq!(ls["content"].as_str().unwrap().trim(), "2");
     // A config deny (layer 2) never ran.
     let env = find(&v, "read_file", ".env");
     assert_eq!(env["decision"], "deny");

@@ -633,6 +633,24 @@ impl PermissionChecker {
         let mut subjects: Option<Subjects> = None;
         let mut probes: [Option<Probes<'_>>; 2] = [None, None];
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
+            if kind == RuleKind::Allow {
+                let needs_content = indexes.iter().flatten().any(|ix| {
+                    ix.kinds
+                        .get(slot(kind))
+                        .is_some_and(KindIndex::needs_content)
+                });
+                if needs_content {
+                    let subj: &Subjects = subjects.get_or_insert_with(|| match args {
+                        Some(args) => self.subjects.subjects(tool, args),
+                        None => Subjects::Unsplittable,
+                    });
+                    if let Subjects::List(list) = subj
+                        && list.len() > 1
+                    {
+                        return self.allow_each(&indexes, &mut probes, subj, list);
+                    }
+                }
+            }
             let mut best: Option<u32> = None;
             for (index, probe) in indexes.iter().zip(probes.iter_mut()) {
                 let Some(index) = index else {
@@ -663,6 +681,55 @@ impl PermissionChecker {
             }
         }
         PermissionResult::default_decision(self.default)
+    }
+
+    /// The Allow pass for a call of several simple commands, once no Deny or Ask rule matched:
+    /// each subject is judged alone, so the call is allowed only when every subject is allowed
+    /// by some Allow rule (design.md L2: "allow only if every subcommand is allowed"); a
+    /// subject no rule allows leaves the call to the default. The reported rule is the one
+    /// that allowed the first subject.
+    fn allow_each<'a>(
+        &self,
+        indexes: &[Option<&'a ToolIndex>; 2],
+        probes: &mut [Option<Probes<'a>>; 2],
+        subjects: &Subjects,
+        list: &[String],
+    ) -> PermissionResult {
+        let kind = RuleKind::Allow;
+        let mut first_rule: Option<u32> = None;
+        for (n, subject) in list.iter().enumerate() {
+            let single = Subjects::List(vec![subject.clone()]);
+            let mut best: Option<u32> = None;
+            for (index, probe) in indexes.iter().zip(probes.iter_mut()) {
+                let Some(index) = index else {
+                    continue;
+                };
+                let Some(ki) = index.kinds.get(slot(kind)) else {
+                    continue;
+                };
+                let found = if ki.needs_content() {
+                    let probe = probe.get_or_insert_with(|| index.probe(subjects));
+                    let one = probe.as_slice().get(n..=n).unwrap_or(&[]);
+                    ki.first_match(kind, &self.rules, &single, one, self.cwd.as_deref())
+                } else {
+                    ki.plain
+                };
+                best = min_of(best, found);
+            }
+            match best {
+                None => return PermissionResult::default_decision(self.default),
+                Some(i) if n == 0 => first_rule = Some(i),
+                Some(_) => {}
+            }
+        }
+        match first_rule.and_then(|i| self.rules.get(i as usize)) {
+            Some(rule) => PermissionResult {
+                decision: kind.decision(),
+                rule: Some(Arc::clone(rule)),
+                changed_by_mode: None,
+            },
+            None => PermissionResult::default_decision(self.default),
+        }
     }
 
     /// Whether `tool` is denied when its content is unknown (content deny rules count).
@@ -697,6 +764,29 @@ mod tests {
 
     fn add(c: &mut PermissionChecker, kind: RuleKind, text: &str) {
         c.add_rule(PermissionRule::parse(kind, text, RuleSource::Api).unwrap());
+    }
+
+    fn bash(c: &PermissionChecker, command: &str) -> PermissionResult {
+        c.check("run_bash", Some(&serde_json::json!({ "command": command })))
+    }
+
+    #[test]
+    fn each_subcommand_may_be_allowed_by_its_own_rule() {
+        let mut c = PermissionChecker::new();
+        c.set_default(Decision::Ask);
+        add(&mut c, RuleKind::Allow, "run_bash(ls:*)");
+        add(&mut c, RuleKind::Allow, "run_bash(wc:*)");
+        add(&mut c, RuleKind::Deny, "run_bash(rm:*)");
+        let r = bash(&c, "ls papers | wc -l");
+        assert_eq!(r.decision, Decision::Allow);
+        assert_eq!(r.rule.as_ref().map(|r| r.text()), Some("run_bash(ls:*)"));
+        assert_eq!(bash(&c, "ls && rm -rf x").decision, Decision::Deny);
+        // `foo` is allowed by no rule: the default decides the call.
+        let r = bash(&c, "ls | foo");
+        assert_eq!(r.decision, Decision::Ask);
+        assert!(r.rule.is_none());
+        c.set_default(Decision::Allow);
+        assert_eq!(bash(&c, "ls | foo").decision, Decision::Allow);
     }
 
     #[test]

@@ -255,7 +255,9 @@ impl PermissionRule {
 
     /// Whether the rule matches a call whose content is `subjects` (tool already matched).
     ///
-    /// Allow rules match only when every subject matches; Deny/Ask rules when any does. When
+    /// Allow rules match only when every subject matches (the checker judges the subjects of
+    /// a multi-command call one at a time, so each may be allowed by its own rule); Deny/Ask
+    /// rules when any does. When
     /// the content is unknown ([`Subjects::Unsplittable`]) an Allow content rule never
     /// matches and a Deny/Ask content rule always does: what cannot be analysed fails closed.
     pub fn matches_content(&self, subjects: &Subjects, cwd: Option<&str>) -> bool {

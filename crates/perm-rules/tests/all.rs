@@ -100,14 +100,38 @@ fn naive_in(
         Some(a) => DefaultSubjects.subjects(tool, a),
         None => Subjects::Unsplittable,
     };
-    for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
+    for kind in [RuleKind::Deny, RuleKind::Ask] {
         for r in rules.iter().filter(|r| r.kind() == kind) {
             if r.matches_tool(tool) && r.matches_content(&subjects, cwd) {
                 return (kind.decision(), Some(r.text().to_owned()));
             }
         }
     }
-    (Decision::Allow, None)
+    let first_allow = |subjects: &Subjects| {
+        rules
+            .iter()
+            .filter(|r| r.kind() == RuleKind::Allow)
+            .find(|r| r.matches_tool(tool) && r.matches_content(subjects, cwd))
+    };
+    // Several simple commands: each must be allowed by some Allow rule, judged alone; the rule
+    // of the first one is reported. Any subject no rule allows leaves the call to the default.
+    if let Subjects::List(list) = &subjects
+        && list.len() > 1
+    {
+        let mut reported = None;
+        for (n, s) in list.iter().enumerate() {
+            match first_allow(&Subjects::List(vec![s.clone()])) {
+                None => return (Decision::Allow, None),
+                Some(r) if n == 0 => reported = Some(r.text().to_owned()),
+                Some(_) => {}
+            }
+        }
+        return (Decision::Allow, reported);
+    }
+    match first_allow(&subjects) {
+        Some(r) => (Decision::Allow, Some(r.text().to_owned())),
+        None => (Decision::Allow, None),
+    }
 }
 
 // Vocabulary for the index property: command rules sharing and not sharing first words
