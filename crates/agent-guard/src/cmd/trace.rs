@@ -14,7 +14,9 @@
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
+use agent_core::tools::SandboxJudge;
 use anyhow::Context as _;
 use bash_guard::{Analyzer, BashConfig, PathAccess, PathJudge, PathVerdict};
 use fs_sandbox::{Op, Sandbox, SandboxConfig, SandboxError};
@@ -143,16 +145,18 @@ pub(crate) struct Guard {
     checker: PermissionChecker,
     cwd: PathBuf,
     /// `Err` keeps the reason the sandbox could not be built: every path is then refused.
-    sandbox: Result<Sandbox, String>,
+    sandbox: Result<Arc<Sandbox>, String>,
     analyzer: Analyzer,
 }
 
-/// Adapts the sandbox to the narrow interface bash-guard asks about paths through.
-pub(crate) struct SandboxJudge<'a> {
-    pub sandbox: &'a Result<Sandbox, String>,
+/// Adapts the sandbox to the narrow interface bash-guard asks about paths through: the CLI's
+/// own refusals (no sandbox, a credential path) first, then agent-core's [`SandboxJudge`], the
+/// judge the runtime uses, so the hook and the runtime judge a path alike.
+pub(crate) struct CliJudge<'a> {
+    pub sandbox: &'a Result<Arc<Sandbox>, String>,
 }
 
-impl PathJudge for SandboxJudge<'_> {
+impl PathJudge for CliJudge<'_> {
     fn judge(&self, path: &str, access: PathAccess, cwd: &Path) -> PathVerdict {
         let sandbox = match self.sandbox {
             Ok(sandbox) => sandbox,
@@ -167,19 +171,7 @@ impl PathJudge for SandboxJudge<'_> {
         if is_credential_path(&full) {
             return PathVerdict::Sensitive;
         }
-        let op = match access {
-            PathAccess::Read => Op::Read,
-            PathAccess::Write => Op::Write,
-        };
-        match sandbox.check(&full, op) {
-            Ok(checked) if checked.relative().as_os_str().is_empty() => PathVerdict::Root,
-            Ok(_) => PathVerdict::Inside,
-            Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
-            Err(err) => PathVerdict::Denied {
-                code: err.code().to_owned(),
-                message: err.to_string(),
-            },
-        }
+        SandboxJudge::new(Arc::clone(sandbox)).judge(&full.to_string_lossy(), access, cwd)
     }
 }
 
@@ -227,6 +219,7 @@ impl Guard {
     /// Builds every layer from `policy`, with `cwd` as the session's directory.
     pub fn load(policy: &Policy, mode: Option<&str>, cwd: &Path) -> anyhow::Result<Guard> {
         let sandbox = Sandbox::from_config(sandbox_config(policy), cwd)
+            .map(Arc::new)
             .map_err(|e| format!("the sandbox cannot be built for `{}`: {e}", cwd.display()));
         Ok(Guard {
             checker: load_checker(policy, mode, cwd)?,
@@ -238,7 +231,7 @@ impl Guard {
 
     /// Replaces the sandbox built from the policy (`explain path` adds `--root` flags).
     pub fn set_sandbox(&mut self, sandbox: Result<Sandbox, String>) {
-        self.sandbox = sandbox;
+        self.sandbox = sandbox.map(Arc::new);
     }
 
     /// Replaces the bash analyzer built from the policy (`explain bash --allow-network`).
@@ -328,7 +321,7 @@ impl Guard {
         let verdict = self.analyzer.analyze(
             command,
             &self.cwd,
-            &SandboxJudge {
+            &CliJudge {
                 sandbox: &self.sandbox,
             },
         );
