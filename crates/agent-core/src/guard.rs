@@ -23,6 +23,7 @@ use crate::tools::{
     GlobFilesTool, GrepFilesTool, ReadFileTool, RunBashTool, SaveMemoryTool, SubagentSpawner,
     SubagentTool, TodoList, TodoWriteTool, UserChannel,
 };
+use crate::verdict::{Call, Verdict};
 
 /// Builds a [`Guard`]. Every layer has a default; set what the policy says.
 pub struct GuardBuilder {
@@ -227,6 +228,7 @@ impl GuardBuilder {
         if let Some((exe, args)) = self.trampoline {
             runner = runner.with_trampoline_args(exe, args);
         }
+        let bash_tool = Arc::new(RunBashTool::new(self.bash, Arc::clone(&sandbox), runner));
         let ask = match self.user {
             Some(ch) => AskUserTool::new(ch),
             None => AskUserTool::default(),
@@ -241,7 +243,7 @@ impl GuardBuilder {
             Arc::new(FileEditTool {
                 max_file_size: self.max_file_size,
             }),
-            Arc::new(RunBashTool::new(self.bash, Arc::clone(&sandbox), runner)),
+            Arc::clone(&bash_tool) as Arc<dyn AgentTool>,
             Arc::new(ask),
             Arc::new(TodoWriteTool {
                 todos: Arc::clone(&todos),
@@ -264,6 +266,9 @@ impl GuardBuilder {
             .with_checker(Arc::new(checker))
             .with_subjects(Arc::new(BashSubjects))
             .with_hooks(Arc::new(hooks))
+            .with_sandbox(Arc::clone(&sandbox))
+            .with_bash(Arc::clone(bash_tool.analyzer()))
+            .with_home(std::env::var_os("HOME").map(PathBuf::from))
             .with_config(self.executor);
         if let Some(approver) = self.approver {
             executor = executor.with_approver(approver);
@@ -301,6 +306,12 @@ impl Guard {
     /// The executor (every guard of layers 1-5).
     pub fn executor(&self) -> &Executor {
         &self.executor
+    }
+
+    /// Takes `call` through every layer and returns the verdict: the one composition the
+    /// runtime's executor and every front end (hooks, `test`, `explain`) decide by.
+    pub async fn evaluate(&self, call: &Call) -> Verdict {
+        self.executor.evaluate(call).await
     }
 
     /// The sandbox.

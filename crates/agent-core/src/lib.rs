@@ -1,12 +1,15 @@
 #![doc = include_str!("../README.md")]
 
+pub mod apply_patch;
 mod approver;
+pub mod clients;
 mod context;
 mod error;
 mod event;
 mod executor;
 mod guard;
 mod model;
+pub mod network;
 #[cfg(feature = "openai")]
 mod openai;
 mod output;
@@ -15,6 +18,7 @@ mod runtime;
 mod schema;
 mod tool;
 pub mod tools;
+mod verdict;
 
 pub use approver::{
     Approval, ApprovalOutcome, ApprovalReceiver, ApprovalRequest, Approver, ChannelApprover,
@@ -40,3 +44,6 @@ pub use runtime::{
 };
 pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use tools::{SubagentRequest, SubagentSpawner};
+pub use verdict::{
+    Call, ClientFinding, PATH_ARGS, PATTERN_ARGS, PathArg, PatternArg, Step, URL_ARGS, Verdict,
+};

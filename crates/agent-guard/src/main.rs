@@ -1,6 +1,7 @@
 //! The `agent-guard` command line. See the workspace README for a tour.
 
 mod cmd;
+mod front;
 mod policy;
 mod report;
 
@@ -37,8 +38,12 @@ enum Command {
     Audit(cmd::audit::Args),
     /// Validate a bash command, then run it confined (layer 5).
     Exec(cmd::exec::Args),
-    /// A drop-in Claude Code PreToolUse/PostToolUse hook: hook JSON on stdin, decision on stdout.
+    /// A drop-in Claude Code hook for every event: hook JSON on stdin, decision on stdout.
     ClaudeHook(cmd::claude_hook::Args),
+    /// A Codex CLI hook (PreToolUse, PermissionRequest, PostToolUse; apply_patch parsed).
+    CodexHook(cmd::codex_hook::Args),
+    /// A Gemini CLI hook (BeforeTool, AfterTool).
+    GeminiHook(cmd::gemini_hook::Args),
     /// Run policy test cases: expected decisions for tool calls; non-zero exit on any failure.
     Test(cmd::test::Args),
     /// Find rules that can never decide, allow rules that allow everything, unknown tools.
@@ -88,7 +93,9 @@ fn main() -> ExitCode {
         Command::Bash(args) => cmd::bash::run(args),
         Command::Audit(args) => cmd::audit::run(args),
         Command::Exec(args) => cmd::exec::run(args),
-        Command::ClaudeHook(args) => cmd::claude_hook::run(args),
+        Command::ClaudeHook(args) => return cmd::claude_hook::run(args),
+        Command::CodexHook(args) => return cmd::codex_hook::run(args),
+        Command::GeminiHook(args) => return cmd::gemini_hook::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),
