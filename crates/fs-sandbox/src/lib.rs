@@ -7,13 +7,16 @@ pub mod fuzz;
 mod glob;
 mod open;
 mod sandbox;
+mod sensitive;
 
 pub use config::SandboxConfig;
 pub use error::SandboxError;
+pub use glob::GlobOutcome;
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
 pub use sandbox::{
     Access, DEFAULT_PROTECTED, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath,
 };
+pub use sensitive::{DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen};
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@ use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
 use crate::error::SandboxError;
+use crate::sensitive::{Sensitive, home_forms};
 
 /// The protected patterns used unless the builder or the config replaces them.
 ///
@@ -152,10 +153,26 @@ pub struct SandboxBuilder {
     cwd: PathBuf,
     roots: Vec<(PathBuf, Access)>,
     protected: Vec<String>,
+    sensitive: Vec<String>,
+    home: Option<PathBuf>,
     mode: ResolveMode,
 }
 
 impl SandboxBuilder {
+    /// The home directory `~/` sensitive patterns are anchored at (default: `$HOME`, else the
+    /// user's entry in the password database; never the cwd). It must be absolute.
+    pub fn home(mut self, path: impl Into<PathBuf>) -> Self {
+        self.home = Some(path.into());
+        self
+    }
+
+    /// EXTENDS the sensitive list ([`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE)) with one
+    /// pattern; the defaults cannot be removed.
+    pub fn sensitive(mut self, pattern: &str) -> Self {
+        self.sensitive.push(pattern.to_owned());
+        self
+    }
+
     /// Adds a root. Relative roots resolve against the builder's cwd.
     pub fn root(mut self, path: impl Into<PathBuf>, access: Access) -> Self {
         self.roots.push((path.into(), access));
@@ -218,6 +235,14 @@ impl SandboxBuilder {
             });
         }
         let protected = Protected::compile(&self.protected)?;
+        if let Some(home) = self.home.as_ref().filter(|h| !h.is_absolute()) {
+            return Err(SandboxError::BadRoot {
+                root: home.clone(),
+                message: "the home directory must be an absolute path".to_owned(),
+            });
+        }
+        let home = self.home.or_else(std::env::home_dir);
+        let sensitive = Sensitive::compile(&self.sensitive, &home_forms(home.as_deref()))?;
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -227,6 +252,7 @@ impl SandboxBuilder {
             cwd,
             roots,
             protected,
+            sensitive,
             use_openat2,
         })
     }
@@ -315,6 +341,7 @@ pub struct Sandbox {
     cwd: PathBuf,
     roots: Vec<Root>,
     protected: Protected,
+    sensitive: Sensitive,
     pub(crate) use_openat2: bool,
 }
 
@@ -334,6 +361,8 @@ impl Sandbox {
             cwd: cwd.into(),
             roots: Vec::new(),
             protected: DEFAULT_PROTECTED.iter().map(|s| (*s).to_owned()).collect(),
+            sensitive: Vec::new(),
+            home: None,
             mode: ResolveMode::Auto,
         }
     }
@@ -358,13 +387,36 @@ impl Sandbox {
         self.use_openat2
     }
 
+    /// What `path` holds when it is a credential store or key (see
+    /// [`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE)), else `None`.
+    ///
+    /// The path is matched as given (joined to the cwd when relative, not resolved): pass a
+    /// resolved path, e.g. [`SandboxPath::path`]; [`check`](Sandbox::check) matches both the given
+    /// and the physical path. The filesystem is touched only after a pattern matched (a
+    /// directory never matches a file pattern; a `.pem` is judged by its content).
+    pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
+        if path.is_absolute() {
+            self.sensitive.matching(path)
+        } else {
+            self.sensitive.matching(&self.cwd.join(path))
+        }
+    }
+
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
     ///
-    /// Returns where the path really leads, or why it is refused.
+    /// Returns where the path really leads, or why it is refused. A sensitive path (as given or
+    /// physically) is refused for every op, inside the roots or not.
     pub fn check(&self, path: impl AsRef<Path>, op: Op) -> Result<SandboxPath, SandboxError> {
         let path = path.as_ref();
         validate(path)?;
-        let absolute = self.cwd.join(path);
+        // `.` and a trailing `/` dropped, `..` kept: the path as given, for the sensitive match.
+        let absolute: PathBuf = self.cwd.join(path).components().collect();
+        if let Some(what) = self.sensitive.matching(&absolute) {
+            return Err(SandboxError::Sensitive {
+                path: absolute,
+                what: what.to_owned(),
+            });
+        }
         let resolved = self.fast_resolve(&absolute).map_or_else(
             || {
                 // A root's path is canonical, so resolution may start there instead of `/`.
@@ -373,6 +425,14 @@ impl Sandbox {
             },
             Ok,
         )?;
+        if resolved.path != absolute
+            && let Some(what) = self.sensitive.matching(&resolved.path)
+        {
+            return Err(SandboxError::Sensitive {
+                path: resolved.path,
+                what: what.to_owned(),
+            });
+        }
         let Some(root) = self.containing_root(&resolved.path) else {
             return Err(SandboxError::OutsideRoots {
                 path: path.to_owned(),

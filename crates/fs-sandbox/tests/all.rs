@@ -418,6 +418,7 @@ fn toml_like(_t: &Tree) -> SandboxConfig {
         read_only_roots: vec![PathBuf::from("../ro")],
         protected: Some(vec!["secrets/**".into()]),
         extra_protected: vec!["*.txt".into()],
+        ..SandboxConfig::default()
     }
 }
 
@@ -541,4 +542,199 @@ proptest! {
     fn check_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         fs_sandbox::fuzz::check_path(&bytes);
     }
+}
+
+/// `base/{home/.ssh/id_rsa, home/.aws/credentials, proj/...}` with links to the secrets.
+fn sensitive_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Sandbox) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let home = base.join("home");
+    let proj = base.join("proj");
+    for d in [
+        "home/.ssh",
+        "home/.aws",
+        "proj/src",
+        "proj/.venv/.env",
+        "proj/tls",
+    ] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    for (f, text) in [
+        ("home/.ssh/id_rsa", "KEY"),
+        ("home/.aws/credentials", "AKIA"),
+        ("proj/.env", "TOKEN=1"),
+        ("proj/.env.local", "TOKEN=2"),
+        ("proj/.env.example", "TOKEN="),
+        ("proj/src/main.rs", "fn main() {}"),
+        ("proj/tls/ca.pem", "-----BEGIN CERTIFICATE-----\n"),
+        ("proj/tls/server.pem", "-----BEGIN EC PRIVATE KEY-----\n"),
+        ("proj/.npmrc", "//registry.npmjs.org/:_authToken=x"),
+    ] {
+        std::fs::write(base.join(f), text).unwrap();
+    }
+    symlink(home.join(".ssh/id_rsa"), proj.join("innocent.txt")).unwrap();
+    symlink(home.join(".ssh"), proj.join("keys")).unwrap();
+    symlink(".env", proj.join("settings.txt")).unwrap();
+    symlink("src/main.rs", proj.join(".env.production")).unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .root(&home, Access::ReadWrite)
+        .home(&home)
+        .sensitive("*.secret")
+        .build()
+        .unwrap();
+    (dir, home, proj, sb)
+}
+
+#[test]
+fn sensitive_paths_are_refused_by_physical_path_and_by_path_as_given() {
+    let (_dir, home, proj, sb) = sensitive_tree();
+    let h = home.display().to_string();
+    let cases: &[(String, Op, Option<&str>)] = &[
+        (format!("{h}/.ssh/id_rsa"), Op::Read, Some("sensitive_path")),
+        (
+            format!("{h}/.ssh/id_rsa"),
+            Op::Write,
+            Some("sensitive_path"),
+        ),
+        (format!("{h}/.ssh"), Op::List, Some("sensitive_path")),
+        (format!("{h}/.ssh/"), Op::List, Some("sensitive_path")),
+        (
+            format!("{h}/.ssh/new_key"),
+            Op::Write,
+            Some("sensitive_path"),
+        ),
+        (
+            format!("{h}/.aws/credentials"),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        (
+            format!("{h}/./.aws/../.aws/credentials"),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        (h.clone(), Op::List, None),
+        // A symlink to a key, under an innocent name: the physical path is judged.
+        ("innocent.txt".into(), Op::Read, Some("sensitive_path")),
+        ("keys/id_rsa".into(), Op::Read, Some("sensitive_path")),
+        ("keys".into(), Op::List, Some("sensitive_path")),
+        ("settings.txt".into(), Op::Read, Some("sensitive_path")),
+        // A secret-looking name that links to an ordinary file: the given path is judged.
+        (".env.production".into(), Op::Read, Some("sensitive_path")),
+        (".env".into(), Op::Read, Some("sensitive_path")),
+        ("./.env".into(), Op::Read, Some("sensitive_path")),
+        ("src/../.env".into(), Op::Read, Some("sensitive_path")),
+        (".env".into(), Op::Write, Some("sensitive_path")),
+        (".env.local".into(), Op::Read, Some("sensitive_path")),
+        (".npmrc".into(), Op::Read, Some("sensitive_path")),
+        ("src/new.secret".into(), Op::Write, Some("sensitive_path")),
+        ("tls/server.pem".into(), Op::Read, Some("sensitive_path")),
+        ("tls/ca.pem".into(), Op::Read, None),
+        ("tls/new.pem".into(), Op::Write, None),
+        (".env.example".into(), Op::Read, None),
+        (".venv/.env".into(), Op::List, None),
+        ("src/main.rs".into(), Op::Read, None),
+        // Outside the roots, a secret is a secret first: the refusal says why.
+        ("/etc/shadow".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/gshadow".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/sudoers".into(), Op::Write, Some("sensitive_path")),
+        (
+            "/proc/self/environ".into(),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        ("/proc/1/environ".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/passwd".into(), Op::Read, Some("outside_roots")),
+    ];
+    let mut failures = Vec::new();
+    for (path, op, expected) in cases {
+        let got = sb.check(path, *op);
+        let code = got.as_ref().err().map(|e| e.code());
+        if code != *expected {
+            failures.push(format!("{path} {op:?}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The refusal names what the file is.
+    let err = sb.check("innocent.txt", Op::Read).unwrap_err();
+    assert!(err.to_string().contains("an SSH key"), "{err}");
+    assert_eq!(
+        sb.sensitive(&home.join(".ssh/id_rsa")),
+        Some("an SSH key or configuration")
+    );
+    assert_eq!(sb.sensitive(&proj.join("src/main.rs")), None);
+    assert_eq!(
+        sb.open_read("innocent.txt").unwrap_err().code(),
+        "sensitive_path"
+    );
+}
+
+#[test]
+fn glob_skips_sensitive_files_and_counts_them() {
+    let (_dir, home, proj, sb) = sensitive_tree();
+    let outcome = sb.glob_outcome("*", None).unwrap();
+    let names: Vec<_> = outcome
+        .paths
+        .iter()
+        .map(|p| p.strip_prefix(&proj).unwrap().to_str().unwrap().to_owned())
+        .collect();
+    for hidden in [
+        ".env",
+        ".env.local",
+        ".npmrc",
+        "innocent.txt",
+        "keys",
+        "settings.txt",
+        ".env.production",
+    ] {
+        assert!(
+            !names.contains(&hidden.to_owned()),
+            "{hidden} listed: {names:?}"
+        );
+    }
+    assert!(names.contains(&".env.example".to_owned()), "{names:?}");
+    assert!(names.contains(&"src".to_owned()), "{names:?}");
+    assert_eq!(outcome.skipped_sensitive, 7, "{names:?}");
+    let pem = sb.glob_outcome("tls/*.pem", None).unwrap();
+    assert_eq!(pem.paths, vec![proj.join("tls/ca.pem")]);
+    assert_eq!(pem.skipped_sensitive, 1);
+    // A glob that names a secret, or starts inside a secret directory, is refused.
+    assert_eq!(sb.glob(".env", None).unwrap_err().code(), "sensitive_path");
+    assert_eq!(
+        sb.glob("*", Some(&home.join(".ssh"))).unwrap_err().code(),
+        "sensitive_path"
+    );
+    let from_home = sb.glob_outcome("**/*", Some(&home)).unwrap();
+    assert!(from_home.paths.is_empty(), "{:?}", from_home.paths);
+    assert_eq!(from_home.skipped_sensitive, 2);
+}
+
+#[test]
+fn config_home_and_sensitive_keys() {
+    let (_dir, home, proj, _) = sensitive_tree();
+    let config: SandboxConfig = SandboxConfig {
+        home: Some(home.clone()),
+        sensitive: vec!["src/main.rs".into()],
+        ..SandboxConfig::default()
+    };
+    let sb = Sandbox::from_config(&config, &proj).unwrap();
+    assert_eq!(
+        sb.check("src/main.rs", Op::Read).unwrap_err().code(),
+        "sensitive_path"
+    );
+    assert_eq!(
+        sb.check(home.join(".aws/credentials"), Op::Read)
+            .unwrap_err()
+            .code(),
+        "sensitive_path"
+    );
+    let relative = SandboxConfig {
+        home: Some("home".into()),
+        ..SandboxConfig::default()
+    };
+    assert_eq!(
+        Sandbox::from_config(&relative, &proj).unwrap_err().code(),
+        "bad_root"
+    );
 }
