@@ -6,6 +6,7 @@ mod error;
 pub mod fuzz;
 mod glob;
 mod open;
+mod protected;
 mod sandbox;
 mod sensitive;
 
@@ -13,9 +14,8 @@ pub use config::SandboxConfig;
 pub use error::SandboxError;
 pub use glob::GlobOutcome;
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
-pub use sandbox::{
-    Access, DEFAULT_PROTECTED, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath,
-};
+pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED};
+pub use sandbox::{Access, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath};
 pub use sensitive::{DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen};
 
 #[cfg(test)]

@@ -8,30 +8,13 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
 use crate::error::SandboxError;
+use crate::protected::{DEFAULT_PROTECTED, Protected};
 use crate::sensitive::{Sensitive, home_forms};
-
-/// The protected patterns used unless the builder or the config replaces them.
-///
-/// Gitignore-ish: a pattern without a `/` matches that name at any depth below a root; one with
-/// a `/` is anchored at the root; `dir/**` also protects `dir` itself.
-pub const DEFAULT_PROTECTED: &[&str] = &[
-    ".git/config",
-    ".git/hooks/**",
-    ".claude/**",
-    ".agent/**",
-    ".bashrc",
-    ".zshrc",
-    ".profile",
-    ".bash_profile",
-    ".zprofile",
-    ".bash_login",
-];
 
 /// How many symlinks one resolution may follow, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINKS: u32 = 40;
@@ -271,68 +254,6 @@ fn probe_openat2(root: Option<&Root>) -> bool {
     .is_ok()
 }
 
-#[derive(Debug)]
-struct Protected {
-    patterns: Vec<String>,
-    set: GlobSet,
-}
-
-impl Protected {
-    fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
-        let mut builder = GlobSetBuilder::new();
-        // Each compiled glob maps back to the pattern the person wrote.
-        let mut owners = Vec::new();
-        for pattern in patterns {
-            let trimmed = pattern.trim_start_matches('/').trim_end_matches('/');
-            if trimmed.is_empty() {
-                return Err(SandboxError::BadPattern {
-                    pattern: pattern.clone(),
-                    message: "an empty protected pattern would protect nothing".to_owned(),
-                });
-            }
-            let anchored = pattern.trim_end_matches('/').contains('/');
-            let mut forms = Vec::new();
-            if anchored {
-                forms.push(trimmed.to_owned());
-            } else {
-                forms.push(trimmed.to_owned());
-                forms.push(format!("**/{trimmed}"));
-            }
-            // `dir/**` protects the directory itself too, so it cannot be replaced wholesale.
-            let extra: Vec<String> = forms
-                .iter()
-                .filter_map(|f| f.strip_suffix("/**").map(str::to_owned))
-                .collect();
-            forms.extend(extra);
-            for form in forms {
-                let glob = GlobBuilder::new(&form)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|err| SandboxError::BadPattern {
-                        pattern: pattern.clone(),
-                        message: err.kind().to_string(),
-                    })?;
-                builder.add(glob);
-                owners.push(pattern.clone());
-            }
-        }
-        let set = builder.build().map_err(|err| SandboxError::BadPattern {
-            pattern: patterns.join(", "),
-            message: err.to_string(),
-        })?;
-        Ok(Protected {
-            patterns: owners,
-            set,
-        })
-    }
-
-    fn matching(&self, relative: &Path) -> Option<&str> {
-        let first = self.set.matches(relative).into_iter().next()?;
-        self.patterns.get(first).map(String::as_str)
-    }
-}
-
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
 /// `Send + Sync`; share it in an `Arc`.
@@ -352,6 +273,9 @@ struct Resolved {
     /// Metadata of the final component when it exists (not following a final symlink: there is
     /// none left after resolution).
     nlink: Option<(bool, u64)>,
+    /// The names the path had on the way: after each symlink met, the symlink's path joined with
+    /// what remained to resolve (lexical).
+    views: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -447,15 +371,13 @@ impl Sandbox {
                     root: root.path().to_owned(),
                 });
             }
-            let relative = resolved
-                .path
-                .strip_prefix(root.path())
-                .unwrap_or(Path::new(""));
-            if let Some(pattern) = self.protected.matching(relative) {
+            let mut views = resolved.views.clone();
+            views.push(absolute);
+            if let Some(pattern) = self.protected.judge(&resolved.path, &views, root.path()) {
                 return Err(SandboxError::Protected {
                     resolved: resolved.path.clone(),
                     root: root.path().to_owned(),
-                    pattern: pattern.to_owned(),
+                    pattern,
                 });
             }
             if let Some((true, nlink)) = resolved.nlink
@@ -538,6 +460,7 @@ impl Sandbox {
                     path: normalise_lexically(absolute),
                     exists: false,
                     nlink: None,
+                    views: Vec::new(),
                 });
             }
             Err(_) => return None,
@@ -549,6 +472,7 @@ impl Sandbox {
             path: normalise_lexically(absolute),
             exists: true,
             nlink: Some((regular, stat.st_nlink)),
+            views: Vec::new(),
         })
     }
 }
@@ -622,6 +546,7 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
     push_front_components(&mut pending, rest);
     let mut hops = 0u32;
     let mut last_meta: Option<(bool, u64)> = None;
+    let mut views = Vec::new();
     while let Some(name) = pending.pop_front() {
         if name == ".." {
             resolved.pop();
@@ -652,6 +577,9 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
                         std::io::Error::from(std::io::ErrorKind::NotFound),
                     ));
                 }
+                let mut view = candidate.clone();
+                view.extend(pending.iter());
+                views.push(view);
                 if target.is_absolute() {
                     resolved = PathBuf::from("/");
                 }
@@ -684,6 +612,7 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
                     path: resolved,
                     exists: false,
                     nlink: None,
+                    views,
                 });
             }
             Err(err) if err.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
@@ -698,6 +627,7 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
         path: resolved,
         exists: true,
         nlink: last_meta,
+        views,
     })
 }
 

@@ -188,7 +188,10 @@ const CASES: &[(&str, Op, Result<&str, &str>)] = &[
     (".profile", Op::Write, Err("protected_path")),
     (".bash_profile", Op::Write, Err("protected_path")),
     (".bashrc.bak", Op::Write, Ok("proj/.bashrc.bak")),
-    ("src/.git/config", Op::Write, Ok("proj/src/.git/config")),
+    // nested repositories are protected too
+    ("src/.git/config", Op::Write, Err("protected_path")),
+    ("src/.git", Op::Write, Err("protected_path")),
+    ("src/.git/HEAD", Op::Write, Ok("proj/src/.git/HEAD")),
     // hard links
     ("hard", Op::Read, Ok("proj/hard")),
     ("hard", Op::Write, Err("hard_link")),
@@ -737,4 +740,174 @@ fn config_home_and_sensitive_keys() {
         Sandbox::from_config(&relative, &proj).unwrap_err().code(),
         "bad_root"
     );
+}
+
+fn make_git_dir(dir: &Path) {
+    for d in ["objects", "refs/heads", "hooks", "info"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(dir.join("config"), "[core]\n").unwrap();
+}
+
+#[test]
+fn protected_files_are_judged_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    // A symlinked `.git`.
+    make_git_dir(&proj.join("realgit"));
+    symlink("realgit", proj.join(".git")).unwrap();
+    symlink("realgit/config", proj.join("cfg_link")).unwrap();
+    // A worktree whose `.git` is a `gitdir:` pointer into another git directory.
+    make_git_dir(&proj.join("gitstore"));
+    let wt_git = proj.join("gitstore/worktrees/wt");
+    std::fs::create_dir_all(&wt_git).unwrap();
+    std::fs::write(wt_git.join("HEAD"), "ref: refs/heads/wt\n").unwrap();
+    std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+    std::fs::create_dir_all(proj.join("wt")).unwrap();
+    std::fs::write(proj.join("wt/.git"), "gitdir: ../gitstore/worktrees/wt\n").unwrap();
+    // A nested repository with a submodule.
+    make_git_dir(&proj.join("nested/.git"));
+    make_git_dir(&proj.join("nested/.git/modules/sub"));
+    std::fs::create_dir_all(proj.join("nested/sub")).unwrap();
+    std::fs::write(
+        proj.join("nested/sub/.git"),
+        "gitdir: ../.git/modules/sub\n",
+    )
+    .unwrap();
+    // A bare repository used as a test fixture.
+    make_git_dir(&proj.join("fixtures/repo.git"));
+    // Symlinked agent and editor settings.
+    std::fs::create_dir_all(proj.join("store/claude")).unwrap();
+    symlink("store/claude", proj.join(".claude")).unwrap();
+    symlink(".claude", proj.join("alias")).unwrap();
+    std::fs::create_dir_all(proj.join("editor")).unwrap();
+    symlink("editor", proj.join(".vscode")).unwrap();
+    std::fs::create_dir_all(proj.join("pkg/src")).unwrap();
+    symlink("../editor", proj.join("pkg/.vscode")).unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    let refused = [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "realgit/config",
+        "realgit/hooks/pre-commit",
+        "realgit/hooks",
+        "realgit/info/attributes",
+        "cfg_link",
+        "wt/.git",
+        "gitstore/config",
+        "gitstore/worktrees/wt/commondir",
+        "gitstore/worktrees/wt/config.worktree",
+        "nested/.git/config",
+        "nested/.git/modules/sub/config",
+        "nested/.git/modules/sub/hooks/post-checkout",
+        "nested/sub/.git",
+        "fixtures/repo.git/config",
+        "fixtures/repo.git/hooks/update",
+        ".claude/settings.json",
+        "alias/settings.json",
+        "store/claude/settings.json",
+        "store/claude/commands/x.md",
+        "editor/tasks.json",
+        "editor/settings.json",
+        ".mcp.json",
+        "pkg/.envrc",
+        "pkg/.cargo/config.toml",
+        ".gitconfig",
+    ];
+    let allowed = [
+        "realgit/HEAD",
+        "realgit/refs/heads/main",
+        "gitstore/worktrees/wt/HEAD",
+        "nested/.git/modules/sub/HEAD",
+        "nested/sub/lib.rs",
+        "wt/main.rs",
+        "fixtures/repo.git/description",
+        "editor/notes.md",
+        "store/other.json",
+        "Makefile",
+        ".gitattributes",
+        "pkg/src/lib.rs",
+    ];
+    let mut failures = Vec::new();
+    for path in refused {
+        match sb.check(path, Op::Write) {
+            Err(err) if err.code() == "protected_path" => {}
+            other => failures.push(format!("{path}: expected protected_path, got {other:?}")),
+        }
+        if sb.check(path, Op::Read).is_err() {
+            failures.push(format!("{path}: a protected file must stay readable"));
+        }
+    }
+    for path in allowed {
+        if let Err(err) = sb.check(path, Op::Write) {
+            failures.push(format!("{path}: expected allowed, got {err:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let err = sb
+        .check("store/claude/settings.json", Op::Write)
+        .unwrap_err();
+    assert!(err.to_string().contains("through the link"), "{err}");
+    let err = sb.check("gitstore/config", Op::Write).unwrap_err();
+    assert!(err.to_string().contains("git directory"), "{err}");
+}
+
+/// How a generated repository's `.git` is made.
+#[derive(Debug, Clone, Copy)]
+enum GitKind {
+    Dir,
+    Symlink,
+    Pointer,
+}
+
+fn git_kind() -> impl Strategy<Value = GitKind> {
+    prop::sample::select(vec![GitKind::Dir, GitKind::Symlink, GitKind::Pointer])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Whatever a repository's `.git` is (directory, symlink, `gitdir:` pointer), however deep it
+    /// is nested, and whichever name the write uses (through `.git`, the physical store, an
+    /// alias symlink), its config and hooks are refused and its work tree is writable.
+    #[test]
+    fn git_config_and_hooks_are_protected_whatever_the_layout(
+        depth in 0usize..3,
+        kind in git_kind(),
+        nested in any::<bool>(),
+        target in prop::sample::select(vec!["config", "hooks/pre-commit", "hooks/post-merge", "info/attributes", "config.worktree"]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = std::fs::canonicalize(dir.path()).unwrap();
+        let work = (0..depth).fold(proj.clone(), |p, i| p.join(format!("d{i}")));
+        let work = if nested { work.join("inner") } else { work };
+        std::fs::create_dir_all(&work).unwrap();
+        let store = proj.join("store.d");
+        let git_dir = match kind {
+            GitKind::Dir => work.join(".git"),
+            GitKind::Symlink | GitKind::Pointer => store.clone(),
+        };
+        make_git_dir(&git_dir);
+        match kind {
+            GitKind::Dir => {}
+            GitKind::Symlink => symlink(&store, work.join(".git")).unwrap(),
+            GitKind::Pointer => std::fs::write(work.join(".git"), format!("gitdir: {}\n", store.display())).unwrap(),
+        }
+        symlink(&git_dir, proj.join("alias")).unwrap();
+        let sb = Sandbox::builder(&proj).root(&proj, Access::ReadWrite).build().unwrap();
+        let mut names = vec![git_dir.join(target), proj.join("alias").join(target)];
+        if !matches!(kind, GitKind::Pointer) {
+            names.push(work.join(".git").join(target));
+        }
+        for name in names {
+            let got = sb.check(&name, Op::Write);
+            prop_assert_eq!(got.as_ref().err().map(|e| e.code()), Some("protected_path"), "{:?} {:?}", name, got);
+        }
+        prop_assert_eq!(sb.check(work.join(".git"), Op::Write).err().map(|e| e.code()), Some("protected_path"));
+        prop_assert!(sb.check(work.join("src/main.rs"), Op::Write).is_ok());
+        prop_assert!(sb.check(git_dir.join("HEAD"), Op::Write).is_ok());
+    }
 }
