@@ -62,6 +62,14 @@ pub enum SandboxError {
         /// The protected pattern it matched.
         pattern: String,
     },
+    /// The path (as given or where it physically leads) is a credential store or a key.
+    #[error("`{path}` is {what}; reading, writing or listing it is refused (secrets are not handed to the agent)", path = .path.display())]
+    Sensitive {
+        /// The path that matched: the physical one, or the one given when only that matched.
+        path: PathBuf,
+        /// What it holds (`an SSH key or configuration`).
+        what: String,
+    },
     /// A write to a regular file with more than one hard link was asked.
     #[error("`{resolved}` has {nlink} hard links; a write through one of them would change a file that may live outside the roots, so it is refused", resolved = .resolved.display())]
     HardLink {
@@ -139,6 +147,7 @@ impl SandboxError {
             SandboxError::ReadOnlyRoot { .. } => "read_only_root",
             SandboxError::Protected { .. } => "protected_path",
             SandboxError::HardLink { .. } => "hard_link",
+            SandboxError::Sensitive { .. } => "sensitive_path",
             SandboxError::SymlinkLoop { .. } => "symlink_loop",
             SandboxError::MagicLink { .. } => "magic_link",
             SandboxError::Changed { .. } => "changed",

@@ -8,29 +8,13 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
 use crate::error::SandboxError;
-
-/// The protected patterns used unless the builder or the config replaces them.
-///
-/// Gitignore-ish: a pattern without a `/` matches that name at any depth below a root; one with
-/// a `/` is anchored at the root; `dir/**` also protects `dir` itself.
-pub const DEFAULT_PROTECTED: &[&str] = &[
-    ".git/config",
-    ".git/hooks/**",
-    ".claude/**",
-    ".agent/**",
-    ".bashrc",
-    ".zshrc",
-    ".profile",
-    ".bash_profile",
-    ".zprofile",
-    ".bash_login",
-];
+use crate::protected::{DEFAULT_PROTECTED, Protected};
+use crate::sensitive::{Sensitive, home_forms};
 
 /// How many symlinks one resolution may follow, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINKS: u32 = 40;
@@ -152,10 +136,26 @@ pub struct SandboxBuilder {
     cwd: PathBuf,
     roots: Vec<(PathBuf, Access)>,
     protected: Vec<String>,
+    sensitive: Vec<String>,
+    home: Option<PathBuf>,
     mode: ResolveMode,
 }
 
 impl SandboxBuilder {
+    /// The home directory `~/` sensitive patterns are anchored at (default: `$HOME`, else the
+    /// user's entry in the password database; never the cwd). It must be absolute.
+    pub fn home(mut self, path: impl Into<PathBuf>) -> Self {
+        self.home = Some(path.into());
+        self
+    }
+
+    /// EXTENDS the sensitive list ([`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE)) with one
+    /// pattern; the defaults cannot be removed.
+    pub fn sensitive(mut self, pattern: &str) -> Self {
+        self.sensitive.push(pattern.to_owned());
+        self
+    }
+
     /// Adds a root. Relative roots resolve against the builder's cwd.
     pub fn root(mut self, path: impl Into<PathBuf>, access: Access) -> Self {
         self.roots.push((path.into(), access));
@@ -218,6 +218,14 @@ impl SandboxBuilder {
             });
         }
         let protected = Protected::compile(&self.protected)?;
+        if let Some(home) = self.home.as_ref().filter(|h| !h.is_absolute()) {
+            return Err(SandboxError::BadRoot {
+                root: home.clone(),
+                message: "the home directory must be an absolute path".to_owned(),
+            });
+        }
+        let home = self.home.or_else(std::env::home_dir);
+        let sensitive = Sensitive::compile(&self.sensitive, &home_forms(home.as_deref()))?;
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -227,6 +235,7 @@ impl SandboxBuilder {
             cwd,
             roots,
             protected,
+            sensitive,
             use_openat2,
         })
     }
@@ -245,68 +254,6 @@ fn probe_openat2(root: Option<&Root>) -> bool {
     .is_ok()
 }
 
-#[derive(Debug)]
-struct Protected {
-    patterns: Vec<String>,
-    set: GlobSet,
-}
-
-impl Protected {
-    fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
-        let mut builder = GlobSetBuilder::new();
-        // Each compiled glob maps back to the pattern the person wrote.
-        let mut owners = Vec::new();
-        for pattern in patterns {
-            let trimmed = pattern.trim_start_matches('/').trim_end_matches('/');
-            if trimmed.is_empty() {
-                return Err(SandboxError::BadPattern {
-                    pattern: pattern.clone(),
-                    message: "an empty protected pattern would protect nothing".to_owned(),
-                });
-            }
-            let anchored = pattern.trim_end_matches('/').contains('/');
-            let mut forms = Vec::new();
-            if anchored {
-                forms.push(trimmed.to_owned());
-            } else {
-                forms.push(trimmed.to_owned());
-                forms.push(format!("**/{trimmed}"));
-            }
-            // `dir/**` protects the directory itself too, so it cannot be replaced wholesale.
-            let extra: Vec<String> = forms
-                .iter()
-                .filter_map(|f| f.strip_suffix("/**").map(str::to_owned))
-                .collect();
-            forms.extend(extra);
-            for form in forms {
-                let glob = GlobBuilder::new(&form)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|err| SandboxError::BadPattern {
-                        pattern: pattern.clone(),
-                        message: err.kind().to_string(),
-                    })?;
-                builder.add(glob);
-                owners.push(pattern.clone());
-            }
-        }
-        let set = builder.build().map_err(|err| SandboxError::BadPattern {
-            pattern: patterns.join(", "),
-            message: err.to_string(),
-        })?;
-        Ok(Protected {
-            patterns: owners,
-            set,
-        })
-    }
-
-    fn matching(&self, relative: &Path) -> Option<&str> {
-        let first = self.set.matches(relative).into_iter().next()?;
-        self.patterns.get(first).map(String::as_str)
-    }
-}
-
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
 /// `Send + Sync`; share it in an `Arc`.
@@ -315,6 +262,7 @@ pub struct Sandbox {
     cwd: PathBuf,
     roots: Vec<Root>,
     protected: Protected,
+    sensitive: Sensitive,
     pub(crate) use_openat2: bool,
 }
 
@@ -325,6 +273,9 @@ struct Resolved {
     /// Metadata of the final component when it exists (not following a final symlink: there is
     /// none left after resolution).
     nlink: Option<(bool, u64)>,
+    /// The names the path had on the way: after each symlink met, the symlink's path joined with
+    /// what remained to resolve (lexical).
+    views: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -334,6 +285,8 @@ impl Sandbox {
             cwd: cwd.into(),
             roots: Vec::new(),
             protected: DEFAULT_PROTECTED.iter().map(|s| (*s).to_owned()).collect(),
+            sensitive: Vec::new(),
+            home: None,
             mode: ResolveMode::Auto,
         }
     }
@@ -358,13 +311,36 @@ impl Sandbox {
         self.use_openat2
     }
 
+    /// What `path` holds when it is a credential store or key (see
+    /// [`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE)), else `None`.
+    ///
+    /// The path is matched as given (joined to the cwd when relative, not resolved): pass a
+    /// resolved path, e.g. [`SandboxPath::path`]; [`check`](Sandbox::check) matches both the given
+    /// and the physical path. The filesystem is touched only after a pattern matched (a
+    /// directory never matches a file pattern; a `.pem` is judged by its content).
+    pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
+        if path.is_absolute() {
+            self.sensitive.matching(path)
+        } else {
+            self.sensitive.matching(&self.cwd.join(path))
+        }
+    }
+
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
     ///
-    /// Returns where the path really leads, or why it is refused.
+    /// Returns where the path really leads, or why it is refused. A sensitive path (as given or
+    /// physically) is refused for every op, inside the roots or not.
     pub fn check(&self, path: impl AsRef<Path>, op: Op) -> Result<SandboxPath, SandboxError> {
         let path = path.as_ref();
         validate(path)?;
-        let absolute = self.cwd.join(path);
+        // `.` and a trailing `/` dropped, `..` kept: the path as given, for the sensitive match.
+        let absolute: PathBuf = self.cwd.join(path).components().collect();
+        if let Some(what) = self.sensitive.matching(&absolute) {
+            return Err(SandboxError::Sensitive {
+                path: absolute,
+                what: what.to_owned(),
+            });
+        }
         let resolved = self.fast_resolve(&absolute).map_or_else(
             || {
                 // A root's path is canonical, so resolution may start there instead of `/`.
@@ -373,6 +349,14 @@ impl Sandbox {
             },
             Ok,
         )?;
+        if resolved.path != absolute
+            && let Some(what) = self.sensitive.matching(&resolved.path)
+        {
+            return Err(SandboxError::Sensitive {
+                path: resolved.path,
+                what: what.to_owned(),
+            });
+        }
         let Some(root) = self.containing_root(&resolved.path) else {
             return Err(SandboxError::OutsideRoots {
                 path: path.to_owned(),
@@ -387,15 +371,13 @@ impl Sandbox {
                     root: root.path().to_owned(),
                 });
             }
-            let relative = resolved
-                .path
-                .strip_prefix(root.path())
-                .unwrap_or(Path::new(""));
-            if let Some(pattern) = self.protected.matching(relative) {
+            let mut views = resolved.views.clone();
+            views.push(absolute);
+            if let Some(pattern) = self.protected.judge(&resolved.path, &views, root.path()) {
                 return Err(SandboxError::Protected {
                     resolved: resolved.path.clone(),
                     root: root.path().to_owned(),
-                    pattern: pattern.to_owned(),
+                    pattern,
                 });
             }
             if let Some((true, nlink)) = resolved.nlink
@@ -478,6 +460,7 @@ impl Sandbox {
                     path: normalise_lexically(absolute),
                     exists: false,
                     nlink: None,
+                    views: Vec::new(),
                 });
             }
             Err(_) => return None,
@@ -489,6 +472,7 @@ impl Sandbox {
             path: normalise_lexically(absolute),
             exists: true,
             nlink: Some((regular, stat.st_nlink)),
+            views: Vec::new(),
         })
     }
 }
@@ -562,6 +546,7 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
     push_front_components(&mut pending, rest);
     let mut hops = 0u32;
     let mut last_meta: Option<(bool, u64)> = None;
+    let mut views = Vec::new();
     while let Some(name) = pending.pop_front() {
         if name == ".." {
             resolved.pop();
@@ -592,6 +577,9 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
                         std::io::Error::from(std::io::ErrorKind::NotFound),
                     ));
                 }
+                let mut view = candidate.clone();
+                view.extend(pending.iter());
+                views.push(view);
                 if target.is_absolute() {
                     resolved = PathBuf::from("/");
                 }
@@ -624,6 +612,7 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
                     path: resolved,
                     exists: false,
                     nlink: None,
+                    views,
                 });
             }
             Err(err) if err.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
@@ -638,6 +627,7 @@ fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolv
         path: resolved,
         exists: true,
         nlink: last_meta,
+        views,
     })
 }
 

@@ -188,7 +188,10 @@ const CASES: &[(&str, Op, Result<&str, &str>)] = &[
     (".profile", Op::Write, Err("protected_path")),
     (".bash_profile", Op::Write, Err("protected_path")),
     (".bashrc.bak", Op::Write, Ok("proj/.bashrc.bak")),
-    ("src/.git/config", Op::Write, Ok("proj/src/.git/config")),
+    // nested repositories are protected too
+    ("src/.git/config", Op::Write, Err("protected_path")),
+    ("src/.git", Op::Write, Err("protected_path")),
+    ("src/.git/HEAD", Op::Write, Ok("proj/src/.git/HEAD")),
     // hard links
     ("hard", Op::Read, Ok("proj/hard")),
     ("hard", Op::Write, Err("hard_link")),
@@ -418,6 +421,7 @@ fn toml_like(_t: &Tree) -> SandboxConfig {
         read_only_roots: vec![PathBuf::from("../ro")],
         protected: Some(vec!["secrets/**".into()]),
         extra_protected: vec!["*.txt".into()],
+        ..SandboxConfig::default()
     }
 }
 
@@ -540,5 +544,370 @@ proptest! {
     #[test]
     fn check_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         fs_sandbox::fuzz::check_path(&bytes);
+    }
+}
+
+/// `base/{home/.ssh/id_rsa, home/.aws/credentials, proj/...}` with links to the secrets.
+fn sensitive_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Sandbox) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let home = base.join("home");
+    let proj = base.join("proj");
+    for d in [
+        "home/.ssh",
+        "home/.aws",
+        "proj/src",
+        "proj/.venv/.env",
+        "proj/tls",
+    ] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    for (f, text) in [
+        ("home/.ssh/id_rsa", "KEY"),
+        ("home/.aws/credentials", "AKIA"),
+        ("proj/.env", "TOKEN=1"),
+        ("proj/.env.local", "TOKEN=2"),
+        ("proj/.env.example", "TOKEN="),
+        ("proj/src/main.rs", "fn main() {}"),
+        ("proj/tls/ca.pem", "-----BEGIN CERTIFICATE-----\n"),
+        ("proj/tls/server.pem", "-----BEGIN EC PRIVATE KEY-----\n"),
+        ("proj/.npmrc", "//registry.npmjs.org/:_authToken=x"),
+    ] {
+        std::fs::write(base.join(f), text).unwrap();
+    }
+    symlink(home.join(".ssh/id_rsa"), proj.join("innocent.txt")).unwrap();
+    symlink(home.join(".ssh"), proj.join("keys")).unwrap();
+    symlink(".env", proj.join("settings.txt")).unwrap();
+    symlink("src/main.rs", proj.join(".env.production")).unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .root(&home, Access::ReadWrite)
+        .home(&home)
+        .sensitive("*.secret")
+        .build()
+        .unwrap();
+    (dir, home, proj, sb)
+}
+
+#[test]
+fn sensitive_paths_are_refused_by_physical_path_and_by_path_as_given() {
+    let (_dir, home, proj, sb) = sensitive_tree();
+    let h = home.display().to_string();
+    let cases: &[(String, Op, Option<&str>)] = &[
+        (format!("{h}/.ssh/id_rsa"), Op::Read, Some("sensitive_path")),
+        (
+            format!("{h}/.ssh/id_rsa"),
+            Op::Write,
+            Some("sensitive_path"),
+        ),
+        (format!("{h}/.ssh"), Op::List, Some("sensitive_path")),
+        (format!("{h}/.ssh/"), Op::List, Some("sensitive_path")),
+        (
+            format!("{h}/.ssh/new_key"),
+            Op::Write,
+            Some("sensitive_path"),
+        ),
+        (
+            format!("{h}/.aws/credentials"),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        (
+            format!("{h}/./.aws/../.aws/credentials"),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        (h.clone(), Op::List, None),
+        // A symlink to a key, under an innocent name: the physical path is judged.
+        ("innocent.txt".into(), Op::Read, Some("sensitive_path")),
+        ("keys/id_rsa".into(), Op::Read, Some("sensitive_path")),
+        ("keys".into(), Op::List, Some("sensitive_path")),
+        ("settings.txt".into(), Op::Read, Some("sensitive_path")),
+        // A secret-looking name that links to an ordinary file: the given path is judged.
+        (".env.production".into(), Op::Read, Some("sensitive_path")),
+        (".env".into(), Op::Read, Some("sensitive_path")),
+        ("./.env".into(), Op::Read, Some("sensitive_path")),
+        ("src/../.env".into(), Op::Read, Some("sensitive_path")),
+        (".env".into(), Op::Write, Some("sensitive_path")),
+        (".env.local".into(), Op::Read, Some("sensitive_path")),
+        (".npmrc".into(), Op::Read, Some("sensitive_path")),
+        ("src/new.secret".into(), Op::Write, Some("sensitive_path")),
+        ("tls/server.pem".into(), Op::Read, Some("sensitive_path")),
+        ("tls/ca.pem".into(), Op::Read, None),
+        ("tls/new.pem".into(), Op::Write, None),
+        (".env.example".into(), Op::Read, None),
+        (".venv/.env".into(), Op::List, None),
+        ("src/main.rs".into(), Op::Read, None),
+        // Outside the roots, a secret is a secret first: the refusal says why.
+        ("/etc/shadow".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/gshadow".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/sudoers".into(), Op::Write, Some("sensitive_path")),
+        (
+            "/proc/self/environ".into(),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        ("/proc/1/environ".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/passwd".into(), Op::Read, Some("outside_roots")),
+    ];
+    let mut failures = Vec::new();
+    for (path, op, expected) in cases {
+        let got = sb.check(path, *op);
+        let code = got.as_ref().err().map(|e| e.code());
+        if code != *expected {
+            failures.push(format!("{path} {op:?}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The refusal names what the file is.
+    let err = sb.check("innocent.txt", Op::Read).unwrap_err();
+    assert!(err.to_string().contains("an SSH key"), "{err}");
+    assert_eq!(
+        sb.sensitive(&home.join(".ssh/id_rsa")),
+        Some("an SSH key or configuration")
+    );
+    assert_eq!(sb.sensitive(&proj.join("src/main.rs")), None);
+    assert_eq!(
+        sb.open_read("innocent.txt").unwrap_err().code(),
+        "sensitive_path"
+    );
+}
+
+#[test]
+fn glob_skips_sensitive_files_and_counts_them() {
+    let (_dir, home, proj, sb) = sensitive_tree();
+    let outcome = sb.glob_outcome("*", None).unwrap();
+    let names: Vec<_> = outcome
+        .paths
+        .iter()
+        .map(|p| p.strip_prefix(&proj).unwrap().to_str().unwrap().to_owned())
+        .collect();
+    for hidden in [
+        ".env",
+        ".env.local",
+        ".npmrc",
+        "innocent.txt",
+        "keys",
+        "settings.txt",
+        ".env.production",
+    ] {
+        assert!(
+            !names.contains(&hidden.to_owned()),
+            "{hidden} listed: {names:?}"
+        );
+    }
+    assert!(names.contains(&".env.example".to_owned()), "{names:?}");
+    assert!(names.contains(&"src".to_owned()), "{names:?}");
+    assert_eq!(outcome.skipped_sensitive, 7, "{names:?}");
+    let pem = sb.glob_outcome("tls/*.pem", None).unwrap();
+    assert_eq!(pem.paths, vec![proj.join("tls/ca.pem")]);
+    assert_eq!(pem.skipped_sensitive, 1);
+    // A glob that names a secret, or starts inside a secret directory, is refused.
+    assert_eq!(sb.glob(".env", None).unwrap_err().code(), "sensitive_path");
+    assert_eq!(
+        sb.glob("*", Some(&home.join(".ssh"))).unwrap_err().code(),
+        "sensitive_path"
+    );
+    let from_home = sb.glob_outcome("**/*", Some(&home)).unwrap();
+    assert!(from_home.paths.is_empty(), "{:?}", from_home.paths);
+    assert_eq!(from_home.skipped_sensitive, 2);
+}
+
+#[test]
+fn config_home_and_sensitive_keys() {
+    let (_dir, home, proj, _) = sensitive_tree();
+    let config: SandboxConfig = SandboxConfig {
+        home: Some(home.clone()),
+        sensitive: vec!["src/main.rs".into()],
+        ..SandboxConfig::default()
+    };
+    let sb = Sandbox::from_config(&config, &proj).unwrap();
+    assert_eq!(
+        sb.check("src/main.rs", Op::Read).unwrap_err().code(),
+        "sensitive_path"
+    );
+    assert_eq!(
+        sb.check(home.join(".aws/credentials"), Op::Read)
+            .unwrap_err()
+            .code(),
+        "sensitive_path"
+    );
+    let relative = SandboxConfig {
+        home: Some("home".into()),
+        ..SandboxConfig::default()
+    };
+    assert_eq!(
+        Sandbox::from_config(&relative, &proj).unwrap_err().code(),
+        "bad_root"
+    );
+}
+
+fn make_git_dir(dir: &Path) {
+    for d in ["objects", "refs/heads", "hooks", "info"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(dir.join("config"), "[core]\n").unwrap();
+}
+
+#[test]
+fn protected_files_are_judged_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    // A symlinked `.git`.
+    make_git_dir(&proj.join("realgit"));
+    symlink("realgit", proj.join(".git")).unwrap();
+    symlink("realgit/config", proj.join("cfg_link")).unwrap();
+    // A worktree whose `.git` is a `gitdir:` pointer into another git directory.
+    make_git_dir(&proj.join("gitstore"));
+    let wt_git = proj.join("gitstore/worktrees/wt");
+    std::fs::create_dir_all(&wt_git).unwrap();
+    std::fs::write(wt_git.join("HEAD"), "ref: refs/heads/wt\n").unwrap();
+    std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+    std::fs::create_dir_all(proj.join("wt")).unwrap();
+    std::fs::write(proj.join("wt/.git"), "gitdir: ../gitstore/worktrees/wt\n").unwrap();
+    // A nested repository with a submodule.
+    make_git_dir(&proj.join("nested/.git"));
+    make_git_dir(&proj.join("nested/.git/modules/sub"));
+    std::fs::create_dir_all(proj.join("nested/sub")).unwrap();
+    std::fs::write(
+        proj.join("nested/sub/.git"),
+        "gitdir: ../.git/modules/sub\n",
+    )
+    .unwrap();
+    // A bare repository used as a test fixture.
+    make_git_dir(&proj.join("fixtures/repo.git"));
+    // Symlinked agent and editor settings.
+    std::fs::create_dir_all(proj.join("store/claude")).unwrap();
+    symlink("store/claude", proj.join(".claude")).unwrap();
+    symlink(".claude", proj.join("alias")).unwrap();
+    std::fs::create_dir_all(proj.join("editor")).unwrap();
+    symlink("editor", proj.join(".vscode")).unwrap();
+    std::fs::create_dir_all(proj.join("pkg/src")).unwrap();
+    symlink("../editor", proj.join("pkg/.vscode")).unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    let refused = [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "realgit/config",
+        "realgit/hooks/pre-commit",
+        "realgit/hooks",
+        "realgit/info/attributes",
+        "cfg_link",
+        "wt/.git",
+        "gitstore/config",
+        "gitstore/worktrees/wt/commondir",
+        "gitstore/worktrees/wt/config.worktree",
+        "nested/.git/config",
+        "nested/.git/modules/sub/config",
+        "nested/.git/modules/sub/hooks/post-checkout",
+        "nested/sub/.git",
+        "fixtures/repo.git/config",
+        "fixtures/repo.git/hooks/update",
+        ".claude/settings.json",
+        "alias/settings.json",
+        "store/claude/settings.json",
+        "store/claude/commands/x.md",
+        "editor/tasks.json",
+        "editor/settings.json",
+        ".mcp.json",
+        "pkg/.envrc",
+        "pkg/.cargo/config.toml",
+        ".gitconfig",
+    ];
+    let allowed = [
+        "realgit/HEAD",
+        "realgit/refs/heads/main",
+        "gitstore/worktrees/wt/HEAD",
+        "nested/.git/modules/sub/HEAD",
+        "nested/sub/lib.rs",
+        "wt/main.rs",
+        "fixtures/repo.git/description",
+        "editor/notes.md",
+        "store/other.json",
+        "Makefile",
+        ".gitattributes",
+        "pkg/src/lib.rs",
+    ];
+    let mut failures = Vec::new();
+    for path in refused {
+        match sb.check(path, Op::Write) {
+            Err(err) if err.code() == "protected_path" => {}
+            other => failures.push(format!("{path}: expected protected_path, got {other:?}")),
+        }
+        if sb.check(path, Op::Read).is_err() {
+            failures.push(format!("{path}: a protected file must stay readable"));
+        }
+    }
+    for path in allowed {
+        if let Err(err) = sb.check(path, Op::Write) {
+            failures.push(format!("{path}: expected allowed, got {err:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let err = sb
+        .check("store/claude/settings.json", Op::Write)
+        .unwrap_err();
+    assert!(err.to_string().contains("through the link"), "{err}");
+    let err = sb.check("gitstore/config", Op::Write).unwrap_err();
+    assert!(err.to_string().contains("git directory"), "{err}");
+}
+
+/// How a generated repository's `.git` is made.
+#[derive(Debug, Clone, Copy)]
+enum GitKind {
+    Dir,
+    Symlink,
+    Pointer,
+}
+
+fn git_kind() -> impl Strategy<Value = GitKind> {
+    prop::sample::select(vec![GitKind::Dir, GitKind::Symlink, GitKind::Pointer])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Whatever a repository's `.git` is (directory, symlink, `gitdir:` pointer), however deep it
+    /// is nested, and whichever name the write uses (through `.git`, the physical store, an
+    /// alias symlink), its config and hooks are refused and its work tree is writable.
+    #[test]
+    fn git_config_and_hooks_are_protected_whatever_the_layout(
+        depth in 0usize..3,
+        kind in git_kind(),
+        nested in any::<bool>(),
+        target in prop::sample::select(vec!["config", "hooks/pre-commit", "hooks/post-merge", "info/attributes", "config.worktree"]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = std::fs::canonicalize(dir.path()).unwrap();
+        let work = (0..depth).fold(proj.clone(), |p, i| p.join(format!("d{i}")));
+        let work = if nested { work.join("inner") } else { work };
+        std::fs::create_dir_all(&work).unwrap();
+        let store = proj.join("store.d");
+        let git_dir = match kind {
+            GitKind::Dir => work.join(".git"),
+            GitKind::Symlink | GitKind::Pointer => store.clone(),
+        };
+        make_git_dir(&git_dir);
+        match kind {
+            GitKind::Dir => {}
+            GitKind::Symlink => symlink(&store, work.join(".git")).unwrap(),
+            GitKind::Pointer => std::fs::write(work.join(".git"), format!("gitdir: {}\n", store.display())).unwrap(),
+        }
+        symlink(&git_dir, proj.join("alias")).unwrap();
+        let sb = Sandbox::builder(&proj).root(&proj, Access::ReadWrite).build().unwrap();
+        let mut names = vec![git_dir.join(target), proj.join("alias").join(target)];
+        if !matches!(kind, GitKind::Pointer) {
+            names.push(work.join(".git").join(target));
+        }
+        for name in names {
+            let got = sb.check(&name, Op::Write);
+            prop_assert_eq!(got.as_ref().err().map(|e| e.code()), Some("protected_path"), "{:?} {:?}", name, got);
+        }
+        prop_assert_eq!(sb.check(work.join(".git"), Op::Write).err().map(|e| e.code()), Some("protected_path"));
+        prop_assert!(sb.check(work.join("src/main.rs"), Op::Write).is_ok());
+        prop_assert!(sb.check(git_dir.join("HEAD"), Op::Write).is_ok());
     }
 }
