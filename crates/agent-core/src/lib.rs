@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod apply_patch;
 mod approver;
 mod context;
 mod error;
