@@ -91,6 +91,9 @@ pub struct ToolCallResult {
     pub executed: bool,
     /// The arguments the tool ran with (after hooks).
     pub final_args: Value,
+    /// The layer whose verdict decided a refused or asked call (`fs-sandbox`, `bash-guard`,
+    /// `perm-rules`, ...); `None` when the call ran or never reached the verdict.
+    pub layer: Option<String>,
 }
 
 impl ToolCallResult {
@@ -480,6 +483,7 @@ impl Executor {
                     .refuse(call, ctx, &code, &msg, Some(Decision::Deny))
                     .await;
                 r.final_args = final_args;
+                r.layer = Some(verdict.layer().to_owned());
                 return Err(r);
             }
             Decision::Ask => {
@@ -511,6 +515,7 @@ impl Executor {
                         .refuse(call, ctx, outcome.code(), &msg, Some(Decision::Ask))
                         .await;
                     r.final_args = final_args;
+                    r.layer = Some(verdict.layer().to_owned());
                     return Err(r);
                 }
             }
@@ -694,6 +699,7 @@ impl Executor {
             decision: Some(q.decision),
             executed: true,
             final_args: q.args.clone(),
+            layer: None,
         }
     }
 }
@@ -713,6 +719,7 @@ fn refused(
         decision,
         executed: false,
         final_args: call.arguments.clone(),
+        layer: None,
     }
 }
 

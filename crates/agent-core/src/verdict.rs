@@ -161,12 +161,17 @@ pub struct Verdict {
 
 impl Verdict {
     /// The step that decided: the mode step when the mode changed the decision, else the first
-    /// step whose decision is the verdict's.
+    /// step whose decision is the verdict's, preferring a finding over the rules' default (the
+    /// weakest reason there is).
     pub fn deciding(&self) -> Option<&Step> {
         if let Some(mode) = self.steps.iter().rev().find(|s| s.layer == "mode") {
             return Some(mode);
         }
-        self.steps.iter().find(|s| s.decision == self.decision)
+        let mut agreeing = self.steps.iter().filter(|s| s.decision == self.decision);
+        let first = agreeing.clone().next();
+        agreeing
+            .find(|s| s.code != Priority::Default.code())
+            .or(first)
     }
 
     /// The deciding step's code (`denied` for an empty verdict, which cannot happen).
@@ -514,7 +519,7 @@ impl Executor {
         // A pattern naming a sensitive file (`**/.env`, `~/.ssh/*`) is refused outright,
         // wherever it would match.
         let named = base.join(pattern.trim_start_matches("./"));
-        if let Some(what) = sensitive(sandbox, &named) {
+        if let Some(what) = sandbox.sensitive(&named) {
             return Some(Step::new(
                 "fs-sandbox",
                 format!("pattern `{pattern}` under `{}`", base.display()),
@@ -655,11 +660,6 @@ impl Executor {
     }
 }
 
-// MERGE-PENDING: replaced by fs-sandbox's `Sandbox::sensitive` when that lands.
-fn sensitive(_sandbox: &fs_sandbox::Sandbox, _path: &Path) -> Option<String> {
-    None
-}
-
 fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
     let finding = &resolution.decided_by;
     let rule = finding.rule.as_ref();
@@ -667,8 +667,12 @@ fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
     if text.len() > 300 {
         text = format!("{}...", crate::truncate_chars(&text, 300).0);
     }
+    let layer = match finding.priority {
+        Priority::HookBlock | Priority::HookPermissionRequired => "perm-hooks",
+        _ => "perm-rules",
+    };
     Step {
-        layer: "perm-rules",
+        layer,
         saw: format!("`{tool}` with {text}"),
         decision: resolution.decision,
         code: finding.priority.code().to_owned(),

@@ -46,6 +46,7 @@ impl PathJudge for SandboxJudge {
             Ok(checked) if checked.path() == checked.root().path() => PathVerdict::Root,
             Ok(_) => PathVerdict::Inside,
             Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
+            Err(SandboxError::Sensitive { .. }) => PathVerdict::Sensitive,
             Err(err) => PathVerdict::Denied {
                 code: err.code().to_owned(),
                 message: err.to_string(),

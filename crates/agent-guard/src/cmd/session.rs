@@ -98,7 +98,10 @@ impl Approver for PromptApprover {
 }
 
 /// The layer a refusal or result code belongs to, for the printed trace.
-pub fn layer_of(result: &ToolCallResult) -> &'static str {
+pub fn layer_of(result: &ToolCallResult) -> &str {
+    if let Some(layer) = &result.layer {
+        return layer;
+    }
     let code = result.code.as_deref().unwrap_or("");
     if result.content.contains("bash-guard:") || code.starts_with("bash-") {
         "bash-guard"
