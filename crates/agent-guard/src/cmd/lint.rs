@@ -22,12 +22,23 @@ Checks:
   unknown-tool       a tool name that is not one of the guard's tools (or `mcp__*`)
   outside-roots      an allow rule for an absolute path outside every [sandbox] root: the
                      sandbox refuses (or asks about) it whatever the rule says
+  hook-command-missing
+                     a [[hooks.command]] whose program (or the script its interpreter runs)
+                     does not exist or is not executable: the hook fails on every call, and a
+                     failing PreToolUse hook denies by default
+  hook-command-unchecked (warning)
+                     a [[hooks.command]] whose program cannot be known before it runs (shell
+                     syntax, an unknown variable): check it by hand
+
+`$CLAUDE_PROJECT_DIR` and `$GEMINI_PROJECT_DIR` in a hook command expand to --project (default:
+the current directory), as they do when the hook runs; `$HOME`, `~` and other variables expand
+from the environment; the program is looked up on PATH, as `bash -c` would.
 
 Only the file's rules are linted (`AGENT_PERMISSIONS_*` are ignored), so the verdict is the
 same on every machine.
 
 Exit status:
-  0  no problems found
+  0  no problems found (warnings alone do not fail)
   1  problems found (listed on stdout)
   2  a bad policy file";
 
@@ -40,19 +51,86 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The project directory hook commands run in (`$CLAUDE_PROJECT_DIR`); default: the current
+    /// directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
-/// One problem with one rule.
+/// How bad a problem is: errors fail the lint (exit 1), warnings are reported only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The policy does not do what it says.
+    Error,
+    /// Something lint could not check.
+    Warning,
+}
+
+/// One problem with one rule or one hook command.
 #[derive(Debug, Serialize)]
-struct Problem {
-    /// The rule's place in the merged rule list, to report in policy order.
+pub struct Problem {
+    /// The rule's place in the merged rule list (hooks come after every rule), to report in
+    /// policy order.
     #[serde(skip)]
     index: usize,
-    code: &'static str,
-    rule: String,
-    kind: RuleKind,
-    source: String,
-    message: String,
+    /// The stable machine-readable code (`shadowed`, `hook-command-missing`, ...).
+    pub code: &'static str,
+    /// Error or warning.
+    pub severity: Severity,
+    /// The rule's text, for rule problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The rule's kind, for rule problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<RuleKind>,
+    /// The hook command, for hook problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// `file:line` of the rule or hook.
+    pub source: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl Problem {
+    /// One line: `source: what: code: message`.
+    pub fn line(&self) -> String {
+        let what = match (&self.rule, self.kind, &self.command) {
+            (Some(rule), Some(kind), _) => format!("{} rule `{rule}`", kind.as_str()),
+            (_, _, Some(command)) => format!("hook command `{command}`"),
+            _ => "policy".to_owned(),
+        };
+        let tag = match self.severity {
+            Severity::Error => "",
+            Severity::Warning => " (warning)",
+        };
+        format!(
+            "{}: {what}: {}{tag}: {}",
+            self.source, self.code, self.message
+        )
+    }
+}
+
+/// The outcome of linting one policy file.
+#[derive(Debug)]
+pub struct Report {
+    /// The policy's name in messages.
+    pub policy: String,
+    /// How many rules it has.
+    pub rules: usize,
+    /// Problems in policy order, hook commands last.
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    /// How many problems are errors.
+    pub fn errors(&self) -> usize {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .count()
+    }
 }
 
 /// Programs that run whatever code or command their arguments name.
@@ -158,8 +236,10 @@ fn problem(index: usize, code: &'static str, rule: &PermissionRule, message: Str
     Problem {
         index,
         code,
-        rule: rule.text().to_owned(),
-        kind: rule.kind(),
+        severity: Severity::Error,
+        rule: Some(rule.text().to_owned()),
+        kind: Some(rule.kind()),
+        command: None,
         source: rule.source().to_string(),
         message,
     }
@@ -298,9 +378,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     run_inner(args).map_err(crate::front::one_line)
 }
 
-fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
-    let policy = Policy::load(Some(&args.policy))?;
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+/// Lints the policy file at `path`; hook commands are resolved as if run in `project`, and
+/// relative sandbox roots against `cwd`.
+///
+/// # Errors
+/// A policy that cannot be read or parsed.
+pub fn lint_policy(path: &Path, project: &Path, cwd: &Path) -> anyhow::Result<Report> {
+    let policy = Policy::load(Some(path))?;
     // The file alone: `AGENT_PERMISSIONS_*` of whoever runs the lint must not change its verdict.
     let layer = ConfigLayer::parse(Origin::Project, &policy.source_name(), &policy.text)?;
     let checker = PermissionChecker::from_config(&[layer], &HashMap::new())?;
@@ -309,10 +393,10 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
         .roots
         .iter()
         .chain(&sandbox.read_only_roots)
-        .map(|r| absolutize(&cwd, &r.display().to_string()))
+        .map(|r| absolutize(cwd, &r.display().to_string()))
         .collect();
     if roots.is_empty() {
-        roots.push(cwd.clone());
+        roots.push(cwd.to_owned());
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let rules: Vec<&PermissionRule> = checker.rules().collect();
@@ -330,42 +414,347 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     problems.sort_by_key(|p| p.index);
+    let env = HookEnv::from_process(project);
+    let hook_lines = hook_header_lines(&policy.text);
+    for (n, hook) in policy.doc.hooks.command.iter().enumerate() {
+        let source = match hook_lines.get(n) {
+            Some(line) => format!("{}:{line}", policy.source_name()),
+            None => policy.source_name(),
+        };
+        if let Some((severity, code, message)) = check_hook_command(&hook.command, &env) {
+            problems.push(Problem {
+                index: rules.len() + n,
+                code,
+                severity,
+                rule: None,
+                kind: None,
+                command: Some(hook.command.clone()),
+                source,
+                message,
+            });
+        }
+    }
+    Ok(Report {
+        policy: policy.source_name(),
+        rules: rules.len(),
+        problems,
+    })
+}
+
+fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let project = match &args.project {
+        Some(dir) => absolutize(&cwd, &dir.display().to_string()),
+        None => cwd.clone(),
+    };
+    let report = lint_policy(&args.policy, &project, &cwd)?;
+    let errors = report.errors();
+    let warnings = report.problems.len() - errors;
     if args.json {
         let doc = serde_json::json!({
-            "policy": policy.source_name(),
-            "rules": rules.len(),
-            "problems": problems,
+            "policy": report.policy,
+            "rules": report.rules,
+            "problems": report.problems,
         });
         println!("{}", serde_json::to_string(&doc)?);
     } else {
-        for p in &problems {
-            println!(
-                "{}: {} rule `{}`: {}: {}",
-                p.source,
-                p.kind.as_str(),
-                p.rule,
-                p.code,
-                p.message
-            );
+        for p in &report.problems {
+            println!("{}", p.line());
         }
-        match problems.len() {
+        let warned = match warnings {
+            0 => String::new(),
+            n => format!(", {n} warning(s)"),
+        };
+        match errors {
             0 => println!(
-                "{}: {} rules, no problems",
-                policy.source_name(),
-                rules.len()
+                "{}: {} rules, no problems{warned}",
+                report.policy, report.rules
             ),
             n => println!(
-                "{}: {} rules, {n} problem(s)",
-                policy.source_name(),
-                rules.len()
+                "{}: {} rules, {n} problem(s){warned}",
+                report.policy, report.rules
             ),
         }
     }
-    Ok(if problems.is_empty() {
+    Ok(if errors == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The 1-based line of each `[[hooks.command]]` header, in file order.
+fn hook_header_lines(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim();
+            l.strip_prefix("[[")
+                .and_then(|l| l.split_once("]]"))
+                .is_some_and(|(name, _)| name.split('.').map(str::trim).eq(["hooks", "command"]))
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// Bash builtins a hook may start with: always present.
+const SHELL_BUILTINS: &[&str] = &[
+    ":", ".", "source", "echo", "printf", "true", "false", "exit", "test", "[", "cd", "read",
+    "set", "export", "return", "trap", "wait", "kill", "pwd", "type", "shift", "unset",
+];
+
+/// Words that open shell syntax, after which the program is not the first word.
+const SHELL_KEYWORDS: &[&str] = &[
+    "if", "then", "for", "while", "until", "case", "function", "select", "time", "!", "{", "[[",
+    "coproc", "eval",
+];
+
+/// Builtins that run the next word as the program.
+const EXEC_WRAPPERS: &[&str] = &["exec", "command"];
+
+/// Interpreters whose first non-option argument is a script that must exist.
+const INTERPRETERS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "python", "python3", "node", "perl", "ruby", "deno", "bun",
+];
+
+/// What a hook command's variables and lookups resolve against.
+struct HookEnv {
+    project: PathBuf,
+    vars: HashMap<String, String>,
+    path: Option<std::ffi::OsString>,
+}
+
+impl HookEnv {
+    fn from_process(project: &Path) -> HookEnv {
+        let mut vars: HashMap<String, String> = std::env::vars().collect();
+        // The hook runners set these to the project, whatever the linting shell has.
+        for name in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
+            vars.insert(name.to_owned(), project.display().to_string());
+        }
+        HookEnv {
+            project: project.to_owned(),
+            vars,
+            path: std::env::var_os("PATH"),
+        }
+    }
+}
+
+/// Why a word cannot be known before the shell runs it.
+type Unknowable = String;
+
+/// The first `max` words of `command`, expanded as bash would for the simple cases: quotes,
+/// backslashes, `~/`, `$NAME` and `${NAME}` of known variables. Anything else (command
+/// substitution, globs, unknown variables, leading shell syntax) is unknowable.
+fn leading_words(
+    command: &str,
+    vars: &HashMap<String, String>,
+    max: usize,
+) -> Result<Vec<String>, Unknowable> {
+    let mut words = Vec::new();
+    let mut chars = command.chars().peekable();
+    while words.len() < max {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let Some(&first) = chars.peek() else { break };
+        if matches!(first, ';' | '|' | '&' | '<' | '>' | '(' | ')') {
+            if words.is_empty() {
+                return Err(format!("it starts with the shell operator `{first}`"));
+            }
+            break;
+        }
+        let mut word = String::new();
+        // Text before any quote, to recognise `NAME=value` assignments.
+        let mut plain = true;
+        let mut assignment = false;
+        while let Some(&c) = chars.peek() {
+            if c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>') {
+                break;
+            }
+            chars.next();
+            match c {
+                '\'' => {
+                    plain = false;
+                    loop {
+                        match chars.next() {
+                            Some('\'') => break,
+                            Some(q) => word.push(q),
+                            None => return Err("a quote is not closed".to_owned()),
+                        }
+                    }
+                }
+                '"' => {
+                    plain = false;
+                    loop {
+                        match chars.next() {
+                            Some('"') => break,
+                            Some('\\') => match chars.next() {
+                                Some(e @ ('$' | '`' | '"' | '\\')) => word.push(e),
+                                Some('\n') => {}
+                                Some(e) => {
+                                    word.push('\\');
+                                    word.push(e);
+                                }
+                                None => return Err("a quote is not closed".to_owned()),
+                            },
+                            Some('$') => word.push_str(&expand_var(&mut chars, vars)?),
+                            Some('`') => return Err("it uses command substitution".to_owned()),
+                            Some(q) => word.push(q),
+                            None => return Err("a quote is not closed".to_owned()),
+                        }
+                    }
+                }
+                '\\' => {
+                    plain = false;
+                    if let Some(e) = chars.next() {
+                        word.push(e);
+                    }
+                }
+                '$' => {
+                    let value = expand_var(&mut chars, vars)?;
+                    if value.chars().any(char::is_whitespace) {
+                        return Err("an unquoted variable holds spaces".to_owned());
+                    }
+                    plain = false;
+                    word.push_str(&value);
+                }
+                '`' => return Err("it uses command substitution".to_owned()),
+                '*' | '?' | '[' => return Err(format!("`{c}` makes it a glob")),
+                '{' if word.is_empty() && chars.peek().is_some_and(|n| !n.is_whitespace()) => {
+                    return Err("it uses brace expansion".to_owned());
+                }
+                '~' if word.is_empty() && plain && matches!(chars.peek(), None | Some('/')) => {
+                    let home = vars
+                        .get("HOME")
+                        .ok_or_else(|| "`~` needs HOME, which is not set".to_owned())?;
+                    word.push_str(home);
+                    plain = false;
+                }
+                '(' | ')' => return Err(format!("`{c}` is shell syntax")),
+                '=' if plain
+                    && !word.is_empty()
+                    && word.chars().all(|w| w.is_ascii_alphanumeric() || w == '_') =>
+                {
+                    assignment = true;
+                    word.push(c);
+                }
+                _ => word.push(c),
+            }
+        }
+        // `NAME=value cmd` runs `cmd`.
+        if !assignment {
+            words.push(word);
+        }
+    }
+    Ok(words)
+}
+
+/// Expands `$NAME` or `${NAME}` (the `$` already read).
+fn expand_var(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    vars: &HashMap<String, String>,
+) -> Result<String, Unknowable> {
+    let braced = chars.next_if_eq(&'{').is_some();
+    let mut name = String::new();
+    while let Some(c) = chars.next_if(|c| c.is_ascii_alphanumeric() || *c == '_') {
+        name.push(c);
+    }
+    if braced && chars.next_if_eq(&'}').is_none() {
+        return Err("it uses a `${...}` form other than `${NAME}`".to_owned());
+    }
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err("it uses `$` for more than a variable (`$(...)`, `$1`, ...)".to_owned());
+    }
+    vars.get(&name)
+        .cloned()
+        .ok_or_else(|| format!("`${name}` is not set here, so its value is unknown"))
+}
+
+/// Whether `path` is a regular file someone may execute.
+fn executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    match std::fs::metadata(path) {
+        Err(_) => Err(format!("`{}` does not exist", path.display())),
+        Ok(m) if m.is_dir() => Err(format!("`{}` is a directory", path.display())),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Err(format!(
+            "`{}` is not executable (`chmod +x {}`)",
+            path.display(),
+            path.display()
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The program a word names, as bash finds it: a path (relative to the project) or a PATH
+/// lookup.
+fn resolve_program(word: &str, env: &HookEnv) -> Result<PathBuf, String> {
+    if word.contains('/') {
+        let path = env.project.join(word);
+        executable(&path)?;
+        return Ok(path);
+    }
+    let dirs = env.path.as_deref().map(std::env::split_paths);
+    dirs.into_iter()
+        .flatten()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(word))
+        .find(|p| executable(p).is_ok())
+        .ok_or_else(|| format!("`{word}` is not a program on PATH"))
+}
+
+/// `None` when the command's program resolves; else the severity, code and message.
+fn check_hook_command(command: &str, env: &HookEnv) -> Option<(Severity, &'static str, String)> {
+    let unchecked = |why: String| {
+        Some((
+            Severity::Warning,
+            "hook-command-unchecked",
+            format!("cannot tell which program it runs ({why}); make sure it exists"),
+        ))
+    };
+    let missing = |why: String| {
+        Some((
+            Severity::Error,
+            "hook-command-missing",
+            format!(
+                "{why}: the hook fails on every call (a failing PreToolUse hook denies by default); fix the path or remove the hook"
+            ),
+        ))
+    };
+    let words = match leading_words(command, &env.vars, 4) {
+        Ok(words) => words,
+        Err(why) => return unchecked(why),
+    };
+    let mut words = words.iter().map(String::as_str);
+    let mut program = words.next()?;
+    if EXEC_WRAPPERS.contains(&program) {
+        // A bare `exec` runs nothing.
+        program = words.next()?;
+    }
+    if SHELL_KEYWORDS.contains(&program) {
+        return unchecked(format!("it starts with the shell keyword `{program}`"));
+    }
+    if SHELL_BUILTINS.contains(&program) {
+        return None;
+    }
+    let resolved = match resolve_program(program, env) {
+        Ok(path) => path,
+        Err(why) => return missing(why),
+    };
+    let name = resolved
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if INTERPRETERS.contains(&name.as_str())
+        && let Some(script) = words.next()
+        && !script.starts_with('-')
+    {
+        let path = env.project.join(script);
+        if !path.is_file() {
+            return missing(format!(
+                "`{program}` runs the script `{}`, which does not exist",
+                path.display()
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -399,6 +788,48 @@ mod tests {
         let allow_etc = rule(RuleKind::Allow, "file_write(/etc/hosts)");
         assert!(content_covers(&deny_etc, &allow_etc));
         assert!(!content_covers(&allow_etc, &deny_etc));
+    }
+
+    fn words(command: &str) -> Result<Vec<String>, Unknowable> {
+        let vars: HashMap<String, String> = [
+            ("HOME".to_owned(), "/home/u".to_owned()),
+            ("P".to_owned(), "/proj dir".to_owned()),
+        ]
+        .into();
+        leading_words(command, &vars, 3)
+    }
+
+    #[test]
+    fn leading_words_expand_like_bash_in_the_simple_cases() {
+        assert_eq!(words("a b c d").unwrap(), ["a", "b", "c"]);
+        assert_eq!(words("'a b' \"c\\\"d\"").unwrap(), ["a b", "c\"d"]);
+        assert_eq!(words("\"$P/x\" y").unwrap(), ["/proj dir/x", "y"]);
+        assert_eq!(words("~/bin/h --x").unwrap(), ["/home/u/bin/h", "--x"]);
+        assert_eq!(words("X=1 Y=2 cmd arg").unwrap(), ["cmd", "arg"]);
+        assert_eq!(words("cmd;rest").unwrap(), ["cmd"]);
+        assert_eq!(words("cmd>out").unwrap(), ["cmd"]);
+        assert_eq!(words("'X=1' cmd").unwrap(), ["X=1", "cmd"]);
+        assert_eq!(words("").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn leading_words_refuse_what_only_the_shell_knows() {
+        for command in [
+            "$(which h)",
+            "`which h`",
+            "\"$(which h)\"",
+            "$P/x",
+            "$UNSET/x",
+            "${P:-/x}",
+            "$1",
+            "h*",
+            "{a,b}",
+            "(sub)",
+            "> out cmd",
+            "'open",
+        ] {
+            assert!(words(command).is_err(), "{command}");
+        }
     }
 
     #[test]
