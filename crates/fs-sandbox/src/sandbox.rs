@@ -4,11 +4,10 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
@@ -74,6 +73,7 @@ struct RootInner {
     path: PathBuf,
     access: Access,
     fd: OwnedFd,
+    mount: Option<MountKey>,
 }
 
 /// One allowed directory: its canonical path, its access and an open directory fd.
@@ -95,6 +95,10 @@ impl Root {
 
     pub(crate) fn fd(&self) -> &OwnedFd {
         &self.inner.fd
+    }
+
+    pub(crate) fn mount(&self) -> Option<MountKey> {
+        self.inner.mount
     }
 }
 
@@ -209,11 +213,13 @@ impl SandboxBuilder {
                 root: path.clone(),
                 message: format!("it is not an openable directory: {err}"),
             })?;
+            let mount = fd_mount(&fd);
             roots.push(Root {
                 inner: Arc::new(RootInner {
                     path: canonical,
                     access,
                     fd,
+                    mount,
                 }),
             });
         }
@@ -270,9 +276,13 @@ pub struct Sandbox {
 struct Resolved {
     path: PathBuf,
     exists: bool,
-    /// Metadata of the final component when it exists (not following a final symlink: there is
-    /// none left after resolution).
-    nlink: Option<(bool, u64)>,
+    /// Type and link count of the final component when it exists (there is no final symlink
+    /// left after resolution).
+    meta: Option<(FileType, u64)>,
+    /// The mount the object is on, or for a missing path the mount of its deepest existing
+    /// ancestor; `None` when the kernel could not say (the fast path leaves it to
+    /// `RESOLVE_NO_XDEV`).
+    mount: Option<MountKey>,
     /// The names the path had on the way: after each symlink met, the symlink's path joined with
     /// what remained to resolve (lexical).
     views: Vec<PathBuf>,
@@ -344,7 +354,7 @@ impl Sandbox {
         let resolved = self.fast_resolve(&absolute).map_or_else(
             || {
                 // A root's path is canonical, so resolution may start there instead of `/`.
-                let start = self.containing_root(&absolute).map(Root::path);
+                let start = self.containing_root(&absolute);
                 resolve(&absolute, path, start)
             },
             Ok,
@@ -364,6 +374,23 @@ impl Sandbox {
                 roots: self.roots_display(),
             });
         };
+        if let (Some(mount), Some(root_mount)) = (resolved.mount, root.mount())
+            && mount != root_mount
+        {
+            return Err(SandboxError::OtherFilesystem {
+                resolved: resolved.path,
+                root: root.path().to_owned(),
+            });
+        }
+        if let Some((file_type, _)) = resolved.meta
+            && !matches!(file_type, FileType::RegularFile | FileType::Directory)
+            && resolved.path != Path::new("/dev/null")
+        {
+            return Err(SandboxError::SpecialFile {
+                resolved: resolved.path,
+                kind: file_type_name(file_type),
+            });
+        }
         if op == Op::Write {
             if root.access() == Access::ReadOnly {
                 return Err(SandboxError::ReadOnlyRoot {
@@ -380,7 +407,7 @@ impl Sandbox {
                     pattern,
                 });
             }
-            if let Some((true, nlink)) = resolved.nlink
+            if let Some((FileType::RegularFile, nlink)) = resolved.meta
                 && nlink > 1
             {
                 return Err(SandboxError::HardLink {
@@ -432,7 +459,12 @@ impl Sandbox {
         } else {
             relative
         };
-        let flags = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        // NO_XDEV: a mount below the root (even a bind mount of the same filesystem) makes the
+        // kernel refuse, and the slow path then says which filesystem it is.
+        let flags = ResolveFlags::BENEATH
+            | ResolveFlags::NO_SYMLINKS
+            | ResolveFlags::NO_MAGICLINKS
+            | ResolveFlags::NO_XDEV;
         let fd = match rustix::fs::openat2(
             root.fd(),
             relative,
@@ -459,21 +491,34 @@ impl Sandbox {
                 return Some(Resolved {
                     path: normalise_lexically(absolute),
                     exists: false,
-                    nlink: None,
+                    meta: None,
+                    mount: None,
                     views: Vec::new(),
                 });
             }
             Err(_) => return None,
         };
         let stat = rustix::fs::fstat(&fd).ok()?;
-        let regular =
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile;
         Some(Resolved {
             path: normalise_lexically(absolute),
             exists: true,
-            nlink: Some((regular, stat.st_nlink)),
+            meta: Some((FileType::from_raw_mode(stat.st_mode), stat.st_nlink)),
+            mount: None,
             views: Vec::new(),
         })
+    }
+}
+
+pub(crate) fn file_type_name(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symlink",
+        FileType::Fifo => "a FIFO (named pipe)",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "a file of unknown type",
     }
 }
 
@@ -535,98 +580,188 @@ fn is_magic_link(candidate: &Path) -> bool {
         && components.count() >= 2
 }
 
+/// Which mount an object is on: the mount id when the kernel reports it (it tells bind mounts
+/// of one filesystem apart), and the device.
+pub(crate) type MountKey = (u64, u32, u32);
+
+pub(crate) fn mount_key(stx: &rustix::fs::Statx) -> MountKey {
+    let mnt_id = if StatxFlags::from_bits_retain(stx.stx_mask).contains(StatxFlags::MNT_ID) {
+        stx.stx_mnt_id
+    } else {
+        0
+    };
+    (mnt_id, stx.stx_dev_major, stx.stx_dev_minor)
+}
+
+const STATX_MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::MNT_ID);
+
+/// The mount key of an open directory.
+pub(crate) fn fd_mount(fd: &OwnedFd) -> Option<MountKey> {
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, STATX_MASK)
+        .ok()
+        .map(|stx| mount_key(&stx))
+}
+
+fn open_dir_path(path: &Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
 /// Resolves `absolute` as the kernel would, component by component, following symlinks.
-fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolved, SandboxError> {
+///
+/// The walk holds a directory fd per resolved component and looks each name up relative to its
+/// parent's fd, so a path longer than `PATH_MAX` once joined to the cwd still resolves, and each
+/// object's mount is known (`statx`).
+fn resolve(absolute: &Path, given: &Path, start: Option<&Root>) -> Result<Resolved, SandboxError> {
+    let io = |op: &'static str| move |err: std::io::Error| SandboxError::io(op, given, err);
     let mut pending: VecDeque<OsString> = VecDeque::new();
-    let (mut resolved, rest) =
-        match start.and_then(|root| Some((root, absolute.strip_prefix(root).ok()?))) {
-            Some((root, rest)) => (root.to_owned(), rest),
-            None => (PathBuf::from("/"), absolute),
+    let (mut resolved, rest, base) =
+        match start.and_then(|root| Some((root, absolute.strip_prefix(root.path()).ok()?))) {
+            Some((root, rest)) => (
+                root.path().to_owned(),
+                rest,
+                rustix::io::fcntl_dupfd_cloexec(root.fd(), 0)
+                    .map_err(|err| io("resolve")(err.into()))?,
+            ),
+            None => (
+                PathBuf::from("/"),
+                absolute,
+                open_dir_path(Path::new("/")).map_err(io("resolve"))?,
+            ),
         };
     push_front_components(&mut pending, rest);
+    let mut base_mount = fd_mount(&base);
+    let mut base = base;
+    // One entry per component of `resolved` below `base`: its fd and mount.
+    let mut stack: Vec<(OwnedFd, Option<MountKey>)> = Vec::new();
     let mut hops = 0u32;
-    let mut last_meta: Option<(bool, u64)> = None;
     let mut views = Vec::new();
     while let Some(name) = pending.pop_front() {
         if name == ".." {
-            resolved.pop();
-            last_meta = None;
+            if stack.pop().is_none() {
+                resolved.pop();
+                base = open_dir_path(&resolved).map_err(io("resolve"))?;
+                base_mount = fd_mount(&base);
+            } else {
+                resolved.pop();
+            }
             continue;
         }
-        let candidate = resolved.join(&name);
-        match std::fs::symlink_metadata(&candidate) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                if is_magic_link(&candidate) {
-                    return Err(SandboxError::MagicLink {
-                        path: given.to_owned(),
-                        link: candidate,
+        let dir = stack.last().map_or(&base, |(fd, _)| fd);
+        let stx =
+            match rustix::fs::statx(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW, STATX_MASK) {
+                Ok(stx) => stx,
+                Err(Errno::NOENT) => {
+                    // Judged by the deepest existing ancestor (`resolved`, physical) plus the rest.
+                    // A `..` after a missing name cannot be resolved physically (`mkdir -p` then
+                    // `open` would go through whatever is created there), so it is refused.
+                    pending.push_front(name);
+                    if pending.iter().any(|n| n == "..") {
+                        return Err(SandboxError::Unresolvable {
+                            path: given.to_owned(),
+                            missing: resolved.join(pending.front().map_or(OsStr::new(""), |n| n)),
+                        });
+                    }
+                    let mount = stack.last().map_or(base_mount, |(_, m)| *m);
+                    resolved.extend(pending);
+                    return Ok(Resolved {
+                        path: resolved,
+                        exists: false,
+                        meta: None,
+                        mount,
+                        views,
                     });
                 }
-                hops += 1;
-                if hops > MAX_SYMLINKS {
+                Err(Errno::LOOP) => {
                     return Err(SandboxError::SymlinkLoop {
                         path: given.to_owned(),
                     });
                 }
-                let target = std::fs::read_link(&candidate)
-                    .map_err(|err| SandboxError::io("read the symlink", &candidate, err))?;
-                if target.as_os_str().is_empty() {
-                    return Err(SandboxError::io(
-                        "follow the symlink",
-                        &candidate,
-                        std::io::Error::from(std::io::ErrorKind::NotFound),
-                    ));
-                }
-                let mut view = candidate.clone();
-                view.extend(pending.iter());
-                views.push(view);
-                if target.is_absolute() {
-                    resolved = PathBuf::from("/");
-                }
-                push_front_components(&mut pending, &target);
-                last_meta = None;
-            }
-            Ok(meta) => {
-                if !meta.is_dir() && !pending.is_empty() {
-                    return Err(SandboxError::io(
-                        "resolve",
-                        given,
-                        std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
-                    ));
-                }
-                resolved = candidate;
-                last_meta = Some((meta.is_file(), meta.nlink()));
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                // Judged by the deepest existing ancestor (`resolved`, physical) plus the rest,
-                // normalised lexically.
-                pending.push_front(name);
-                for rest in pending {
-                    if rest == ".." {
-                        resolved.pop();
-                    } else {
-                        resolved.push(rest);
-                    }
-                }
-                return Ok(Resolved {
-                    path: resolved,
-                    exists: false,
-                    nlink: None,
-                    views,
+                Err(err) => return Err(io("resolve")(err.into())),
+            };
+        let file_type = FileType::from_raw_mode(u32::from(stx.stx_mode));
+        let candidate = resolved.join(&name);
+        if file_type == FileType::Symlink {
+            if is_magic_link(&candidate) {
+                return Err(SandboxError::MagicLink {
+                    path: given.to_owned(),
+                    link: candidate,
                 });
             }
-            Err(err) if err.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
+            hops += 1;
+            if hops > MAX_SYMLINKS {
                 return Err(SandboxError::SymlinkLoop {
                     path: given.to_owned(),
                 });
             }
-            Err(err) => return Err(SandboxError::io("resolve", given, err)),
+            let target = rustix::fs::readlinkat(dir, name.as_os_str(), Vec::new())
+                .map_err(|err| SandboxError::io("read the symlink", &candidate, err))?;
+            let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+            if target.as_os_str().is_empty() {
+                return Err(SandboxError::io(
+                    "follow the symlink",
+                    &candidate,
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                ));
+            }
+            let mut view = candidate;
+            view.extend(pending.iter());
+            views.push(view);
+            if target.is_absolute() {
+                resolved = PathBuf::from("/");
+                stack.clear();
+                base = open_dir_path(&resolved).map_err(io("resolve"))?;
+                base_mount = fd_mount(&base);
+            }
+            push_front_components(&mut pending, &target);
+            continue;
         }
+        if file_type != FileType::Directory && !pending.is_empty() {
+            return Err(SandboxError::io(
+                "resolve",
+                given,
+                std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
+            ));
+        }
+        let mount = Some(mount_key(&stx));
+        if pending.is_empty() {
+            resolved = candidate;
+            return Ok(Resolved {
+                path: resolved,
+                exists: true,
+                meta: Some((file_type, u64::from(stx.stx_nlink))),
+                mount,
+                views,
+            });
+        }
+        let fd = rustix::fs::openat(
+            dir,
+            name.as_os_str(),
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|err| io("resolve")(err.into()))?;
+        stack.push((fd, mount));
+        resolved = candidate;
     }
+    // Only reached when the path ends at the start or after a `..`: describe `resolved`.
+    let dir = stack.last().map_or(&base, |(fd, _)| fd);
+    let stx = rustix::fs::statx(dir, "", AtFlags::EMPTY_PATH, STATX_MASK)
+        .map_err(|err| io("resolve")(err.into()))?;
     Ok(Resolved {
         path: resolved,
         exists: true,
-        nlink: last_meta,
+        meta: Some((
+            FileType::from_raw_mode(u32::from(stx.stx_mode)),
+            u64::from(stx.stx_nlink),
+        )),
+        mount: Some(mount_key(&stx)),
         views,
     })
 }

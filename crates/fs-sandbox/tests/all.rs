@@ -152,8 +152,12 @@ const CASES: &[(&str, Op, Result<&str, &str>)] = &[
     // non-existent paths
     ("new.txt", Op::Write, Ok("proj/new.txt")),
     ("new/dir/file", Op::Write, Ok("proj/new/dir/file")),
-    ("new/../file2", Op::Write, Ok("proj/file2")),
-    ("new/../../outside/x", Op::Write, Err("outside_roots")),
+    // a `..` after a missing name cannot be resolved physically
+    ("new/../file2", Op::Write, Err("unresolvable")),
+    ("new/../../outside/x", Op::Write, Err("unresolvable")),
+    ("new/..", Op::List, Err("unresolvable")),
+    ("src/new/../main.rs", Op::Read, Err("unresolvable")),
+    ("dangling_in/../file.txt", Op::Read, Err("unresolvable")),
     ("link_src/new.rs", Op::Write, Ok("proj/src/new.rs")),
     // loops and magic links
     ("loop_a", Op::Read, Err("symlink_loop")),
@@ -909,5 +913,281 @@ proptest! {
         prop_assert_eq!(sb.check(work.join(".git"), Op::Write).err().map(|e| e.code()), Some("protected_path"));
         prop_assert!(sb.check(work.join("src/main.rs"), Op::Write).is_ok());
         prop_assert!(sb.check(git_dir.join("HEAD"), Op::Write).is_ok());
+    }
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
+#[test]
+fn only_regular_files_and_directories_are_allowed() {
+    let t = tree();
+    mkfifo(&t.proj.join("fifo"));
+    symlink("fifo", t.proj.join("to_fifo")).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(t.proj.join("sock")).unwrap();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        for (path, op) in [
+            ("fifo", Op::Read),
+            ("fifo", Op::Write),
+            ("to_fifo", Op::Read),
+            ("sock", Op::Read),
+            ("sock", Op::Write),
+            ("fifo", Op::List),
+        ] {
+            let got = sb.check(path, op);
+            assert_eq!(
+                got.as_ref().err().map(|e| e.code()),
+                Some("special_file"),
+                "{path} {op:?}: {got:?}"
+            );
+        }
+        // Never blocks: the check refuses before any open.
+        assert_eq!(sb.open_read("fifo").unwrap_err().code(), "special_file");
+        assert_eq!(
+            sb.open_write("fifo", WriteMode::Append).unwrap_err().code(),
+            "special_file"
+        );
+        let err = sb.check("fifo", Op::Read).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+    }
+}
+
+/// A FIFO swapped in between the check and the open never blocks the reader: the open is
+/// non-blocking and the fd's type is checked before it is handed out.
+#[test]
+fn fifo_swapped_in_after_the_check_never_blocks() {
+    let t = tree();
+    let sb = Arc::new(sandbox(&t, ResolveMode::Auto));
+    let target = t.proj.join("flip");
+    std::fs::write(&target, "plain").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        let proj = t.proj.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let tmp = proj.join("flip.tmp");
+                let _ = std::fs::remove_file(&tmp);
+                if n.is_multiple_of(2) {
+                    mkfifo(&tmp);
+                } else {
+                    std::fs::write(&tmp, "plain").unwrap();
+                }
+                std::fs::rename(&tmp, proj.join("flip")).unwrap();
+                n += 1;
+            }
+        })
+    };
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = {
+        let sb = sb.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let (mut opened, mut refused) = (0, 0);
+            while start.elapsed() < Duration::from_millis(700) {
+                match sb.open_read("flip") {
+                    Ok(mut f) => {
+                        let mut s = String::new();
+                        f.read_to_string(&mut s).unwrap();
+                        assert_eq!(s, "plain");
+                        opened += 1;
+                    }
+                    Err(err) => {
+                        assert!(
+                            ["special_file", "io", "changed"].contains(&err.code()),
+                            "{err:?}"
+                        );
+                        refused += 1;
+                    }
+                }
+            }
+            done_tx.send((opened, refused)).unwrap();
+        })
+    };
+    let outcome = done_rx.recv_timeout(Duration::from_secs(20));
+    stop.store(true, Ordering::Relaxed);
+    let (opened, refused) = outcome.expect("open_read blocked on a FIFO");
+    reader.join().unwrap();
+    flipper.join().unwrap();
+    assert!(
+        opened > 0 && refused > 0,
+        "opened {opened}, refused {refused}"
+    );
+}
+
+/// Creates `count` nested directories named `name` below `base` (through fds: the absolute path
+/// may exceed PATH_MAX) and a file `f` at the bottom; returns the relative path of `f`.
+fn deep_tree(base: &Path, name: &str, count: usize) -> PathBuf {
+    use rustix::fs::{Mode, OFlags};
+    let mut dir = rustix::fs::open(base, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+    let mut rel = PathBuf::new();
+    for _ in 0..count {
+        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)).unwrap();
+        dir = rustix::fs::openat(&dir, name, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+            .unwrap();
+        rel.push(name);
+    }
+    let dir =
+        rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+    let f = rustix::fs::openat(
+        &dir,
+        "f",
+        OFlags::WRONLY | OFlags::CREATE,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    rustix::io::write(&f, b"deep").unwrap();
+    rel.join("f")
+}
+
+#[test]
+fn long_relative_paths_resolve_through_directory_fds() {
+    let t = tree();
+    let name = "d".repeat(200);
+    // cwd = proj/<200>/<200>, then 19 more levels: the relative path is ~3.8 KB, the absolute
+    // one ~4.3 KB, over PATH_MAX.
+    let cwd_rel = deep_tree(&t.proj, &name, 2);
+    let cwd = t.proj.join(cwd_rel.parent().unwrap());
+    let rel = deep_tree(&cwd, &name, 19);
+    assert!(rel.as_os_str().len() < 4096);
+    assert!(cwd.join(&rel).as_os_str().len() > 4096);
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = Sandbox::builder(&cwd)
+            .root(&t.proj, Access::ReadWrite)
+            .resolve_mode(mode)
+            .build()
+            .unwrap();
+        let checked = sb.check(&rel, Op::Read).unwrap();
+        assert_eq!(checked.path(), cwd.join(&rel));
+        assert!(checked.exists());
+        let mut s = String::new();
+        sb.open_read(&rel).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "deep");
+        let new = rel.with_file_name("new");
+        sb.open_write(&new, WriteMode::Truncate)
+            .unwrap()
+            .write_all(b"x")
+            .unwrap();
+        // `..` inside a long path resolves too.
+        let up = rel.parent().unwrap().join("..").join(&name).join("f");
+        assert_eq!(sb.check(&up, Op::Read).unwrap().path(), cwd.join(&rel));
+    }
+}
+
+const MOUNT_CHILD: &str = "FS_SANDBOX_MOUNT_NS_CHILD";
+
+fn run(cmd: &str, args: &[&str]) {
+    let out = std::process::Command::new(cmd).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Mounts below a root, in a private mount namespace: this test re-runs itself under
+/// `unshare -m` (root or CAP_SYS_ADMIN needed; without it the test FAILS, saying so).
+#[test]
+fn mounts_below_a_root_are_not_crossed() {
+    if std::env::var_os(MOUNT_CHILD).is_none() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("unshare")
+            .args(["-m", "--propagation", "private", "--"])
+            .arg(&exe)
+            .args([
+                "--exact",
+                "mounts_below_a_root_are_not_crossed",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(MOUNT_CHILD, "1")
+            .output()
+            .unwrap_or_else(|err| panic!("cannot start `unshare -m` for the mount test: {err}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the mount test failed or could not run in a private mount namespace (needs root or \
+             CAP_SYS_ADMIN for `unshare -m`):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let t = tree();
+    let p = |s: &str| t.proj.join(s);
+    for d in ["mnt", "bind", "rootmnt"] {
+        std::fs::create_dir(p(d)).unwrap();
+    }
+    let p_mnt = p("mnt").display().to_string();
+    let p_bind = p("bind").display().to_string();
+    let p_rootmnt = p("rootmnt").display().to_string();
+    let outside = t.base.join("outside").display().to_string();
+    run("mount", &["-t", "tmpfs", "tmpfs", &p_mnt]);
+    run("mount", &["-t", "tmpfs", "tmpfs", &p_rootmnt]);
+    // A bind mount of the same filesystem: st_dev is equal, the mount id is not.
+    run("mount", &["--bind", &outside, &p_bind]);
+    std::fs::write(p("mnt/file"), "tmpfs").unwrap();
+    std::fs::write(p("rootmnt/file"), "root").unwrap();
+    symlink("mnt/file", p("to_mnt")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p("null_dev"),
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        rustix::fs::makedev(1, 3),
+    )
+    .unwrap();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = Sandbox::builder(&t.proj)
+            .root(&t.proj, Access::ReadWrite)
+            .root(p("rootmnt"), Access::ReadWrite)
+            .resolve_mode(mode)
+            .build()
+            .unwrap();
+        let cases: &[(&str, Op, Option<&str>)] = &[
+            ("mnt/file", Op::Read, Some("other_filesystem")),
+            ("mnt/file", Op::Write, Some("other_filesystem")),
+            ("mnt/new", Op::Write, Some("other_filesystem")),
+            ("mnt/new/deeper", Op::Write, Some("other_filesystem")),
+            ("mnt", Op::List, Some("other_filesystem")),
+            ("to_mnt", Op::Read, Some("other_filesystem")),
+            ("bind/secret", Op::Read, Some("other_filesystem")),
+            ("bind", Op::List, Some("other_filesystem")),
+            ("src/../mnt/file", Op::Read, Some("other_filesystem")),
+            ("rootmnt/file", Op::Read, None),
+            ("rootmnt/new", Op::Write, None),
+            ("file.txt", Op::Read, None),
+            ("null_dev", Op::Read, Some("special_file")),
+            ("null_dev", Op::Write, Some("special_file")),
+        ];
+        let mut failures = Vec::new();
+        for (path, op, expected) in cases {
+            let got = sb.check(path, *op);
+            if got.as_ref().err().map(|e| e.code()) != *expected {
+                failures.push(format!(
+                    "{mode:?} {path} {op:?}: expected {expected:?}, got {got:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert_eq!(
+            sb.open_read("bind/secret").unwrap_err().code(),
+            "other_filesystem"
+        );
+        let mut s = String::new();
+        sb.open_read("rootmnt/file")
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert_eq!(s, "root");
     }
 }
