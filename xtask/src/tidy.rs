@@ -67,7 +67,11 @@ fn rust_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
 fn composition_problems(root: &Path) -> Vec<String> {
     let mut files = Vec::new();
     for krate in ["agent-core", "agent-guard"] {
-        rust_files(root, &root.join("crates").join(krate).join("src"), &mut files);
+        rust_files(
+            root,
+            &root.join("crates").join(krate).join("src"),
+            &mut files,
+        );
     }
     let mut problems = Vec::new();
     for file in files {
@@ -287,7 +291,9 @@ mod tests {
         .unwrap();
         let err = check(tmp.path()).unwrap_err().to_string();
         assert!(
-            err.contains("`crates/agent-guard/src/cmd/claude_hook.rs` calls `resolve_permission_precedence(`"),
+            err.contains(
+                "`crates/agent-guard/src/cmd/claude_hook.rs` calls `resolve_permission_precedence(`"
+            ),
             "{err}"
         );
         assert!(!err.contains("check.rs"), "{err}");

@@ -429,6 +429,29 @@ impl Executor {
         screen: &mut Option<&mut dyn CallScreen>,
     ) -> Result<Queued, ToolCallResult> {
         let Some(tool) = self.inner.registry.get(&call.name).cloned() else {
+            // The verdict still decides a refusal's reason: a call the guard denies is reported
+            // as denied (with the same code a hook would give), whether or not the tool exists.
+            let verdict = self
+                .evaluate(&Call {
+                    tool: call.name.clone(),
+                    args: call.arguments.clone(),
+                    session_id: ctx.session_id.clone(),
+                    agent_name: ctx.agent_name.clone(),
+                    call_id: call.id.clone(),
+                    step: ctx.step,
+                    cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
+                    read_only: false,
+                    client: Vec::new(),
+                })
+                .await;
+            if verdict.decision == Decision::Deny {
+                let msg = format!("`{}` was denied: {}", call.name, verdict.summary());
+                let mut r = self
+                    .refuse(call, ctx, verdict.code(), &msg, Some(Decision::Deny))
+                    .await;
+                r.layer = Some(verdict.layer().to_owned());
+                return Err(r);
+            }
             let msg = format!(
                 "unknown tool `{}`; it is not available to this agent",
                 call.name

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
-use perm_hooks::{AgentHook, AuditLog, HookRegistry, HooksConfig, RedactionHook};
+use perm_hooks::{
+    AgentHook, AuditLog, HookOptions, HookRegistry, HooksConfig, OnError, RedactionHook,
+};
 use perm_rules::PermissionChecker;
 use runtime_limits::{CancellationRegistry, LimitsConfig};
 
@@ -204,7 +206,15 @@ impl GuardBuilder {
             hooks.register_with(hook, options);
         }
         if self.hooks.redact_secrets {
-            hooks.register(Arc::new(RedactionHook));
+            // A redaction that fails must withhold the output, never pass it through unredacted.
+            hooks.register_with(
+                Arc::new(RedactionHook),
+                HookOptions {
+                    pre_on_error: OnError::Deny,
+                    post_on_error: OnError::Deny,
+                    ..HookOptions::default()
+                },
+            );
         }
         for hook in self.extra_hooks {
             hooks.register(hook);

@@ -216,10 +216,7 @@ fn blocked(args: &[&str], stdin: &str, needle: &str) {
     assert!(!err.contains("panicked"), "{err}");
     // The JSON answer denies too, so the block holds even where the exit status is not read.
     let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON deny on stdout");
-    assert_eq!(
-        v["hookSpecificOutput"]["permissionDecision"], "deny",
-        "{v}"
-    );
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
 }
 
 #[test]
@@ -254,7 +251,12 @@ fn other_events_pass_and_a_bad_policy_blocks() {
     let s = Session::new();
     // Every event that does not judge a call, known or future, is exit 0 with no decision,
     // even under a broken policy: the hook installed for every event must not block prompts.
-    for event in ["UserPromptSubmit", "SessionStart", "Notification", "SomeFutureEvent"] {
+    for event in [
+        "UserPromptSubmit",
+        "SessionStart",
+        "Notification",
+        "SomeFutureEvent",
+    ] {
         let stdin = format!(
             r#"{{"session_id":"abc123","cwd":"{}","hook_event_name":"{event}","prompt":"hi"}}"#,
             s.project()

@@ -119,11 +119,7 @@ fn path_traces_a_credential_store_as_sensitive() {
         .iter()
         .map(|s| s["code"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        codes,
-        ["p8-default", "sensitive_path"],
-        "{v}"
-    );
+    assert_eq!(codes, ["p8-default", "sensitive_path"], "{v}");
 
     let root = dir.path().join("extra");
     std::fs::create_dir(&root).unwrap();

@@ -236,7 +236,7 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     let mut builder = Guard::builder(&opts.cwd)
         .permissions(checker)
         .sandbox(doc.sandbox.clone())
-        .bash(doc.bash.clone())
+        .bash(crate::front::bash_config(opts.policy))
         .hooks(doc.hooks.clone())
         .limits(doc.limits.clone())
         .approver(approver)
