@@ -13,6 +13,7 @@ pub mod network;
 #[cfg(feature = "openai")]
 mod openai;
 mod output;
+mod policy;
 mod registry;
 mod runtime;
 mod schema;
@@ -38,6 +39,7 @@ pub use model::{
 #[cfg(feature = "openai")]
 pub use openai::OpenAiModel;
 pub use output::{result_path, safe_file_stem, shrink_output, truncate_chars};
+pub use policy::{Policy, PolicyDoc};
 pub use registry::ToolRegistry;
 pub use runtime::{
     AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,

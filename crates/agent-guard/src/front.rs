@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use agent_core::{Call, Guard, Verdict};
 use anyhow::Context as _;
-use bash_guard::BashConfig;
 use fs_sandbox::SandboxConfig;
 use perm_rules::{Decision, PermissionMode};
 
@@ -95,18 +94,18 @@ impl Front {
         sandbox
             .read_only_roots
             .extend(opts.read_only_roots.iter().cloned());
-        let mut bash = bash_config(policy);
+        let mut bash = policy.bash_config(&env);
         if opts.allow_network {
             bash.block_network = false;
         }
         let mut hooks = policy.doc.hooks.clone();
         hooks.audit = opts.audit && hooks.audit;
-        let builder = Guard::builder(cwd)
+        let builder = policy
+            .guard_builder(cwd, &env)?
             .permissions(checker)
             .sandbox(sandbox)
             .bash(bash)
-            .hooks(hooks)
-            .limits(policy.doc.limits.clone());
+            .hooks(hooks);
         let guard = rt
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;
@@ -125,19 +124,6 @@ impl Front {
         }
         best
     }
-}
-
-/// The policy's `[bash]` table with `AGENT_BLOCK_NETWORK` applied on top (anything but an
-/// explicit false keeps the network blocked). The runtime and every front end use it.
-pub(crate) fn bash_config(policy: &Policy) -> BashConfig {
-    let mut config: BashConfig = policy.doc.bash.clone();
-    if let Ok(value) = std::env::var("AGENT_BLOCK_NETWORK") {
-        config.block_network = !matches!(
-            value.trim().to_ascii_lowercase().as_str(),
-            "0" | "false" | "no" | "off"
-        );
-    }
-    config
 }
 
 pub(crate) fn parse_mode(mode: &str) -> anyhow::Result<PermissionMode> {
