@@ -9,7 +9,8 @@
 #
 # The server listens only on a unix socket inside DIR (no TCP port, so parallel servers never
 # clash), trusts local connections, and runs with fsync off: the data is disposable and the
-# tests measure our code, not the disk. As root it runs as the `postgres` user (initdb refuses
+# tests measure our code, not the disk. `synchronous_commit` stays on: with it off a commit is
+# acknowledged before its WAL is written, and a crash-restart test would rightly lose rows. As root it runs as the `postgres` user (initdb refuses
 # root). Needs PostgreSQL 15+ binaries: PG_BIN, else /usr/lib/postgresql/*/bin, else PATH.
 set -euo pipefail
 
@@ -56,7 +57,7 @@ case $action in
     fi
     as_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
       -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c fsync=off \
-          -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+          -c full_page_writes=off -c max_connections=200" \
       start >/dev/null || { tail -20 "$dir/server.log" >&2; exit 1; }
     url
     ;;

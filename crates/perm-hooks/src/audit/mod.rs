@@ -576,7 +576,10 @@ struct Counters {
 
 impl Counters {
     fn note_error(&self, cause: String) {
-        *self.last_error.lock().unwrap_or_else(PoisonError::into_inner) = Some(cause);
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(cause);
     }
 
     fn check(&self, target: &str) -> Result<(), Error> {

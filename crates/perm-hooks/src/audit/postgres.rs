@@ -143,12 +143,10 @@ pub(super) async fn cancellations_after(
     pool: &PgPool,
     id: i64,
 ) -> Result<Vec<(i64, Option<String>)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id, session_id FROM agent_guard_cancellations WHERE id > $1 ORDER BY id",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await
+    sqlx::query_as("SELECT id, session_id FROM agent_guard_cancellations WHERE id > $1 ORDER BY id")
+        .bind(id)
+        .fetch_all(pool)
+        .await
 }
 
 pub(super) async fn is_cancelled(pool: &PgPool, session: &str) -> Result<bool, sqlx::Error> {

@@ -168,12 +168,10 @@ pub(super) async fn cancellations_after(
     pool: &SqlitePool,
     id: i64,
 ) -> Result<Vec<(i64, Option<String>)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id, session_id FROM agent_guard_cancellations WHERE id > ? ORDER BY id",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await
+    sqlx::query_as("SELECT id, session_id FROM agent_guard_cancellations WHERE id > ? ORDER BY id")
+        .bind(id)
+        .fetch_all(pool)
+        .await
 }
 
 pub(super) async fn is_cancelled(pool: &SqlitePool, session: &str) -> Result<bool, sqlx::Error> {
