@@ -10,8 +10,9 @@
 # The server listens only on a unix socket inside DIR (no TCP port, so parallel servers never
 # clash), trusts local connections, and runs with fsync off: the data is disposable and the
 # tests measure our code, not the disk. `synchronous_commit` stays on: with it off a commit is
-# acknowledged before its WAL is written, and a crash-restart test would rightly lose rows. As root it runs as the `postgres` user (initdb refuses
-# root). Needs PostgreSQL 15+ binaries: PG_BIN, else /usr/lib/postgresql/*/bin, else PATH.
+# acknowledged before its WAL is written, and a crash-restart test would rightly lose rows.
+# PG_FSYNC=on starts a server with production durability (the benches' second figure).
+# As root it runs as the `postgres` user (initdb refuses root). Needs PostgreSQL 15+ binaries: PG_BIN, else /usr/lib/postgresql/*/bin, else PATH.
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop|kill|url DIR" >&2; exit 2; }
@@ -56,8 +57,8 @@ case $action in
         || { cat "$dir/initdb.log" >&2; exit 1; }
     fi
     as_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c fsync=off \
-          -c full_page_writes=off -c max_connections=200" \
+      -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c fsync=${PG_FSYNC:-off} \
+          -c full_page_writes=${PG_FSYNC:-off} -c max_connections=200" \
       start >/dev/null || { tail -20 "$dir/server.log" >&2; exit 1; }
     url
     ;;

@@ -112,10 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let result = rt.block_on(async {
-        let reader = match &target {
-            AuditTarget::Sqlite(path) => AuditReader::open(path).await?,
-            AuditTarget::Postgres(url) => AuditReader::open(url).await?,
-        };
+        let reader = AuditReader::open(&target).await?;
         let rows = reader.query(&query).await?;
         let summary = reader.summary(&query).await?;
         reader.close().await;

@@ -117,11 +117,11 @@ impl fmt::Debug for KillSwitch {
 }
 
 impl KillSwitch {
-    /// Opens (creating and migrating, like [`crate::AuditLog::open`]) the database and starts
-    /// watching it. Must be called inside a tokio runtime.
+    /// Opens (creating and migrating, like [`crate::AuditLog::open`], without the integrity
+    /// check) the database and starts watching it. Must be called inside a tokio runtime.
     pub async fn open(url_or_path: &str) -> Result<KillSwitch, Error> {
         let target = AuditTarget::parse(url_or_path);
-        let db = Db::open(&target, Access::Write, &AuditOptions::default(), 2).await?;
+        let db = Db::open(&target, Access::Control, &AuditOptions::default(), 2).await?;
         let inner = Arc::new(Inner {
             db,
             target: target.to_string(),

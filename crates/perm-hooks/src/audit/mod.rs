@@ -91,6 +91,17 @@ impl AuditTarget {
     }
 }
 
+/// What [`AuditLog::open`], [`AuditReader::open`] accept: the path, or the URL as a path (which
+/// parses back to the same target), so a resolved target can be opened directly.
+impl AsRef<Path> for AuditTarget {
+    fn as_ref(&self) -> &Path {
+        match self {
+            AuditTarget::Sqlite(path) => path,
+            AuditTarget::Postgres(url) => Path::new(url),
+        }
+    }
+}
+
 /// The path, or the URL with any password replaced by `***` (safe for logs and errors).
 impl fmt::Display for AuditTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -364,11 +375,16 @@ enum Db {
     Postgres(sqlx::PgPool),
 }
 
-/// Whether opening may create and migrate the database.
+/// What opening may do to the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
+    /// The audit writer: create, check integrity, migrate.
     Write,
+    /// Readers: an existing database only, integrity checked.
     Read,
+    /// The kill switch: create and migrate, but skip SQLite's integrity check, whose cost
+    /// grows with the log and would be paid by every one-shot hook process.
+    Control,
 }
 
 impl Db {

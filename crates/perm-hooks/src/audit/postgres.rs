@@ -14,13 +14,59 @@ pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 /// The channel `cancel` notifies and the kill switch listens on.
 pub(super) const CANCEL_CHANNEL: &str = "agent_guard_cancel";
 
-/// One statement per batch whatever its size: ten array parameters unnested into rows, so the
-/// statement is prepared once and there is no bind limit to chunk around.
-/// (The column list is [`super::INSERT_COLUMNS`]; a literal because sqlx only takes static SQL.)
-const INSERT_UNNEST: &str = "INSERT INTO agent_audit_log (session_id, step, tool_name, status, \
-     elapsed_ms, output_preview, agent_name, decision, reason_code, ts) \
-     SELECT * FROM UNNEST($1::text[], $2::int8[], $3::text[], $4::text[], $5::int8[], \
-     $6::text[], $7::text[], $8::text[], $9::text[], $10::int8[])";
+/// A batch is one `COPY ... FROM STDIN` (text format): no bind limit to chunk around, no
+/// per-row statement work on the server, and atomic like any single statement.
+const COPY_IN: &str = "COPY agent_audit_log (session_id, step, tool_name, status, elapsed_ms, \
+     output_preview, agent_name, decision, reason_code, ts) FROM STDIN";
+
+/// Appends `value` as one COPY text field. PostgreSQL text cannot hold NUL, which a tool's
+/// output may contain: it becomes U+FFFD rather than failing the whole batch.
+fn push_field(buf: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => buf.push_str("\\\\"),
+            '\n' => buf.push_str("\\n"),
+            '\r' => buf.push_str("\\r"),
+            '\t' => buf.push_str("\\t"),
+            '\0' => buf.push('\u{fffd}'),
+            c => buf.push(c),
+        }
+    }
+}
+
+fn push_opt(buf: &mut String, value: Option<&str>) {
+    match value {
+        Some(v) => push_field(buf, v),
+        None => buf.push_str("\\N"),
+    }
+}
+
+/// The COPY text of `rows`: tab-separated fields, one line per row.
+fn copy_text(rows: &[AuditRow]) -> String {
+    use std::fmt::Write as _;
+    let mut buf = String::with_capacity(rows.len() * 160);
+    for row in rows {
+        push_field(&mut buf, &row.session_id);
+        let _ = write!(buf, "\t{}\t", row.step);
+        push_field(&mut buf, &row.tool_name);
+        buf.push('\t');
+        buf.push_str(row.status.as_str());
+        let _ = write!(
+            buf,
+            "\t{}\t",
+            i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX)
+        );
+        push_field(&mut buf, &row.output_preview);
+        buf.push('\t');
+        push_field(&mut buf, &row.agent_name);
+        buf.push('\t');
+        push_opt(&mut buf, row.decision.map(Decision::as_str));
+        buf.push('\t');
+        push_opt(&mut buf, row.reason_code.as_deref());
+        let _ = writeln!(buf, "\t{}", row.ts);
+    }
+    buf
+}
 
 pub(super) async fn open(
     url: &str,
@@ -48,7 +94,7 @@ pub(super) async fn open(
             target: name.to_owned(),
             source,
         })?;
-    if access == Access::Write {
+    if access != Access::Read {
         // sqlx holds an advisory lock while migrating, so concurrent guards are safe.
         MIGRATOR.run(&pool).await.map_err(|source| Error::Migrate {
             path: name.to_owned(),
@@ -76,42 +122,11 @@ pub(super) fn is_transient(err: &sqlx::Error) -> bool {
 }
 
 pub(super) async fn write_batch(pool: &PgPool, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
-    let mut session = Vec::with_capacity(rows.len());
-    let mut step = Vec::with_capacity(rows.len());
-    let mut tool = Vec::with_capacity(rows.len());
-    let mut status = Vec::with_capacity(rows.len());
-    let mut elapsed = Vec::with_capacity(rows.len());
-    let mut preview = Vec::with_capacity(rows.len());
-    let mut agent = Vec::with_capacity(rows.len());
-    let mut decision = Vec::with_capacity(rows.len());
-    let mut reason = Vec::with_capacity(rows.len());
-    let mut ts = Vec::with_capacity(rows.len());
-    for row in rows {
-        session.push(row.session_id.as_str());
-        step.push(i64::from(row.step));
-        tool.push(row.tool_name.as_str());
-        status.push(row.status.as_str());
-        elapsed.push(i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX));
-        preview.push(row.output_preview.as_str());
-        agent.push(row.agent_name.as_str());
-        decision.push(row.decision.map(Decision::as_str));
-        reason.push(row.reason_code.as_deref());
-        ts.push(row.ts);
-    }
-    sqlx::query(INSERT_UNNEST)
-        .bind(session)
-        .bind(step)
-        .bind(tool)
-        .bind(status)
-        .bind(elapsed)
-        .bind(preview)
-        .bind(agent)
-        .bind(decision)
-        .bind(reason)
-        .bind(ts)
-        .execute(pool)
-        .await
-        .map(|_| ())
+    let text = copy_text(rows);
+    let mut conn = pool.acquire().await?;
+    let mut copy = conn.copy_in_raw(COPY_IN).await?;
+    copy.send(text.as_bytes()).await?;
+    copy.finish().await.map(|_| ())
 }
 
 /// The row and the notification commit together, so a listener never wakes before the row
@@ -157,4 +172,30 @@ pub(super) async fn is_cancelled(pool: &PgPool, session: &str) -> Result<bool, s
     .bind(session)
     .fetch_one(pool)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AuditStatus;
+
+    #[test]
+    fn copy_text_escapes_every_special_character() {
+        let row = AuditRow {
+            session_id: "s\t1".into(),
+            step: 3,
+            tool_name: "run_bash".into(),
+            status: AuditStatus::Denied,
+            elapsed_ms: 7,
+            output_preview: "a\\b\nc\rd\0e".into(),
+            agent_name: "lead".into(),
+            decision: Some(Decision::Deny),
+            reason_code: None,
+            ts: 42,
+        };
+        assert_eq!(
+            copy_text(&[row]),
+            "s\\t1\t3\trun_bash\tDENIED\t7\ta\\\\b\\nc\\rd\u{fffd}e\tlead\tdeny\t\\N\t42\n"
+        );
+    }
 }

@@ -59,7 +59,7 @@ pub(super) async fn open(
             }
             connect = connect.read_only(true);
         }
-        Access::Write => {
+        Access::Write | Access::Control => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).map_err(|e| Error::Database {
                     path: name.to_owned(),
@@ -79,8 +79,10 @@ pub(super) async fn open(
         .connect_with(connect)
         .await
         .map_err(open_err(name))?;
-    quick_check(&pool, name).await?;
-    if access == Access::Write {
+    if access != Access::Control {
+        quick_check(&pool, name).await?;
+    }
+    if access != Access::Read {
         migrate(&pool, name).await?;
     }
     Ok(pool)

@@ -230,6 +230,31 @@ async fn query_filters(path: &str) {
 }
 
 #[tokio::test]
+async fn special_characters_round_trip() {
+    for t in targets("special_characters").await {
+        let log = AuditLog::open(&t.url).await.unwrap();
+        let mut r = row("s\tq", 1);
+        r.output_preview = "tab\there\nnew\r\\back \\N quote' \"dq\" é 🦀 nul\0end".into();
+        r.reason_code = Some("code\\N".into());
+        log.record(r.clone()).await;
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let back = reader.query(&AuditQuery::default()).await.unwrap();
+        let back = &back[0].row;
+        let expected = if t.is_postgres() {
+            // PostgreSQL text cannot hold NUL.
+            r.output_preview.replace('\0', "\u{fffd}")
+        } else {
+            r.output_preview.clone()
+        };
+        assert_eq!(back.output_preview, expected, "{}", t.kind);
+        assert_eq!(back.session_id, "s\tq");
+        assert_eq!(back.reason_code.as_deref(), Some("code\\N"));
+        reader.close().await;
+    }
+}
+
+#[tokio::test]
 async fn old_seed_schema_is_migrated() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.db");

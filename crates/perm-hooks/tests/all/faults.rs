@@ -257,6 +257,14 @@ fn target_parsing_picks_the_backend_by_url() {
         AuditTarget::parse("postgres://h/db").resolve(base),
         AuditTarget::Postgres("postgres://h/db".into())
     );
+    for spec in ["postgres://h/db", "rel/audit.db"] {
+        let target = AuditTarget::parse(spec);
+        assert_eq!(
+            AuditTarget::parse(&target),
+            target,
+            "opening a target re-parses it"
+        );
+    }
     assert_eq!(
         AuditTarget::parse("postgresql://u:pw@h:5432/db?sslmode=disable").to_string(),
         "postgresql://u:***@h:5432/db?sslmode=disable"
