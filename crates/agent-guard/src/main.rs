@@ -36,6 +36,8 @@ enum Command {
     Bash(cmd::bash::Args),
     /// List audit-log rows and a per-tool summary (layer 3).
     Audit(cmd::audit::Args),
+    /// Stop a session (or all) on every guard sharing the audit database (the kill switch).
+    Cancel(cmd::cancel::Args),
     /// Validate a bash command, then run it confined (layer 5).
     Exec(cmd::exec::Args),
     /// A drop-in Claude Code hook for every event: hook JSON on stdin, decision on stdout.
@@ -92,6 +94,7 @@ fn main() -> ExitCode {
         Command::Path(args) => cmd::path::run(args),
         Command::Bash(args) => cmd::bash::run(args),
         Command::Audit(args) => cmd::audit::run(args),
+        Command::Cancel(args) => cmd::cancel::run(args),
         Command::Exec(args) => cmd::exec::run(args),
         Command::ClaudeHook(args) => return cmd::claude_hook::run(args),
         Command::CodexHook(args) => return cmd::codex_hook::run(args),

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod bash;
+pub mod cancel;
 pub mod check;
 pub mod claude_hook;
 mod claude_post;
