@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
-use perm_hooks::{AgentHook, AuditLog, HookRegistry, HooksConfig, RedactionHook};
+use perm_hooks::{AgentHook, AuditLog, HookRegistry, HooksConfig};
 use perm_rules::PermissionChecker;
 use runtime_limits::{CancellationRegistry, LimitsConfig};
 
@@ -203,7 +203,7 @@ impl GuardBuilder {
             hooks.register_with(hook, options);
         }
         if self.hooks.redact_secrets {
-            hooks.register(Arc::new(RedactionHook));
+            hooks.register(Arc::new(self.hooks.redaction_hook().map_err(hooks_err)?));
         }
         for hook in self.extra_hooks {
             hooks.register(hook);

@@ -78,9 +78,7 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let guard = Guard::load(&policy, args.mode.as_deref(), &input.cwd)?;
     let answer = match input.event.as_str() {
         "PreToolUse" => pre_tool_use(&guard, &input),
-        "PostToolUse" => {
-            super::claude_post::post_tool_use(&input, policy.doc.hooks.redact_secrets)?
-        }
+        "PostToolUse" => super::claude_post::post_tool_use(&input, &policy.doc.hooks)?,
         other => anyhow::bail!(
             "unsupported hook event `{other}`; install `agent-guard claude-hook` for PreToolUse and PostToolUse only"
         ),

@@ -10,42 +10,37 @@ use serde_json::{Value, json};
 
 use super::claude_hook::HookInput;
 
-/// Redacts every string inside `value`; returns how many strings changed.
-fn redact_value(value: &mut Value) -> usize {
-    match value {
-        Value::String(s) => {
-            let redacted = perm_hooks::redact_secrets(s);
-            if redacted.as_ref() == s.as_str() {
-                0
-            } else {
-                *s = redacted.into_owned();
-                1
-            }
-        }
-        Value::Array(items) => items.iter_mut().map(redact_value).sum(),
-        Value::Object(map) => map.values_mut().map(redact_value).sum(),
-        _ => 0,
-    }
-}
-
-/// The answer to a `PostToolUse` event; `redact` is the policy's `[hooks] redact_secrets`.
-pub(crate) fn post_tool_use(input: &HookInput, redact: bool) -> anyhow::Result<Value> {
+/// The answer to a `PostToolUse` event under the policy's `[hooks]` (`redact_secrets`, and
+/// `[hooks.redaction]` for the detectors and allow-lists); the scanner is perm-hooks' own, the
+/// one the runtime's redaction hook uses.
+pub(crate) fn post_tool_use(
+    input: &HookInput,
+    hooks: &perm_hooks::HooksConfig,
+) -> anyhow::Result<Value> {
     let Some(response) = &input.tool_response else {
         anyhow::bail!(
             "malformed hook JSON on stdin: `tool_response` is missing from a PostToolUse event"
         );
     };
-    if !redact {
+    if !hooks.redact_secrets {
         return Ok(json!({}));
     }
-    let mut redacted = response.clone();
-    let changed = redact_value(&mut redacted);
-    if changed == 0 {
+    let scanner = hooks.secret_scanner()?;
+    if perm_hooks::call_path(&input.tool_input).is_some_and(|p| scanner.path_allowed(p)) {
         return Ok(json!({}));
     }
+    let (redacted, findings) = scanner.redact_json(response);
+    if findings.is_empty() {
+        return Ok(json!({}));
+    }
+    let mut kinds: Vec<&str> = findings.iter().map(|f| &*f.detector).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let changed = findings.len();
+    let kinds = kinds.join(", ");
     let tool = &input.tool_name;
     let reason = format!(
-        "agent-guard: the output of `{tool}` contained secrets ({changed} field(s) redacted); \
+        "agent-guard: the output of `{tool}` contained secrets ({changed} redacted: {kinds}); \
          do not repeat, store or use them; the redacted output follows as additional context"
     );
     let redacted_text = match &redacted {

@@ -48,6 +48,8 @@ struct Detector {
     secret_group: Option<usize>,
     entropy: Option<f64>,
     boundary: bool,
+    /// Loses ties to token formats over the same span.
+    generic: bool,
     check: Option<Check>,
     /// Only `url-password`: the stand-in lists, to leave `user:password@` and `user:user@` alone.
     stand_ins: Option<Arc<Assignment>>,
@@ -149,6 +151,7 @@ impl SecretScanner {
                 pattern: extra.pattern.clone(),
                 entropy: extra.entropy,
                 boundary: !extra.anchors.is_empty(),
+                generic: false,
                 check: None,
                 example: None,
             });
@@ -187,6 +190,7 @@ impl SecretScanner {
                 secret_group,
                 entropy: spec.entropy,
                 boundary: spec.boundary,
+                generic: spec.generic,
                 check: spec.check,
                 stand_ins: (spec.id == "url-password").then(|| judge.clone()),
                 unanchored,
@@ -319,7 +323,10 @@ impl SecretScanner {
             }
         }
 
-        specific.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
+        specific.sort_by_key(|(r, index)| {
+            let generic = self.detectors.get(*index).is_some_and(|d| d.generic);
+            (r.start, std::cmp::Reverse(r.end), generic)
+        });
         let mut kept: Vec<(Range<usize>, Arc<str>)> = Vec::new();
         let mut end = 0;
         for (r, index) in specific {

@@ -23,6 +23,8 @@ pub(crate) struct DetectorSpec {
     #[serde(default = "yes")]
     pub(crate) boundary: bool,
     #[serde(default)]
+    pub(crate) generic: bool,
+    #[serde(default)]
     pub(crate) check: Option<Check>,
     #[serde(default)]
     pub(crate) example: Option<Example>,

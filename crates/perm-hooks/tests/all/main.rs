@@ -5,8 +5,10 @@
     clippy::indexing_slicing
 )]
 
-//! Behaviour tests of perm-hooks: pipeline semantics, audit log durability, command hooks.
+//! Behaviour tests of perm-hooks: pipeline semantics, audit log durability, command hooks,
+//! secret redaction over its corpus.
 
 mod audit;
 mod command;
 mod pipeline;
+mod redact;
