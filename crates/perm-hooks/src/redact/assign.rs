@@ -13,9 +13,11 @@ use super::table::{AssignmentSpec, entropy};
 /// The compiled word lists.
 #[derive(Debug)]
 pub(crate) struct Assignment {
-    words: HashSet<String>,
-    pairs: HashSet<(String, String)>,
-    qualifiers: HashSet<String>,
+    /// Sorted, for binary search.
+    words: Vec<String>,
+    pairs: Vec<(String, String)>,
+    /// Sorted, for binary search.
+    qualifiers: Vec<String>,
     placeholders: HashSet<String>,
     placeholder_prefixes: Vec<String>,
     placeholder_contains: Vec<String>,
@@ -70,17 +72,34 @@ pub(crate) fn split_words(name: &str) -> Vec<String> {
     words
 }
 
+/// A reference to a value kept elsewhere: `${VAR}`, `$VAR`, `%VAR%`, `%(name)s`, `%s`,
+/// `{{ secrets.X }}`, YAML tags (`!vault`) and aliases (`*x`, `&x`), `@Value(...)`.
+pub(crate) fn is_reference(value: &str) -> bool {
+    value.starts_with(['$', '!', '&', '*', '@'])
+        || value.starts_with("{{")
+        || value.starts_with("%(")
+        || value.starts_with("%{")
+        || value.starts_with("%s")
+        || (value.len() > 2 && value.starts_with('%') && value.ends_with('%'))
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 impl Assignment {
     pub(crate) fn new(spec: &AssignmentSpec, allow_keys: &[String]) -> Assignment {
         let lower = |v: &[String]| v.iter().map(|s| s.to_ascii_lowercase()).collect::<Vec<_>>();
         Assignment {
-            words: lower(&spec.words).into_iter().collect(),
+            words: sorted(lower(&spec.words)),
             pairs: spec
                 .pairs
                 .iter()
                 .map(|(a, b)| (a.to_ascii_lowercase(), b.to_ascii_lowercase()))
                 .collect(),
-            qualifiers: lower(&spec.qualifiers).into_iter().collect(),
+            qualifiers: sorted(lower(&spec.qualifiers)),
             placeholders: lower(&spec.placeholders).into_iter().collect(),
             placeholder_prefixes: lower(&spec.placeholder_prefixes),
             placeholder_contains: lower(&spec.placeholder_contains),
@@ -90,30 +109,39 @@ impl Assignment {
         }
     }
 
-    /// The literals the prefilter looks for (ASCII case-insensitively): every secret word and
-    /// the first word of every pair.
+    /// The literals the prefilter looks for (in three spellings): every secret word and the
+    /// first word of every pair, minus those another one is a prefix of (`pass` finds
+    /// `password`; the whole name is judged anyway).
     pub(crate) fn anchors(&self) -> Vec<String> {
-        let mut a: Vec<String> = self.words.iter().cloned().collect();
-        a.extend(self.pairs.iter().map(|(first, _)| first.clone()));
-        a.sort_unstable();
-        a.dedup();
-        a
+        let mut all: Vec<String> = self.words.iter().cloned().collect();
+        all.extend(self.pairs.iter().map(|(first, _)| first.clone()));
+        all.sort_unstable();
+        all.dedup();
+        let mut out: Vec<String> = Vec::new();
+        for w in all {
+            // Sorted, so a prefix comes right before the words it covers.
+            if !out.last().is_some_and(|p| w.starts_with(p.as_str())) {
+                out.push(w);
+            }
+        }
+        out
     }
 
     /// Whether `name` (a key, a variable, an option) names a secret.
     pub(crate) fn name_is_secret(&self, name: &str) -> bool {
         let trimmed = name.trim_matches(|c: char| matches!(c, '-' | '.' | '_'));
-        if self.allow_keys.contains(&trimmed.to_ascii_lowercase()) {
+        if !self.allow_keys.is_empty() && self.allow_keys.contains(&trimmed.to_ascii_lowercase()) {
             return false;
         }
         let words = split_words(trimmed);
-        let qualified_after = |i: usize| words.iter().skip(i).any(|w| self.qualifiers.contains(w));
+        let is = |set: &[String], w: &str| set.binary_search_by(|x| x.as_str().cmp(w)).is_ok();
+        let qualified_after = |i: usize| words.iter().skip(i).any(|w| is(&self.qualifiers, w));
         for (i, w) in words.iter().enumerate() {
-            if self.words.contains(w) && !qualified_after(i + 1) {
+            if is(&self.words, w) && !qualified_after(i + 1) {
                 return true;
             }
             if let Some(next) = words.get(i + 1)
-                && self.pairs.contains(&(w.clone(), next.clone()))
+                && self.pairs.iter().any(|(a, b)| a == w && b == next)
                 && !qualified_after(i + 2)
             {
                 return true;
@@ -144,10 +172,11 @@ impl Assignment {
             return false;
         }
         // References: `${VAR}`, `$VAR`, `%(name)s`, `{{ secrets.X }}`, YAML tags and aliases.
-        if value.starts_with(['$', '%', '!', '&', '*', '@'])
-            || value.starts_with("{{")
-            || self.is_stand_in(value)
-        {
+        if is_reference(value) {
+            return false;
+        }
+        // File paths (`/run/secrets/db`, `~/.ssh/id_rsa`): where a secret is, not the secret.
+        if value.starts_with(['/', '~']) || value.starts_with("./") || value.starts_with("../") {
             return false;
         }
         // Numbers, versions, dates: no letter.
@@ -172,7 +201,8 @@ impl Assignment {
                 return false;
             }
         }
-        entropy(value) >= self.entropy
+        // Last, as the dearest test: stand-ins (`changeme`, `your-key-here`, `xxxx`).
+        entropy(value) >= self.entropy && !self.is_stand_in(value)
     }
 
     /// Judges the name around a prefilter hit at `hit` (a byte range of `text`).

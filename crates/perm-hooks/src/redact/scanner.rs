@@ -5,13 +5,13 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, Input, MatchKind};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::Regex;
 use serde_json::Value;
 
 use super::assign::Assignment;
-use super::table::{self, Check, DetectorSpec, base64url_decode, entropy};
+use super::table::{self, Check, DetectorSpec, Mask, base64url_decode, entropy};
 use crate::config::RedactionConfig;
 use crate::error::Error;
 
@@ -48,6 +48,10 @@ struct Detector {
     secret_group: Option<usize>,
     entropy: Option<f64>,
     boundary: bool,
+    /// Mask a block's body rather than the match or its `secret` group.
+    mask: Option<Mask>,
+    /// The longest text the pattern may span from its anchor (bounds the work per hit).
+    window: usize,
     /// Loses ties to token formats over the same span.
     generic: bool,
     check: Option<Check>,
@@ -57,15 +61,6 @@ struct Detector {
     unanchored: bool,
 }
 
-/// What an anchor hit sends work to.
-#[derive(Debug, Clone, Copy)]
-enum Target {
-    /// A regex detector; `exact_case` anchors are matched case-sensitively.
-    Detector { index: usize, exact_case: bool },
-    /// The `NAME=value` judge.
-    Assignment,
-}
-
 /// All detectors, compiled once. Build the default set with [`SecretScanner::default_set`] or a
 /// policy's with [`SecretScanner::from_config`]; both are cheap to share (`&self` methods).
 #[derive(Debug)]
@@ -73,9 +68,12 @@ pub struct SecretScanner {
     detectors: Vec<Detector>,
     /// The `NAME=value` judge and its id, unless disabled.
     assignment: Option<(Arc<str>, Arc<Assignment>)>,
-    prefilter: Option<AhoCorasick>,
-    /// Per anchor pattern id: the literal and where it leads.
-    anchors: Vec<(Vec<u8>, Target)>,
+    /// The token formats' anchors (case-sensitive, longest first), and per pattern id the
+    /// detectors to try there: those of the anchor and of every anchor that is its prefix.
+    tokens: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    /// The `NAME=value` words in lower, UPPER and Capitalized spelling (explicit variants
+    /// rather than ASCII case folding keep the search on the SIMD prefilter).
+    words: Option<AhoCorasick>,
     allow_paths: Option<GlobSet>,
 }
 
@@ -88,6 +86,57 @@ static DEFAULT: LazyLock<Arc<SecretScanner>> = LazyLock::new(|| {
             .expect("the built-in detector table compiles"),
     )
 });
+
+/// How far a pattern may reach from its anchor unless the table says otherwise.
+const DEFAULT_WINDOW: usize = 1024;
+
+/// The token anchors' automaton: unique literals, longest first (leftmost-first then prefers
+/// the longest anchor at a position), each pattern leading to the detectors of every anchor
+/// that is a prefix of it.
+fn token_prefilter(
+    anchors: Vec<(String, usize)>,
+) -> Result<Option<(AhoCorasick, Vec<Vec<usize>>)>, Error> {
+    if anchors.is_empty() {
+        return Ok(None);
+    }
+    let mut literals: Vec<&str> = anchors.iter().map(|(a, _)| a.as_str()).collect();
+    literals.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    literals.dedup();
+    let targets = literals
+        .iter()
+        .map(|lit| {
+            let mut t: Vec<usize> = anchors
+                .iter()
+                .filter(|(a, _)| lit.starts_with(a.as_str()))
+                .map(|&(_, d)| d)
+                .collect();
+            t.sort_unstable();
+            t.dedup();
+            t
+        })
+        .collect();
+    let ac = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(&literals)
+        .map_err(|e| config_error("hooks.redaction", e.to_string()))?;
+    Ok(Some((ac, targets)))
+}
+
+/// `word`, `WORD` and `Word` for each word.
+fn spelling_variants(words: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len() * 3);
+    for w in words {
+        let lower = w.to_ascii_lowercase();
+        let mut capital = lower.clone();
+        if let Some(first) = capital.get_mut(..1) {
+            first.make_ascii_uppercase();
+        }
+        out.push(w.to_ascii_uppercase());
+        out.push(capital);
+        out.push(lower);
+    }
+    out
+}
 
 fn config_error(key: &str, message: impl Into<String>) -> Error {
     Error::Config {
@@ -152,6 +201,8 @@ impl SecretScanner {
                 entropy: extra.entropy,
                 boundary: !extra.anchors.is_empty(),
                 generic: false,
+                window: None,
+                mask: None,
                 check: None,
                 example: None,
             });
@@ -159,7 +210,7 @@ impl SecretScanner {
 
         let judge = Arc::new(Assignment::new(&table.assignment, &config.allow_keys));
         let mut detectors = Vec::with_capacity(specs.len());
-        let mut anchors: Vec<(Vec<u8>, Target)> = Vec::new();
+        let mut anchors: Vec<(String, usize)> = Vec::new();
         for spec in &specs {
             let unanchored = spec.anchors.is_empty();
             let source = if unanchored {
@@ -175,46 +226,33 @@ impl SecretScanner {
             })?;
             let secret_group = re.capture_names().position(|n| n == Some("secret"));
             let index = detectors.len();
-            for a in &spec.anchors {
-                anchors.push((
-                    a.as_bytes().to_vec(),
-                    Target::Detector {
-                        index,
-                        exact_case: true,
-                    },
-                ));
-            }
+            anchors.extend(spec.anchors.iter().map(|a| (a.clone(), index)));
             detectors.push(Detector {
                 id: Arc::from(spec.id.as_str()),
                 re,
                 secret_group,
                 entropy: spec.entropy,
                 boundary: spec.boundary,
+                window: spec.window.unwrap_or(DEFAULT_WINDOW),
+                mask: spec.mask,
                 generic: spec.generic,
                 check: spec.check,
                 stand_ins: (spec.id == "url-password").then(|| judge.clone()),
                 unanchored,
             });
         }
+        let tokens = token_prefilter(anchors)?;
 
         let assignment = (!disabled(&table.assignment.id))
             .then(|| (Arc::from(table.assignment.id.as_str()), judge.clone()));
-        if let Some((_, a)) = &assignment {
-            for w in a.anchors() {
-                anchors.push((w.into_bytes(), Target::Assignment));
-            }
-        }
-        let prefilter = if anchors.is_empty() {
-            None
-        } else {
-            Some(
+        let words = match &assignment {
+            Some((_, a)) => Some(
                 AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .build(anchors.iter().map(|(a, _)| a))
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(spelling_variants(&a.anchors()))
                     .map_err(|e| config_error("hooks.redaction", e.to_string()))?,
-            )
+            ),
+            None => None,
         };
 
         let allow_paths = if config.allow_paths.is_empty() {
@@ -242,8 +280,8 @@ impl SecretScanner {
         Ok(SecretScanner {
             detectors,
             assignment,
-            prefilter,
-            anchors,
+            tokens,
+            words,
             allow_paths,
         })
     }
@@ -269,47 +307,43 @@ impl SecretScanner {
         // Specific formats first; `NAME=value` only where no format matched.
         let mut specific: Vec<(Range<usize>, usize)> = Vec::new();
         let mut generic: Vec<Range<usize>> = Vec::new();
-        let bytes = text.as_bytes();
         let mut next_try = vec![0usize; self.detectors.len()];
-        let mut assign_next = 0usize;
 
-        if let Some(ac) = &self.prefilter {
-            for m in ac.find_overlapping_iter(text) {
-                let Some((lit, target)) = self.anchors.get(m.pattern().as_usize()) else {
-                    continue;
-                };
-                match *target {
-                    Target::Detector { index, exact_case } => {
-                        let Some(slot) = next_try.get_mut(index) else {
-                            continue;
-                        };
-                        if m.start() < *slot {
-                            continue;
-                        }
-                        if exact_case && bytes.get(m.range()) != Some(lit.as_slice()) {
-                            continue;
-                        }
-                        let Some(det) = self.detectors.get(index) else {
-                            continue;
-                        };
-                        if let Some(span) = det.try_at(text, m.start()) {
-                            *slot = span.end.max(m.end());
-                            specific.push((span, index));
-                        }
+        if let Some((ac, targets)) = &self.tokens {
+            // Restart one byte after each hit's start, so an anchor starting inside another
+            // one's text is still seen (`disk-----BEGIN`): token anchors are rare, so this is
+            // cheap.
+            let mut at = 0;
+            while let Some(m) = ac.find(Input::new(text).range(at..)) {
+                at = m.start() + 1;
+                for &index in targets.get(m.pattern().as_usize()).into_iter().flatten() {
+                    let (Some(slot), Some(det)) =
+                        (next_try.get_mut(index), self.detectors.get(index))
+                    else {
+                        continue;
+                    };
+                    if m.start() < *slot {
+                        continue;
                     }
-                    Target::Assignment => {
-                        if m.start() < assign_next {
-                            continue;
-                        }
-                        if let Some((_, a)) = &self.assignment {
-                            let hit = a.at(text, m.range());
-                            assign_next = hit.name_end;
-                            if let Some(v) = hit.value {
-                                assign_next = assign_next.max(v.end);
-                                generic.push(v);
-                            }
-                        }
+                    if let Some(span) = det.try_at(text, m.start()) {
+                        *slot = span.end.max(m.end());
+                        specific.push((span, index));
                     }
+                }
+            }
+        }
+        if let (Some(ac), Some((_, judge))) = (&self.words, &self.assignment) {
+            // One judgement per name: the search resumes after the name a word was found in.
+            let mut at = 0;
+            while let Some(m) = ac.find(Input::new(text).range(at..)) {
+                let hit = judge.at(text, m.range());
+                at = hit.name_end.max(m.end());
+                if let Some(v) = hit.value {
+                    at = at.max(v.end);
+                    generic.push(v);
+                }
+                if at >= text.len() {
+                    break;
                 }
             }
         }
@@ -337,13 +371,25 @@ impl SecretScanner {
                 kept.push((r, det.id.clone()));
             }
         }
-        if let Some((id, _)) = &self.assignment {
+        if let Some((id, _)) = &self.assignment
+            && !generic.is_empty()
+        {
+            // Both lists are in text order and disjoint within themselves: merge, dropping a
+            // `NAME=value` finding that overlaps a token format's.
+            let specific = std::mem::take(&mut kept);
+            let mut i = 0;
             for r in generic {
-                if !kept.iter().any(|(k, _)| k.start < r.end && r.start < k.end) {
+                while specific.get(i).is_some_and(|(k, _)| k.end <= r.start) {
+                    if let Some(k) = specific.get(i) {
+                        kept.push(k.clone());
+                    }
+                    i += 1;
+                }
+                if !specific.get(i).is_some_and(|(k, _)| k.start < r.end) {
                     kept.push((r, id.clone()));
                 }
             }
-            kept.sort_by_key(|(r, _)| r.start);
+            kept.extend(specific.into_iter().skip(i));
         }
         kept.into_iter()
             .map(|(span, detector)| SecretFinding {
@@ -462,8 +508,25 @@ impl Detector {
         {
             return None;
         }
-        let rest = text.get(pos..)?;
-        let caps = self.re.captures(rest)?;
+        let end = text.floor_char_boundary(pos.saturating_add(self.window));
+        let rest = text.get(pos..end)?;
+        // The DFA finds the match; the capture engine then runs on the match alone, and only
+        // when there is a group to read.
+        let m = self.re.find(rest)?;
+        if self.mask == Some(Mask::Body) {
+            let span = body_of(m.as_str())?;
+            let span = pos + span.start..pos + span.end;
+            return self
+                .judge(text, pos + m.end(), text.get(span.clone())?, m.as_str(), "")
+                .then_some(span);
+        }
+        if self.secret_group.is_none() && self.stand_ins.is_none() {
+            let span = pos + m.start()..pos + m.end();
+            return self
+                .judge(text, span.end, m.as_str(), m.as_str(), "")
+                .then_some(span);
+        }
+        let caps = self.re.captures(rest.get(..m.end())?)?;
         self.accept(text, &caps, pos)
     }
 
@@ -474,37 +537,65 @@ impl Detector {
         offset: usize,
     ) -> Option<Range<usize>> {
         let whole = caps.get(0)?;
-        let end = offset + whole.end();
-        if self.boundary && text.as_bytes().get(end).is_some_and(|&b| is_word_byte(b)) {
-            return None;
-        }
         let secret = match self.secret_group {
             Some(g) => caps.get(g)?,
             None => whole,
         };
+        let user = caps.name("user").map_or("", |m| m.as_str());
+        self.judge(
+            text,
+            offset + whole.end(),
+            secret.as_str(),
+            whole.as_str(),
+            user,
+        )
+        .then_some(offset + secret.start()..offset + secret.end())
+    }
+
+    /// The checks after the shape: the boundary after the match (ending at `end` in `text`),
+    /// the entropy floor, the named check, and for URL passwords the stand-ins.
+    fn judge(&self, text: &str, end: usize, secret: &str, whole: &str, user: &str) -> bool {
+        if self.boundary && text.as_bytes().get(end).is_some_and(|&b| is_word_byte(b)) {
+            return false;
+        }
         if let Some(floor) = self.entropy
-            && entropy(secret.as_str()) < floor
+            && entropy(secret) < floor
         {
-            return None;
+            return false;
         }
         match self.check {
-            Some(Check::JwtHeader) if !jwt_header_ok(whole.as_str()) => return None,
+            Some(Check::JwtHeader) if !jwt_header_ok(whole) => return false,
             Some(Check::HasDigit)
-                if !(secret.as_str().bytes().any(|b| b.is_ascii_digit())
-                    && secret.as_str().bytes().any(|b| b.is_ascii_alphabetic())) =>
+                if !(secret.bytes().any(|b| b.is_ascii_digit())
+                    && secret.bytes().any(|b| b.is_ascii_alphabetic())) =>
             {
-                return None;
+                return false;
             }
             _ => {}
         }
-        if let Some(judge) = &self.stand_ins {
-            let user = caps.name("user").map_or("", |m| m.as_str());
-            if url_stand_in(judge, user, secret.as_str()) {
-                return None;
-            }
+        if let Some(judge) = &self.stand_ins
+            && url_stand_in(judge, user, secret)
+        {
+            return false;
         }
-        Some(offset + secret.start()..offset + secret.end())
+        true
     }
+}
+
+/// A block's body inside its match: after the first line break (raw, or `\n` escaped inside a
+/// JSON string), up to the `-----END` line or the end of the match.
+fn body_of(block: &str) -> Option<Range<usize>> {
+    let raw = block.find('\n').map(|i| i + 1);
+    let escaped = block.find("\\n").map(|i| i + 2);
+    let start = match (raw, escaped) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    let end = block
+        .rfind("-----END")
+        .filter(|&e| e >= start)
+        .unwrap_or(block.len());
+    (start < end).then_some(start..end)
 }
 
 fn jwt_header_ok(token: &str) -> bool {
@@ -520,7 +611,10 @@ fn jwt_header_ok(token: &str) -> bool {
 /// documentation placeholder (`user:password@`), or the user name again (`postgres:postgres@`,
 /// a public default).
 fn url_stand_in(judge: &Assignment, user: &str, secret: &str) -> bool {
-    secret == user || secret.starts_with(['$', '%', '<', '{', '*']) || judge.is_stand_in(secret)
+    secret == user
+        || super::assign::is_reference(secret)
+        || secret.starts_with(['<', '{'])
+        || judge.is_stand_in(secret)
 }
 
 #[cfg(test)]
@@ -698,9 +792,35 @@ mod tests {
             "http://localhost:8080/path",
             "mysql://root:root@127.0.0.1/db",
             "amqp://guest:<password>@mq",
+            "postgres://u:%(password)s@h/db",
         ] {
             assert!(s.find(text).is_empty(), "{text}");
         }
+    }
+
+    #[test]
+    fn url_passwords_may_hold_at_signs_and_percent_escapes() {
+        let s = SecretScanner::default_set();
+        assert_eq!(
+            s.redact("mysql://app:Zq8@Lm3Tx7@db.internal/x").text,
+            "mysql://app:[REDACTED:url-password]@db.internal/x"
+        );
+        assert_eq!(
+            s.redact("amqp://app:%40Zq8Lm3Tx7@mq").text,
+            "amqp://app:[REDACTED:url-password]@mq"
+        );
+    }
+
+    #[test]
+    fn pgp_and_encrypted_key_blocks() {
+        let s = SecretScanner::default_set();
+        let pgp = "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOYBGV1c2UBCADm3Tz8LkW2xRb7NvYc4Hd9PfJs6GtE1aUo5iKq3Wx7Yz0LmN4pR8\n=Xq9a\n-----END PGP PRIVATE KEY BLOCK-----\n";
+        assert_eq!(
+            s.redact(pgp).text,
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n[REDACTED:private-key]\n\n\n\n-----END PGP PRIVATE KEY BLOCK-----\n"
+        );
+        let enc = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQIq8v3Jm1ZxYpR0T7dN4kL\n-----END ENCRYPTED PRIVATE KEY-----";
+        assert_eq!(ids(&s.find(enc)), ["private-key"]);
     }
 
     #[test]

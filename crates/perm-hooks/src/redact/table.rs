@@ -25,6 +25,10 @@ pub(crate) struct DetectorSpec {
     #[serde(default)]
     pub(crate) generic: bool,
     #[serde(default)]
+    pub(crate) window: Option<usize>,
+    #[serde(default)]
+    pub(crate) mask: Option<Mask>,
+    #[serde(default)]
     pub(crate) check: Option<Check>,
     #[serde(default)]
     pub(crate) example: Option<Example>,
@@ -42,6 +46,14 @@ pub(crate) enum Check {
     JwtHeader,
     /// The masked text holds an ASCII digit and an ASCII letter.
     HasDigit,
+}
+
+/// Which part of a match is masked, when not the whole match or the `secret` group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Mask {
+    /// After the first line break (raw or JSON-escaped `\n`), up to the `-----END` line.
+    Body,
 }
 
 /// The test pair every entry carries.
