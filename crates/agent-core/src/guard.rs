@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
-use perm_hooks::{
-    AgentHook, AuditLog, HookOptions, HookRegistry, HooksConfig, OnError, RedactionHook,
-};
+use perm_hooks::{AgentHook, AuditLog, HookOptions, HookRegistry, HooksConfig, OnError};
 use perm_rules::PermissionChecker;
 use runtime_limits::{CancellationRegistry, LimitsConfig};
 
@@ -208,7 +206,7 @@ impl GuardBuilder {
         if self.hooks.redact_secrets {
             // A redaction that fails must withhold the output, never pass it through unredacted.
             hooks.register_with(
-                Arc::new(RedactionHook),
+                Arc::new(self.hooks.redaction_hook().map_err(hooks_err)?),
                 HookOptions {
                     pre_on_error: OnError::Deny,
                     post_on_error: OnError::Deny,
