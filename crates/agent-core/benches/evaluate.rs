@@ -61,7 +61,11 @@ fn bench(c: &mut Criterion) {
     let judge: Arc<dyn bash_guard::PathJudge> = Arc::new(agent_core::tools::SandboxJudge::new(
         Arc::clone(guard.sandbox()),
     ));
-    let cached = CachedAnalyzer::new(Analyzer::new(BashConfig::default()), Arc::clone(&judge), 256);
+    let cached = CachedAnalyzer::new(
+        Analyzer::new(BashConfig::default()),
+        Arc::clone(&judge),
+        256,
+    );
     g.bench_function("bash_guard_alone_cached", |b| {
         b.iter(|| cached.analyze(TYPICAL, &root))
     });

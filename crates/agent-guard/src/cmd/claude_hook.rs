@@ -100,6 +100,9 @@ impl Protocol for Claude {
                 }})))
             }
             "PostToolUse" => {
+                if let Err(e) = hook::record_run(event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
                 let policy = Policy::load(args.policy.as_deref())?;
                 let input = HookInput {
                     tool_name: event.tool_name.clone().unwrap_or_default(),
@@ -110,6 +113,19 @@ impl Protocol for Claude {
                     &input,
                     &policy.doc.hooks,
                 )?))
+            }
+            "PostToolUseFailure" => {
+                if let Err(e) = hook::record_run(event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
+            }
+            "SessionEnd" | "Stop" => {
+                // Never blocks: a Stop answered with exit 2 would keep Claude going.
+                if let Err(e) = hook::record_stop(event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
             }
             // Every other event (and any future one) needs no decision from the guard.
             _ => Ok(Answer::silent()),
