@@ -51,6 +51,10 @@ fn bench(c: &mut Criterion) {
         });
     }
     for (name, rel) in [("short", "short.txt"), ("deep", "a/b/c/d/e/f/deep.txt")] {
+        let path = root.join(rel);
+        group.bench_function(format!("sensitive_{name}"), |b| {
+            b.iter(|| sandbox.sensitive(black_box(&path)))
+        });
         group.bench_function(format!("openat2_{name}"), |b| {
             b.iter(|| {
                 rustix::fs::openat2(

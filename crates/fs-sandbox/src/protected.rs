@@ -20,7 +20,8 @@
 //!    `.git/modules/x`, a bare repository), with [`GIT_DIR_PROTECTED`] relative to it;
 //! 4. a protected directory name (`.claude`, `.vscode`, ...) that is a symlink, in the file's
 //!    directory or one of its ancestors inside the root, pointing at a directory that holds the
-//!    file: the file is judged as `<name>/<path below the target>`.
+//!    file: the file is judged as `<name>/<path below the target>`;
+//! 5. the hooks directory the nearest repository's config names (`core.hooksPath`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -210,7 +211,21 @@ impl Protected {
             }
         }
         let mut ancestor = physical.parent();
+        let mut repo_seen = false;
         while let Some(dir) = ancestor {
+            // Rule 5: the first repository above the file may move its hooks (`core.hooksPath`).
+            if !repo_seen && let Some(git) = git_dir_of_work_tree(dir) {
+                repo_seen = true;
+                if let Some(hooks) = hooks_path(&git, dir)
+                    && physical.starts_with(&hooks)
+                {
+                    return Some(format!(
+                        "core.hooksPath `{}` of the git directory `{}`",
+                        hooks.display(),
+                        git.display()
+                    ));
+                }
+            }
             if is_git_dir(dir)
                 && let Some(pattern) = self.git_dir.matching(relative_to(physical, dir))
             {
@@ -250,6 +265,73 @@ impl Protected {
         }
         None
     }
+}
+
+/// The git directory of a work tree whose top is `dir`: `dir/.git` as a directory (or a symlink
+/// to one) or a `gitdir:` pointer file; canonical.
+fn git_dir_of_work_tree(dir: &Path) -> Option<PathBuf> {
+    let dot_git = dir.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return std::fs::canonicalize(&dot_git).ok();
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    std::fs::canonicalize(dir.join(target)).ok()
+}
+
+/// `core.hooksPath` of the repository whose git directory is `git` and work tree top `top`,
+/// resolved (relative values are relative to the work tree top). Only the repository's own
+/// config is read (and the common dir's, for a worktree).
+fn hooks_path(git: &Path, top: &Path) -> Option<PathBuf> {
+    let common = std::fs::read_to_string(git.join("commondir"))
+        .ok()
+        .and_then(|c| std::fs::canonicalize(git.join(c.trim())).ok())
+        .unwrap_or_else(|| git.to_owned());
+    let mut value = None;
+    for config in [common.join("config"), git.join("config.worktree")] {
+        if let Ok(text) = std::fs::read_to_string(&config)
+            && let Some(found) = core_hooks_path(&text)
+        {
+            value = Some(found);
+        }
+    }
+    let value = PathBuf::from(value?);
+    let joined = top.join(value);
+    Some(std::fs::canonicalize(&joined).unwrap_or(joined))
+}
+
+/// The last `hooksPath` in a `[core]` section of git config text (keys and section names are
+/// case-insensitive; a quoted value loses its quotes; `#`/`;` start a comment).
+fn core_hooks_path(text: &str) -> Option<String> {
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(section) = line.strip_prefix('[') {
+            let name = section.split([']', ' ', '"']).next().unwrap_or("");
+            in_core = name.eq_ignore_ascii_case("core");
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if !key.trim().eq_ignore_ascii_case("hookspath") {
+            continue;
+        }
+        let value = value.trim();
+        let value = match value.strip_prefix('"') {
+            Some(quoted) => quoted.split('"').next().unwrap_or(""),
+            None => value.split(['#', ';']).next().unwrap_or("").trim(),
+        };
+        if !value.is_empty() {
+            found = Some(value.to_owned());
+        }
+    }
+    found
 }
 
 fn relative_to<'a>(path: &'a Path, base: &Path) -> &'a Path {
@@ -426,6 +508,23 @@ mod tests {
             "description",
         ] {
             assert_eq!(compiled.matching(Path::new(miss)), None, "{miss}");
+        }
+    }
+
+    #[test]
+    fn hooks_path_is_read_from_the_core_section() {
+        let cases = [
+            ("[core]\n\thooksPath = .githooks\n", Some(".githooks")),
+            ("[Core]\nHOOKSPATH=\"hooks dir\" # x\n", Some("hooks dir")),
+            (
+                "[core]\nhooksPath = a ; comment\n[core]\nhookspath = b\n",
+                Some("b"),
+            ),
+            ("[alias]\nhooksPath = x\n", None),
+            ("[core]\nbare = false\n", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(core_hooks_path(text).as_deref(), expected, "{text}");
         }
     }
 

@@ -63,6 +63,7 @@ fn tree() -> Tree {
     symlink(".git/config", proj.join("to_gitconfig")).unwrap();
     symlink("/proc/self/root", proj.join("magic")).unwrap();
     std::fs::hard_link(base.join("outside/secret"), proj.join("hard")).unwrap();
+    mkfifo(&proj.join("fifo"));
     Tree {
         _dir: dir,
         base,
@@ -514,6 +515,7 @@ fn part() -> impl Strategy<Value = &'static str> {
         "new",
         "file.txt",
         "to_ro",
+        "fifo",
     ])
 }
 
@@ -533,13 +535,17 @@ proptest! {
         match sb.check(&path, op) {
             Ok(p) => {
                 prop_assert!(p.path().starts_with(&t.proj) || p.path().starts_with(t.base.join("ro")));
+                if let Ok(meta) = std::fs::metadata(p.path()) {
+                    prop_assert!(meta.is_file() || meta.is_dir(), "accepted a special file: {:?}", p.path());
+                }
                 if let Ok(real) = std::fs::canonicalize(t.proj.join(&path)) {
                     prop_assert_eq!(real, p.path().to_owned());
                 }
             }
             Err(_) => {
                 if let Ok(real) = std::fs::canonicalize(t.proj.join(&path)) {
-                    prop_assert!(!(real.starts_with(&t.proj) && op == Op::Read), "refused a read inside the root: {real:?}");
+                    let ordinary = std::fs::metadata(&real).is_ok_and(|m| m.is_file() || m.is_dir());
+                    prop_assert!(!(real.starts_with(&t.proj) && op == Op::Read && ordinary), "refused a read inside the root: {real:?}");
                 }
             }
         }
@@ -930,7 +936,6 @@ fn mkfifo(path: &Path) {
 #[test]
 fn only_regular_files_and_directories_are_allowed() {
     let t = tree();
-    mkfifo(&t.proj.join("fifo"));
     symlink("fifo", t.proj.join("to_fifo")).unwrap();
     let _listener = std::os::unix::net::UnixListener::bind(t.proj.join("sock")).unwrap();
     for mode in [ResolveMode::Auto, ResolveMode::Walk] {
@@ -1189,5 +1194,48 @@ fn mounts_below_a_root_are_not_crossed() {
             .read_to_string(&mut s)
             .unwrap();
         assert_eq!(s, "root");
+    }
+}
+
+#[test]
+fn hooks_moved_by_core_hooks_path_are_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    make_git_dir(&proj.join(".git"));
+    std::fs::write(
+        proj.join(".git/config"),
+        "[core]\n\tbare = false\n\thooksPath = .githooks\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(proj.join(".githooks")).unwrap();
+    // A worktree of the same repository, through a `gitdir:` pointer and `commondir`.
+    let wt_git = proj.join(".git/worktrees/w");
+    std::fs::create_dir_all(&wt_git).unwrap();
+    std::fs::write(wt_git.join("HEAD"), "ref: refs/heads/w\n").unwrap();
+    std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+    std::fs::create_dir_all(proj.join("w/.githooks")).unwrap();
+    std::fs::write(
+        proj.join("w/.git"),
+        format!("gitdir: {}\n", wt_git.display()),
+    )
+    .unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    for path in [
+        ".githooks/pre-commit",
+        ".githooks",
+        "w/.githooks/post-merge",
+    ] {
+        let got = sb.check(path, Op::Write);
+        assert_eq!(
+            got.as_ref().err().map(|e| e.code()),
+            Some("protected_path"),
+            "{path}: {got:?}"
+        );
+    }
+    for path in ["githooks.md", "src/.githooks.rs", "w/src/lib.rs"] {
+        assert!(sb.check(path, Op::Write).is_ok(), "{path}");
     }
 }
