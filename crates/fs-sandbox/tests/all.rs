@@ -1091,6 +1091,67 @@ fn long_relative_paths_resolve_through_directory_fds() {
 
 const MOUNT_CHILD: &str = "FS_SANDBOX_MOUNT_NS_CHILD";
 
+fn mount_id(path: &Path) -> Option<u64> {
+    rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::empty(),
+        rustix::fs::StatxFlags::MNT_ID,
+    )
+    .ok()
+    .map(|stx| stx.stx_mnt_id)
+}
+
+/// Property, over generated paths through the mounted tree: an accepted path that exists is on
+/// the same mount as the root that contains it, and a refused read of an ordinary file on the
+/// root's own mount is a false refusal.
+fn mount_property(sb: &Sandbox, proj: &Path) {
+    let parts = prop::sample::select(vec![
+        "mnt", "bind", "rootmnt", "to_mnt", "..", ".", "src", "file", "file.txt", "secret", "new",
+        "link_src", "null_dev", "fifo",
+    ]);
+    let strategy = (
+        prop::collection::vec(parts, 1..6),
+        prop::sample::select(vec![Op::Read, Op::Write, Op::List]),
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(300));
+    runner
+        .run(&strategy, |(parts, op)| {
+            let path = parts.join("/");
+            let real = std::fs::canonicalize(proj.join(&path)).ok();
+            match sb.check(&path, op) {
+                Ok(checked) => {
+                    if let Some(real) = real {
+                        prop_assert_eq!(
+                            mount_id(&real),
+                            mount_id(checked.root().path()),
+                            "{} accepted on another mount",
+                            path
+                        );
+                    }
+                }
+                Err(err) => {
+                    if let Some(real) = real {
+                        let ordinary =
+                            std::fs::metadata(&real).is_ok_and(|m| m.is_file() || m.is_dir());
+                        let same_mount = sb.roots().iter().any(|root| {
+                            real.starts_with(root.path())
+                                && mount_id(&real) == mount_id(root.path())
+                        });
+                        prop_assert!(
+                            !(op == Op::Read && ordinary && same_mount),
+                            "false refusal of {}: {:?}",
+                            path,
+                            err
+                        );
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 fn run(cmd: &str, args: &[&str]) {
     let out = std::process::Command::new(cmd).args(args).output().unwrap();
     assert!(
@@ -1188,6 +1249,7 @@ fn mounts_below_a_root_are_not_crossed() {
             sb.open_read("bind/secret").unwrap_err().code(),
             "other_filesystem"
         );
+        mount_property(&sb, &t.proj);
         let mut s = String::new();
         sb.open_read("rootmnt/file")
             .unwrap()
