@@ -329,11 +329,9 @@ impl Sandbox {
     /// and the physical path. The filesystem is touched only after a pattern matched (a
     /// directory never matches a file pattern; a `.pem` is judged by its content).
     pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
-        if path.is_absolute() {
-            self.sensitive.matching(path)
-        } else {
-            self.sensitive.matching(&self.cwd.join(path))
-        }
+        // `.` and a trailing `/` dropped, as `check` does for the path as given.
+        let absolute: PathBuf = self.cwd.join(path).components().collect();
+        self.sensitive.matching(&absolute)
     }
 
     /// Decides whether `op` on `path` is allowed, resolving the path physically.

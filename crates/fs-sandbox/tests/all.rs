@@ -677,6 +677,8 @@ fn sensitive_paths_are_refused_by_physical_path_and_by_path_as_given() {
         Some("an SSH key or configuration")
     );
     assert_eq!(sb.sensitive(&proj.join("src/main.rs")), None);
+    assert!(sb.sensitive(Path::new("./.env")).is_some());
+    assert!(sb.sensitive(&home.join("./.ssh/")).is_some());
     assert_eq!(
         sb.open_read("innocent.txt").unwrap_err().code(),
         "sensitive_path"
