@@ -329,9 +329,7 @@ impl Sandbox {
     /// and the physical path. The filesystem is touched only after a pattern matched (a
     /// directory never matches a file pattern; a `.pem` is judged by its content).
     pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
-        // `.` and a trailing `/` dropped, as `check` does for the path as given.
-        let absolute: PathBuf = self.cwd.join(path).components().collect();
-        self.sensitive.matching(&absolute)
+        self.sensitive.matching(&self.absolute(path))
     }
 
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
@@ -342,7 +340,7 @@ impl Sandbox {
         let path = path.as_ref();
         validate(path)?;
         // `.` and a trailing `/` dropped, `..` kept: the path as given, for the sensitive match.
-        let absolute: PathBuf = self.cwd.join(path).components().collect();
+        let absolute = self.absolute(path);
         if let Some(what) = self.sensitive.matching(&absolute) {
             return Err(SandboxError::Sensitive {
                 path: absolute,
@@ -419,6 +417,22 @@ impl Sandbox {
             root: root.clone(),
             exists: resolved.exists,
         })
+    }
+
+    /// `path` joined to the cwd with `.`, `//` and a trailing `/` dropped (`..` kept).
+    fn absolute(&self, path: &Path) -> PathBuf {
+        let bytes = path.as_os_str().as_bytes();
+        let clean = !bytes.ends_with(b"/")
+            && !bytes.starts_with(b"./")
+            && !bytes.ends_with(b"/.")
+            && bytes != b"."
+            && !bytes.windows(2).any(|w| w == b"//")
+            && !bytes.windows(3).any(|w| w == b"/./");
+        if clean {
+            self.cwd.join(path)
+        } else {
+            self.cwd.join(path).components().collect()
+        }
     }
 
     /// The most specific root containing `resolved`, whole components compared.
