@@ -116,7 +116,8 @@ impl SandboxPath {
         &self.path
     }
 
-    /// The root that contains it.
+    /// The root that contains it; for `/dev/null` (allowed for reading and writing wherever the
+    /// roots are) a pseudo-root `/dev` that is not among [`Sandbox::roots`].
     pub fn root(&self) -> &Root {
         &self.root
     }
@@ -243,8 +244,24 @@ impl SandboxBuilder {
             protected,
             sensitive,
             use_openat2,
+            dev_null: dev_root(),
         })
     }
+}
+
+pub(crate) const DEV_NULL: &str = "/dev/null";
+
+fn dev_root() -> Option<Root> {
+    let fd = open_dir_path(Path::new("/dev")).ok()?;
+    let mount = fd_mount(&fd);
+    Some(Root {
+        inner: Arc::new(RootInner {
+            path: PathBuf::from("/dev"),
+            access: Access::ReadWrite,
+            fd,
+            mount,
+        }),
+    })
 }
 
 fn probe_openat2(root: Option<&Root>) -> bool {
@@ -270,6 +287,8 @@ pub struct Sandbox {
     protected: Protected,
     sensitive: Sensitive,
     pub(crate) use_openat2: bool,
+    /// `/dev`, to open `/dev/null` beneath; not a root.
+    dev_null: Option<Root>,
 }
 
 /// The outcome of resolving a path physically.
@@ -364,6 +383,20 @@ impl Sandbox {
             });
         }
         let Some(root) = self.containing_root(&resolved.path) else {
+            // `/dev/null` reads nothing and swallows writes: allowed for reading and writing
+            // wherever the roots are, opened beneath `/dev` (never listed as a root, so the
+            // confinement compiled from `roots()` does not grow).
+            if let Some(dev) = &self.dev_null
+                && resolved.path == Path::new(DEV_NULL)
+                && matches!(op, Op::Read | Op::Write)
+                && matches!(resolved.meta, Some((FileType::CharacterDevice, _)))
+            {
+                return Ok(SandboxPath {
+                    path: resolved.path,
+                    root: dev.clone(),
+                    exists: true,
+                });
+            }
             return Err(SandboxError::OutsideRoots {
                 path: path.to_owned(),
                 resolved: resolved.path,
@@ -380,7 +413,7 @@ impl Sandbox {
         }
         if let Some((file_type, _)) = resolved.meta
             && !matches!(file_type, FileType::RegularFile | FileType::Directory)
-            && resolved.path != Path::new("/dev/null")
+            && resolved.path != Path::new(DEV_NULL)
         {
             return Err(SandboxError::SpecialFile {
                 resolved: resolved.path,

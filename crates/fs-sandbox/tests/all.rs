@@ -1303,3 +1303,39 @@ fn hooks_moved_by_core_hooks_path_are_protected() {
         assert!(sb.check(path, Op::Write).is_ok(), "{path}");
     }
 }
+
+#[test]
+fn dev_null_is_readable_and_writable_but_not_a_root() {
+    let t = tree();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        assert_eq!(
+            sb.check("/dev/null", Op::Read).unwrap().path(),
+            Path::new("/dev/null")
+        );
+        assert!(sb.check("/dev/null", Op::Write).is_ok());
+        sb.open_write("/dev/null", WriteMode::Append)
+            .unwrap()
+            .write_all(b"gone")
+            .unwrap();
+        let mut s = String::new();
+        sb.open_read("/dev/null")
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert!(s.is_empty());
+        assert_eq!(
+            sb.check("/dev/null", Op::List).unwrap_err().code(),
+            "outside_roots"
+        );
+        assert_eq!(
+            sb.check("/dev/zero", Op::Read).unwrap_err().code(),
+            "outside_roots"
+        );
+        assert_eq!(
+            sb.check("/dev", Op::List).unwrap_err().code(),
+            "outside_roots"
+        );
+        assert!(sb.roots().iter().all(|r| r.path() != Path::new("/dev")));
+    }
+}
