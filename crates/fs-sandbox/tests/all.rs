@@ -895,7 +895,13 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let proj = std::fs::canonicalize(dir.path()).unwrap();
         let work = (0..depth).fold(proj.clone(), |p, i| p.join(format!("d{i}")));
-        let work = if nested { work.join("inner") } else { work };
+        let work = if nested {
+            // The repository under test sits inside an outer repository's work tree.
+            make_git_dir(&proj.join(".git"));
+            work.join("inner")
+        } else {
+            work
+        };
         std::fs::create_dir_all(&work).unwrap();
         let store = proj.join("store.d");
         let git_dir = match kind {
@@ -1338,4 +1344,80 @@ fn dev_null_is_readable_and_writable_but_not_a_root() {
         );
         assert!(sb.roots().iter().all(|r| r.path() != Path::new("/dev")));
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// However many symlinks (relative or absolute, through directories or to the file) lead to
+    /// a secret, and whatever they are called, every op on the chain's head is refused as
+    /// sensitive; the same chain to an ordinary file is allowed for reading.
+    #[test]
+    fn symlink_chains_to_secrets_are_refused(
+        hops in prop::collection::vec((any::<bool>(), any::<bool>()), 0..4),
+        secret in prop::sample::select(vec!["home/.ssh/id_ed25519", "home/.aws/credentials", "proj/.env", "proj/deploy/server.key", "home/.config/gcloud/adc.json"]),
+        op in prop::sample::select(vec![Op::Read, Op::Write, Op::List]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let home = base.join("home");
+        let proj = base.join("proj");
+        std::fs::create_dir_all(&proj).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let target = base.join(secret);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, "s").unwrap();
+        let plain = proj.join("plain.txt");
+        std::fs::write(&plain, "p").unwrap();
+        let sb = Sandbox::builder(&proj)
+            .root(&proj, Access::ReadWrite)
+            .root(&home, Access::ReadWrite)
+            .home(&home)
+            .build()
+            .unwrap();
+        // Build the chain backwards: link_n -> ... -> link_0 -> target, each link named
+        // innocently, each either absolute or relative, through a directory link or not.
+        let chain = |end: &Path, tag: &str| -> PathBuf {
+            let mut current = end.to_owned();
+            for (i, (absolute, via_dir)) in hops.iter().enumerate() {
+                let link = proj.join(format!("{tag}_link{i}"));
+                if *via_dir {
+                    let dir_link = proj.join(format!("{tag}_dir{i}"));
+                    symlink(current.parent().unwrap(), &dir_link).unwrap();
+                    current = dir_link.join(current.file_name().unwrap());
+                }
+                let to: PathBuf = if *absolute {
+                    current.clone()
+                } else {
+                    pathdiff(&current, &proj)
+                };
+                symlink(&to, &link).unwrap();
+                current = link;
+            }
+            current
+        };
+        let head = chain(&target, "s");
+        let got = sb.check(&head, op);
+        prop_assert_eq!(got.as_ref().err().map(|e| e.code()), Some("sensitive_path"), "{:?} -> {:?}", head, got);
+        let plain_head = chain(&plain, "p");
+        prop_assert!(sb.check(&plain_head, Op::Read).is_ok(), "{:?}", plain_head);
+    }
+}
+
+/// `to` relative to `from_dir` (both absolute, canonical).
+fn pathdiff(to: &Path, from_dir: &Path) -> PathBuf {
+    let to_parts: Vec<_> = to.components().collect();
+    let from_parts: Vec<_> = from_dir.components().collect();
+    let common = to_parts
+        .iter()
+        .zip(&from_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut rel = PathBuf::new();
+    for _ in common..from_parts.len() {
+        rel.push("..");
+    }
+    for part in &to_parts[common..] {
+        rel.push(part);
+    }
+    rel
 }
