@@ -26,6 +26,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::SandboxError;
 
@@ -100,6 +101,19 @@ pub const GIT_DIR_PROTECTED: &[&str] = &[
     "worktrees/*/config.worktree",
     "worktrees/*/commondir",
 ];
+
+/// Above this many entries a directory is not listed; its names are looked up one by one.
+const SCAN_CAP: usize = 4096;
+
+/// What one directory holds, as far as the judgement cares.
+struct DirFacts {
+    /// It is a git directory (`HEAD`, and `objects/` + `refs/` or a `commondir` file).
+    git_dir: bool,
+    /// It holds a `.git` entry (a work tree's top).
+    dot_git: bool,
+    /// The protected directory names in it that are symlinks.
+    linked: Vec<String>,
+}
 
 /// A compiled list of root-relative patterns.
 #[derive(Debug)]
@@ -213,8 +227,13 @@ impl Protected {
         let mut ancestor = physical.parent();
         let mut repo_seen = false;
         while let Some(dir) = ancestor {
+            let inside = dir.starts_with(root);
+            let facts = self.facts(dir, inside);
             // Rule 5: the first repository above the file may move its hooks (`core.hooksPath`).
-            if !repo_seen && let Some(git) = git_dir_of_work_tree(dir) {
+            if !repo_seen
+                && facts.dot_git
+                && let Some(git) = git_dir_of_work_tree(dir)
+            {
                 repo_seen = true;
                 if let Some(hooks) = hooks_path(&git, dir)
                     && physical.starts_with(&hooks)
@@ -226,7 +245,7 @@ impl Protected {
                     ));
                 }
             }
-            if is_git_dir(dir)
+            if facts.git_dir
                 && let Some(pattern) = self.git_dir.matching(relative_to(physical, dir))
             {
                 return Some(format!(
@@ -234,8 +253,8 @@ impl Protected {
                     dir.display()
                 ));
             }
-            if dir.starts_with(root)
-                && let Some(pattern) = self.through_linked_dir(physical, dir, root)
+            if inside
+                && let Some(pattern) = self.through_linked_dir(physical, dir, root, &facts.linked)
             {
                 return Some(pattern);
             }
@@ -244,14 +263,95 @@ impl Protected {
         None
     }
 
-    /// Rule 4: `dir/<name>` is a symlink to a directory holding `physical`.
-    fn through_linked_dir(&self, physical: &Path, dir: &Path, root: &Path) -> Option<String> {
-        for name in &self.linkable_dirs {
-            let link = dir.join(name);
-            let is_link = std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_symlink());
-            if !is_link {
-                continue;
+    /// What `dir` holds. Inside the root one `getdents` pass answers every question (a few
+    /// syscalls instead of one `lstat` per name); above the root, or for a directory that cannot
+    /// be listed or is very large, the names are looked up one by one.
+    fn facts(&self, dir: &Path, inside_root: bool) -> DirFacts {
+        if inside_root && let Some(facts) = self.scan(dir) {
+            return facts;
+        }
+        let linked = if inside_root {
+            self.linkable_dirs
+                .iter()
+                .filter(|name| {
+                    std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_symlink())
+                })
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        DirFacts {
+            git_dir: is_git_dir(dir),
+            dot_git: std::fs::symlink_metadata(dir.join(".git")).is_ok(),
+            linked,
+        }
+    }
+
+    fn scan(&self, dir: &Path) -> Option<DirFacts> {
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let mut entries = Dir::new(fd).ok()?;
+        let (mut head, mut objects, mut refs, mut commondir, mut dot_git) =
+            (false, false, false, false, false);
+        let mut linked = Vec::new();
+        let mut count = 0usize;
+        while let Some(entry) = entries.read() {
+            let entry = entry.ok()?;
+            count += 1;
+            if count > SCAN_CAP {
+                return None;
             }
+            let name = entry.file_name().to_bytes();
+            let kind = entry.file_type();
+            let fd = entries.fd().ok()?;
+            // git follows symlinks for these (`is_git_directory` uses access/stat).
+            let followed = |want: FileType| {
+                kind == want
+                    || matches!(kind, FileType::Symlink | FileType::Unknown)
+                        && rustix::fs::statat(fd, name, AtFlags::empty())
+                            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == want)
+            };
+            match name {
+                b"HEAD" => head = true,
+                b"objects" => objects = followed(FileType::Directory),
+                b"refs" => refs = followed(FileType::Directory),
+                b"commondir" => commondir = followed(FileType::RegularFile),
+                b".git" => dot_git = true,
+                _ => {}
+            }
+            if let Some(linkable) = self.linkable_dirs.iter().find(|l| l.as_bytes() == name) {
+                let is_link = kind == FileType::Symlink
+                    || kind == FileType::Unknown
+                        && rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(
+                            |st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink,
+                        );
+                if is_link {
+                    linked.push(linkable.clone());
+                }
+            }
+        }
+        Some(DirFacts {
+            git_dir: head && ((objects && refs) || commondir),
+            dot_git,
+            linked,
+        })
+    }
+
+    /// Rule 4: `dir/<name>` is a symlink (one of `linked`) to a directory holding `physical`.
+    fn through_linked_dir(
+        &self,
+        physical: &Path,
+        dir: &Path,
+        root: &Path,
+        linked: &[String],
+    ) -> Option<String> {
+        for name in linked {
+            let link = dir.join(name);
             let Ok(target) = std::fs::canonicalize(&link) else {
                 continue;
             };

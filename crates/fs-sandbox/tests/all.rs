@@ -1421,3 +1421,32 @@ fn pathdiff(to: &Path, from_dir: &Path) -> PathBuf {
     }
     rel
 }
+
+/// A directory too large to list (over the scan cap) is judged name by name, with the same
+/// answers.
+#[test]
+fn protected_identity_in_a_very_large_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    for i in 0..4100 {
+        std::fs::write(proj.join(format!("f{i}")), "").unwrap();
+    }
+    std::fs::create_dir_all(proj.join("store")).unwrap();
+    symlink("store", proj.join(".claude")).unwrap();
+    make_git_dir(&proj.join("bare.git"));
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    assert_eq!(
+        sb.check("store/settings.json", Op::Write)
+            .unwrap_err()
+            .code(),
+        "protected_path"
+    );
+    assert_eq!(
+        sb.check("bare.git/config", Op::Write).unwrap_err().code(),
+        "protected_path"
+    );
+    assert!(sb.check("f1", Op::Write).is_ok());
+}
