@@ -487,6 +487,7 @@ impl Sandbox {
     /// One `openat2(RESOLVE_NO_SYMLINKS)` beneath the root the path lexically starts with: when
     /// it succeeds, the kernel has proved the path holds no symlink and no `..` escape, so the
     /// lexical path is the physical one. Anything else goes the slow, component-wise way.
+    /// `absolute` comes from [`Sandbox::absolute`]: no `.`, `//` or trailing `/` left.
     fn fast_resolve(&self, absolute: &Path) -> Option<Resolved> {
         if !self.use_openat2 {
             return None;
@@ -534,7 +535,7 @@ impl Sandbox {
                 )
                 .ok()?;
                 return Some(Resolved {
-                    path: normalise_lexically(absolute),
+                    path: absolute.to_owned(),
                     exists: false,
                     meta: None,
                     mount: None,
@@ -545,7 +546,7 @@ impl Sandbox {
         };
         let stat = rustix::fs::fstat(&fd).ok()?;
         Some(Resolved {
-            path: normalise_lexically(absolute),
+            path: absolute.to_owned(),
             exists: true,
             meta: Some((FileType::from_raw_mode(stat.st_mode), stat.st_nlink)),
             mount: None,
@@ -565,11 +566,6 @@ pub(crate) fn file_type_name(file_type: FileType) -> &'static str {
         FileType::BlockDevice => "a block device",
         FileType::Unknown => "a file of unknown type",
     }
-}
-
-/// Drops `.` and trailing slashes; `absolute` holds no `..` here.
-fn normalise_lexically(absolute: &Path) -> PathBuf {
-    absolute.components().collect()
 }
 
 fn lossy(path: &Path) -> String {
