@@ -914,6 +914,16 @@ pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(Decision::Ask, "dynamic_argument", sub, format!("an argument of `{name}` is only known at run time; it could be an option that writes or runs code"));
 }
 
+/// A wrapper's argument known only at run time, where it may be the command it runs.
+pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
+    w.add(
+        Decision::Deny,
+        "dynamic_command",
+        sub,
+        format!("an argument of `{name}` before the command it runs is only known at run time: it may be that command, which cannot be reviewed"),
+    );
+}
+
 fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, name);
@@ -1297,7 +1307,7 @@ fn writer(
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
                 if a.dynamic {
-                    return dynamic_args(w, sub, name);
+                    return dynamic_wrapped(w, sub, name);
                 }
                 if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
                     i += 2;
@@ -1335,9 +1345,6 @@ fn writer(
         }
         "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
         | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
-            if dyn_args {
-                return dynamic_args(w, sub, name);
-            }
             let mut i = 0;
             let with_arg: &[&str] = match name {
                 "timeout" => &["-s", "--signal", "-k", "--kill-after"],
@@ -1349,6 +1356,9 @@ fn writer(
             };
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
+                if a.dynamic {
+                    return dynamic_wrapped(w, sub, name);
+                }
                 if !t.starts_with('-') || t == "-" {
                     break;
                 }
@@ -1369,10 +1379,11 @@ fn writer(
                     return;
                 }
             }
-            if matches!(name, "timeout" | "flock" | "chrt") {
-                i += 1; // duration, lock file, priority
-            }
-            if name == "taskset" {
+            if matches!(name, "timeout" | "flock" | "chrt" | "taskset") {
+                // duration, lock file, priority, cpu mask
+                if args.get(i).is_some_and(|a| a.dynamic) {
+                    dynamic_args(w, sub, name);
+                }
                 i += 1;
             }
             let inner = args.get(i..).unwrap_or(&[]);
@@ -1397,13 +1408,13 @@ fn writer(
             run_inner(w, inner, sub, stdin, name)
         }
         "xargs" => {
-            if dyn_args {
-                return dynamic_args(w, sub, name);
-            }
             let a_short = "IiLlnPsdEa";
             let mut i = 0;
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
+                if a.dynamic {
+                    return dynamic_wrapped(w, sub, name);
+                }
                 if !t.starts_with('-') {
                     break;
                 }

@@ -10,6 +10,7 @@ pub mod exec;
 pub mod fuzz;
 mod git;
 mod judge;
+mod limits;
 mod sed;
 mod verdict;
 mod words;

@@ -10,6 +10,9 @@ use brush_parser::word::{
 
 /// Brace expansions producing more words than this are treated as dynamic.
 const MAX_BRACE_WORDS: usize = 256;
+/// Brace expansions producing more words than this are refused: bash would exhaust memory
+/// building them.
+const MAX_BRACE_PRODUCT: u128 = 1 << 16;
 
 /// One decoded word.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,6 +67,16 @@ pub(crate) struct Decoder<'a> {
 impl Decoder<'_> {
     /// Decodes one raw word, applying brace expansion first as bash does.
     pub(crate) fn decode_into(&self, raw: &str, out: &mut DecodeOut) {
+        if crate::limits::overflowing_number(raw) {
+            // brush-parser panics on these (brace sequences, `~+N`); bash rejects them.
+            out.errors
+                .push(format!("a number in `{raw}` is past 64 bits"));
+            out.words.push(Decoded {
+                dynamic: true,
+                ..Decoded::default()
+            });
+            return;
+        }
         if is_plain(raw) {
             out.words.push(Decoded {
                 text: raw.to_owned(),
@@ -72,8 +85,19 @@ impl Decoder<'_> {
             return;
         }
         if raw.contains('{')
+            && let Err(r) = crate::limits::check_braces(raw)
+        {
+            out.errors.push(r.message);
+            out.words.push(Decoded {
+                dynamic: true,
+                ..Decoded::default()
+            });
+            return;
+        }
+        if raw.contains('{')
             && (raw.contains(',') || raw.contains(".."))
-            && let Ok(Some(exprs)) = word::parse_brace_expansions(raw, self.options)
+            && let Ok(Ok(Some(exprs))) =
+                crate::limits::guarded(|| word::parse_brace_expansions(raw, self.options))
         {
             {
                 let mut expanded = vec![String::new()];
@@ -82,6 +106,13 @@ impl Decoder<'_> {
                         self.decode_one(&one, out);
                     }
                 } else {
+                    let words = brace_count(&exprs);
+                    if words > MAX_BRACE_PRODUCT {
+                        // bash would build every word before running anything: memory runs out.
+                        out.errors.push(format!(
+                            "`{raw}` brace-expands to {words} words or more; the limit is {MAX_BRACE_PRODUCT}"
+                        ));
+                    }
                     out.words.push(Decoded {
                         text: String::new(),
                         dynamic: true,
@@ -100,7 +131,9 @@ impl Decoder<'_> {
 
     fn decode_one(&self, raw: &str, out: &mut DecodeOut) {
         let mut decoded = Decoded::default();
-        match word::parse(raw, self.options) {
+        match crate::limits::guarded(|| word::parse(raw, self.options).map_err(|e| e.to_string()))
+            .and_then(|r| r)
+        {
             Ok(pieces) => self.pieces(&pieces, false, &mut decoded, out),
             Err(err) => {
                 decoded.dynamic = true;
@@ -118,10 +151,26 @@ impl Decoder<'_> {
 
     /// Decodes a here-document body or other expanding text: only its substitutions matter.
     pub(crate) fn scan_heredoc(&self, body: &str, out: &mut DecodeOut) -> bool {
-        match word::parse_heredoc(body, self.options) {
+        match crate::limits::guarded(|| {
+            word::parse_heredoc(body, self.options).map_err(|e| e.to_string())
+        })
+        .and_then(|r| r)
+        {
             Ok(pieces) => {
                 let mut decoded = Decoded::default();
+                let before = out.substitutions.len();
                 self.pieces(&pieces, true, &mut decoded, out);
+                // An unreadable `$(..)` comes back as plain text: bash would fail on it, and
+                // this walker cannot see what it holds.
+                if out.substitutions.len() == before
+                    && !decoded.dynamic
+                    && has_unescaped_substitution(body)
+                {
+                    out.errors.push(
+                        "a command substitution in a here-document cannot be read".to_owned(),
+                    );
+                    return true;
+                }
                 decoded.dynamic
             }
             Err(err) => {
@@ -265,6 +314,32 @@ impl Decoder<'_> {
 }
 
 /// Expands `exprs` into `acc` (the cartesian product bash builds); false when too many words.
+/// How many words a brace expansion produces, saturating.
+fn brace_count(exprs: &[BraceExpressionOrText]) -> u128 {
+    let mut total: u128 = 1;
+    for e in exprs {
+        if let BraceExpressionOrText::Expr(members) = e {
+            let mut alternatives: u128 = 0;
+            for m in members {
+                let n = match m {
+                    BraceExpressionMember::Child(children) => brace_count(children),
+                    BraceExpressionMember::NumberSequence {
+                        start,
+                        end,
+                        increment,
+                    } => u128::from(start.abs_diff(*end) / increment.unsigned_abs().max(1)) + 1,
+                    BraceExpressionMember::CharSequence { start, end, .. } => {
+                        u128::from((*start as u32).abs_diff(*end as u32)) + 1
+                    }
+                };
+                alternatives = alternatives.saturating_add(n);
+            }
+            total = total.saturating_mul(alternatives.max(1));
+        }
+    }
+    total
+}
+
 fn expand_braces(exprs: &[BraceExpressionOrText], acc: &mut Vec<String>) -> bool {
     for e in exprs {
         match e {
@@ -438,6 +513,22 @@ pub(crate) fn decode_ansi_c(s: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `text` holds a `$(` or a backtick that no backslash escapes.
+fn has_unescaped_substitution(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'\\' => i += 1,
+            b'`' => return true,
+            b'$' if b.get(i + 1) == Some(&b'(') => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 #[cfg(test)]
