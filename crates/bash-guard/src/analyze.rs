@@ -204,6 +204,12 @@ pub(crate) struct Walker<'a> {
     pub needs_big_stack: bool,
     /// The command strings being walked, innermost last: source spans index into them.
     pub sources: Vec<String>,
+    /// What this command assigned to variables so far.
+    pub vars: std::collections::HashMap<String, crate::vars::Value>,
+    /// `~` as this command would expand it (`HOME=..` changes it).
+    pub home: Option<String>,
+    /// `CDPATH` was set: a relative `cd` may go anywhere.
+    pub cdpath: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -228,6 +234,9 @@ impl<'a> Walker<'a> {
             mode,
             needs_big_stack: false,
             sources: Vec::new(),
+            vars: std::collections::HashMap::new(),
+            home: an.home.clone(),
+            cdpath: false,
         }
     }
 
@@ -402,8 +411,17 @@ impl<'a> Walker<'a> {
                 self.extended_test(b);
             }
             E::Not(a) | E::Parenthesized(a) => self.extended_test(a),
-            E::UnaryTest(_, w) => {
-                self.words(std::slice::from_ref(w));
+            E::UnaryTest(op, w) => {
+                let d = self.words(std::slice::from_ref(w));
+                if matches!(
+                    op,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) {
+                    for n in &d {
+                        crate::vars::name_word(self, n, "[[ -v ]]");
+                    }
+                }
             }
             E::BinaryTest(_, a, b) => {
                 self.words(&[a.clone(), b.clone()]);
@@ -467,9 +485,23 @@ impl<'a> Walker<'a> {
                 self.cwd = saved;
             }
             CompoundCommand::ForClause(f) => {
-                if let Some(values) = &f.values {
-                    self.words(values);
-                }
+                let values = f.values.as_ref().map(|v| self.words(v));
+                let value = match values.as_deref() {
+                    Some([one]) if !one.dynamic => Some(one.clone()),
+                    Some(all)
+                        if all.iter().all(|v| {
+                            !v.dynamic && v.text.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+                        }) =>
+                    {
+                        Some(crate::words::Decoded {
+                            text: "0".to_owned(),
+                            ..crate::words::Decoded::default()
+                        })
+                    }
+                    _ => None,
+                };
+                crate::vars::check_set(self, &f.variable_name, "for");
+                crate::vars::record(self, &f.variable_name, value.as_ref());
                 self.compound_list(&f.body.list, stdin);
             }
             CompoundCommand::CaseClause(c) => {
@@ -507,10 +539,13 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn arith(&mut self, text: &str) {
+    /// An arithmetic expression: its substitutions run, and the variables it names are
+    /// evaluated as arithmetic in turn.
+    pub(crate) fn arith(&mut self, text: &str) {
         let mut out = DecodeOut::default();
         self.decoder().decode_into(text, &mut out);
         self.nested(&out, "arithmetic");
+        crate::vars::arith_names(self, text, 0);
     }
 
     fn function(&mut self, f: &ast::FunctionDefinition) {
@@ -549,7 +584,7 @@ impl<'a> Walker<'a> {
     pub(crate) fn decoder(&self) -> Decoder<'_> {
         Decoder {
             options: self.options,
-            home: self.an.home.as_deref(),
+            home: self.home.as_deref(),
         }
     }
 
@@ -564,7 +599,17 @@ impl<'a> Walker<'a> {
         out.words
     }
 
+    pub(crate) fn nested_subs(&mut self, out: &DecodeOut, context: &str) {
+        self.nested(out, context);
+    }
+
     fn nested(&mut self, out: &DecodeOut, context: &str) {
+        for a in &out.arith {
+            crate::vars::arith_names(self, a, 0);
+        }
+        for name in &out.indirect {
+            crate::vars::value_as_code(self, name, 0, "a variable name (`${!x}` indirection)");
+        }
         for s in &out.substitutions {
             let saved = self.cwd.clone();
             self.script(s, StdinKind::Terminal);
@@ -732,9 +777,13 @@ impl<'a> Walker<'a> {
                 ast::AssignmentName::VariableName(n)
                 | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
             };
-            match &a.value {
+            let value = match &a.value {
                 ast::AssignmentValue::Scalar(w) => {
-                    self.words(std::slice::from_ref(w));
+                    let d = self.words(std::slice::from_ref(w));
+                    match d.as_slice() {
+                        [one] if !a.append => Some(one.clone()),
+                        _ => None,
+                    }
                 }
                 ast::AssignmentValue::Array(items) => {
                     for (k, v) in items {
@@ -743,19 +792,23 @@ impl<'a> Walker<'a> {
                         }
                         self.words(std::slice::from_ref(v));
                     }
+                    None
                 }
-            }
+            };
             if let ast::AssignmentName::ArrayElementName(_, idx) = &a.name {
                 self.arith(idx);
+            }
+            if decoded.is_empty() {
+                crate::vars::record(self, &name, value.as_ref());
             }
             env_names.push(name);
         }
         for name in &env_names {
-            crate::classify::check_env_name(
-                self,
-                name,
-                if display.is_empty() { name } else { &display },
-            );
+            // `IFS= read -r line`: a prefix assignment of IFS only changes that one command.
+            if !decoded.is_empty() && name == "IFS" {
+                continue;
+            }
+            crate::vars::check_set(self, name, if display.is_empty() { name } else { &display });
         }
         if decoded.is_empty() {
             if !assignments.is_empty() {

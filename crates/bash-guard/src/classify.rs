@@ -460,69 +460,8 @@ pub(crate) fn is_known_command(name: &str) -> bool {
         || name.starts_with("mkfs.")
 }
 
-/// Environment variables whose value makes a later program run other code.
-const CODE_VARS: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "PS4",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "IFS",
-    "GIT_SSH_COMMAND",
-    "GIT_SSH",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_PAGER",
-    "GIT_EDITOR",
-    "GIT_EXEC_PATH",
-    "GIT_CONFIG",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "PAGER",
-    "MANPAGER",
-    "EDITOR",
-    "VISUAL",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "NODE_OPTIONS",
-    "PERL5OPT",
-    "PERL5LIB",
-    "RUBYOPT",
-    "RUSTC_WRAPPER",
-    "CARGO_BUILD_RUSTC_WRAPPER",
-    "RUSTC",
-    "CC",
-    "CXX",
-    "LESSOPEN",
-    "LESSCLOSE",
-    "DYLD_INSERT_LIBRARIES",
-    "BROWSER",
-    "TERMINAL",
-];
-
 pub(crate) fn check_env_name(w: &mut Walker<'_>, name: &str, sub: &str) {
-    if CODE_VARS.contains(&name) || name.starts_with("GIT_CONFIG_") || name.starts_with("LD_") {
-        w.add(
-            Decision::Deny,
-            "env_code_injection",
-            sub,
-            format!("setting `{name}` makes a later program run code that cannot be reviewed"),
-        );
-    } else if name == "PATH" || name == "HOME" {
-        w.add(
-            Decision::Ask,
-            "env_path_change",
-            sub,
-            format!("setting `{name}` changes which programs and files later commands use"),
-        );
-    }
+    crate::vars::check_set(w, name, sub);
 }
 
 /// Credential stores, by absolute lexically-normalised path.
@@ -770,6 +709,9 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
             sub,
             format!("calls the function `{name}` defined above"),
         );
+        return;
+    }
+    if !raw.contains('/') && crate::builtins::builtin(w, name, args, sub, stdin) {
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
@@ -1284,6 +1226,17 @@ fn run_inner(w: &mut Walker<'_>, inner: &[Decoded], sub: &str, stdin: &StdinKind
         return;
     }
     let display = display_words(inner);
+    // `timeout 5 NAME=value cmd` runs a program called `NAME=value`; judge it as the
+    // assignment a reader takes it for, so wrapping never hides one.
+    if let Some(first) = inner.first()
+        && let Some((name, _)) = first.text.split_once('=')
+        && !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'%')
+    {
+        check_env_name(w, name, &display);
+    }
     classify(w, inner, &display, stdin);
 }
 

@@ -35,6 +35,11 @@ pub(crate) struct DecodeOut {
     pub substitutions: Vec<String>,
     /// A word the word parser rejected (it is also marked dynamic).
     pub errors: Vec<String>,
+    /// Arithmetic expressions (`$((..))`, array subscripts): bash evaluates the values of the
+    /// variables they name as arithmetic in turn.
+    pub arith: Vec<String>,
+    /// Variables expanded indirectly (`${!x}`): bash expands the variable their value names.
+    pub indirect: Vec<String>,
 }
 
 /// Characters after which a word needs the full word parser.
@@ -249,6 +254,7 @@ impl Decoder<'_> {
                 WordPiece::ArithmeticExpression(expr) => {
                     d.dynamic = true;
                     self.scan_fragment(&expr.value, out);
+                    out.arith.push(expr.value.clone());
                 }
             }
         }
@@ -300,12 +306,102 @@ impl Decoder<'_> {
             | P::VariableNames { .. }
             | P::MemberKeys { .. } => Vec::new(),
         };
-        if let P::Parameter {
-            parameter: word::Parameter::NamedWithIndex { index, .. },
-            ..
-        } = expr
-        {
-            self.scan_fragment(index, out);
+        let (parameter, indirect) = match expr {
+            P::Parameter {
+                parameter,
+                indirect,
+            }
+            | P::UseDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::AssignDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UseAlternativeValue {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::ParameterLength {
+                parameter,
+                indirect,
+            }
+            | P::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::Substring {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::Transform {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UppercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UppercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::LowercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::LowercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::ReplaceSubstring {
+                parameter,
+                indirect,
+                ..
+            } => (Some(parameter), *indirect),
+            _ => (None, false),
+        };
+        match parameter {
+            Some(word::Parameter::NamedWithIndex { name, index }) => {
+                self.scan_fragment(index, out);
+                out.arith.push(index.clone());
+                if indirect {
+                    out.indirect.push(name.clone());
+                }
+            }
+            Some(word::Parameter::Named(name)) if indirect => out.indirect.push(name.clone()),
+            _ => {}
         }
         for f in fragments {
             self.scan_fragment(f, out);

@@ -83,8 +83,80 @@ impl Fixture {
     }
 }
 
-fn corpus() -> Vec<(Decision, String, String, usize)> {
-    let text = include_str!("data/corpus.txt");
+/// One corpus case: expected decision, command, why, line.
+type Case = (Decision, String, String, usize);
+
+fn corpus() -> Vec<Case> {
+    parse_corpus(include_str!("data/corpus.txt"))
+}
+
+/// The adversarial corpus in `tests/corpus/`, one file per area, with file names for messages.
+fn adversarial() -> Vec<(String, Vec<Case>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                parse_corpus(&text),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn adversarial_corpus_decisions() {
+    let f = fixture();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (file, cases) in adversarial() {
+        for (expected, command, why, line) in cases {
+            n += 1;
+            let v = f.check(&command);
+            if v.decision != expected {
+                failures.push(format!(
+                    "{file}:{line}: `{command}` expected {expected}, got {} ({why})\n    {:?}",
+                    v.decision,
+                    v.findings
+                        .iter()
+                        .map(|f| format!("{} {} [{}]", f.decision, f.code, f.subcommand))
+                        .collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    assert!(n >= 100, "{n}");
+    assert!(
+        failures.is_empty(),
+        "{} of {n} adversarial cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_variable_table_entry_has_a_corpus_case() {
+    let cases: Vec<String> = adversarial()
+        .into_iter()
+        .flat_map(|(_, c)| c.into_iter().map(|(_, command, _, _)| command))
+        .collect();
+    for pattern in bash_guard::tidy::variable_patterns() {
+        let stem = pattern.trim_end_matches('*');
+        assert!(
+            cases.iter().any(|c| c.contains(stem)),
+            "the variable table entry `{pattern}` has no case in tests/corpus/"
+        );
+    }
+}
+
+fn parse_corpus(text: &str) -> Vec<Case> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
