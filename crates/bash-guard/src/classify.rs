@@ -856,6 +856,113 @@ pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(Decision::Ask, "dynamic_argument", sub, format!("an argument of `{name}` is only known at run time; it could be an option that writes or runs code"));
 }
 
+/// A reader judged by the command table and the option interpreter.
+fn table_reader(
+    w: &mut Walker<'_>,
+    name: &str,
+    spec: &crate::table::CommandSpec,
+    args: &[Decoded],
+    sub: &str,
+) {
+    use crate::table::Operands;
+    let p = crate::table::interpret(spec, args);
+    let mut pattern_given = false;
+    for g in &p.opts {
+        let e = g.spec.effects;
+        let opt = g.spec.display();
+        if e.exec {
+            w.add(
+                Decision::Deny,
+                "exec_option",
+                sub,
+                format!("`{name} {opt}` runs another program"),
+            );
+            return;
+        }
+        let target = g.values.last();
+        if e.read || e.file_list {
+            match target {
+                Some(v) => w.path(v, PathAccess::Read, sub, &format!("`{opt}` file")),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    format!("`{opt}` of `{name}` has no value"),
+                ),
+            }
+        }
+        if e.file_list {
+            w.add(
+                Decision::Ask,
+                "files_from_list",
+                sub,
+                format!(
+                    "`{name} {opt}` reads files named in another file, which cannot be reviewed"
+                ),
+            );
+        }
+        if e.write {
+            match target {
+                Some(v) => w.path(v, PathAccess::Write, sub, &format!("`{opt}` output")),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    format!("`{opt}` of `{name}` has no value"),
+                ),
+            }
+        }
+        if e.long_running {
+            w.add(
+                Decision::Ask,
+                "long_running",
+                sub,
+                format!("`{name} {opt}` keeps running until it is stopped"),
+            );
+        }
+        if e.ask {
+            w.add(
+                Decision::Ask,
+                "option_side_effect",
+                sub,
+                format!("`{name} {opt}` has a side effect"),
+            );
+        }
+        pattern_given |= e.pattern;
+    }
+    for u in &p.unknown {
+        w.add(
+            Decision::Ask,
+            "unknown_option",
+            sub,
+            format!("`{name}` has no option `{u}` in the command table; an unknown option may write or run code"),
+        );
+    }
+    let mut operands: Vec<&Decoded> = p.operands.iter().collect();
+    match spec.operands {
+        Operands::PatternRead if !pattern_given && !operands.is_empty() => {
+            operands.remove(0);
+        }
+        Operands::ReadWriteLast if operands.len() >= 2 => {
+            if let Some(out) = operands.pop() {
+                w.path(out, PathAccess::Write, sub, "output file");
+            }
+        }
+        _ => {}
+    }
+    for o in operands {
+        if o.text != "-" {
+            w.path(o, PathAccess::Read, sub, "argument");
+        }
+    }
+    w.add(
+        Decision::Allow,
+        "read_only",
+        sub,
+        format!("`{name}` only reads"),
+    );
+}
+
 /// A wrapper's argument known only at run time, where it may be the command it runs.
 pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(
@@ -869,6 +976,9 @@ pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
 fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, name);
+    }
+    if let Some(spec) = crate::table::spec(name) {
+        return table_reader(w, name, spec, args, sub);
     }
     let (short_arg, long_arg): (&str, &[&str]) = match name {
         "grep" | "egrep" | "fgrep" => (

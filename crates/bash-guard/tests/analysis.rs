@@ -156,6 +156,36 @@ fn every_variable_table_entry_has_a_corpus_case() {
     }
 }
 
+#[test]
+fn every_effect_option_of_the_command_table_has_a_corpus_case() {
+    assert!(bash_guard::tidy::table_parses());
+    let cases: Vec<String> = adversarial()
+        .into_iter()
+        .flat_map(|(_, c)| c.into_iter().map(|(_, command, _, _)| command))
+        .collect();
+    let mut missing = Vec::new();
+    for (command, option) in bash_guard::tidy::effect_options() {
+        let found = cases.iter().any(|c| {
+            c.split_whitespace().next() == Some(command.as_str())
+                && c.split_whitespace().any(|w| {
+                    w == option
+                        || w.starts_with(&format!("{option}="))
+                        || (option.len() == 2
+                            && w.starts_with('-')
+                            && !w.starts_with("--")
+                            && w.contains(&option[1..]))
+                })
+        });
+        if !found {
+            missing.push(format!("{command} {option}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "table options without a corpus case: {missing:?}"
+    );
+}
+
 fn parse_corpus(text: &str) -> Vec<Case> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
