@@ -351,6 +351,15 @@ impl<'a> Walker<'a> {
     fn compound_list(&mut self, list: &CompoundList, stdin: &StdinKind) {
         for item in &list.0 {
             let ao = &item.0;
+            if matches!(item.1, ast::SeparatorOperator::Async) {
+                self.add(
+                    Decision::Ask,
+                    "background",
+                    "&",
+                    "`&` leaves a command running in the background after the call returns"
+                        .to_owned(),
+                );
+            }
             self.pipeline(&ao.first, stdin);
             for next in &ao.additional {
                 match next {
@@ -524,6 +533,22 @@ impl<'a> Walker<'a> {
                 }
             }
             CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                let cond = w.0.to_string();
+                let cond = cond.trim().trim_end_matches(';').trim();
+                let endless = if matches!(cc, CompoundCommand::WhileClause(_)) {
+                    matches!(cond, "true" | ":" | "[ 1 ]" | "(( 1 ))" | "((1))")
+                } else {
+                    cond == "false"
+                };
+                if endless {
+                    self.add(
+                        Decision::Ask,
+                        "endless_loop",
+                        "while",
+                        "the loop's condition never changes: it runs until it is stopped"
+                            .to_owned(),
+                    );
+                }
                 self.compound_list(&w.0, stdin);
                 self.compound_list(&w.1.list, stdin);
             }

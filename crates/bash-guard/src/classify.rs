@@ -661,8 +661,53 @@ fn base_name(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
+/// Finding codes of commands whose arguments run as code this analyzer does not read: their
+/// text goes through the catastrophic-text backstop.
+const OPAQUE: &[&str] = &[
+    "unknown_command",
+    "runs_program",
+    "inline_code",
+    "interpreter",
+    "runs_script",
+    "wrapper",
+    "traces",
+];
+
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
+    let before = w.findings.len();
+    classify_inner(w, argv, sub, stdin);
+    let new = w.findings.get(before..).unwrap_or(&[]);
+    let opaque = new.iter().any(|f| OPAQUE.contains(&f.code));
+    if opaque && new.iter().all(|f| f.decision != Decision::Deny) {
+        let mut text = sub.to_owned();
+        if let StdinKind::Literal(t) = stdin {
+            text.push('\n');
+            text.push_str(t);
+        }
+        if let Some(what) = crate::backstop::catastrophic(&text) {
+            w.add(
+                Decision::Deny,
+                "catastrophic_text",
+                sub,
+                format!("code this command runs holds {what}"),
+            );
+        }
+    }
+}
+
+/// Programs that run the rest of their arguments as a command line: busybox and toybox
+/// applets, the dynamic loader, `/proc/self/exe` (the shell itself).
+fn runs_argv(raw: &str, name: &str) -> bool {
+    matches!(name, "busybox" | "toybox")
+        || name.starts_with("ld-linux")
+        || name == "ld.so"
+        || (name.starts_with("ld-") && name.contains(".so"))
+        || raw == "/proc/self/exe"
+        || raw.starts_with("/proc/") && raw.ends_with("/exe")
+}
+
+fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let Some(first) = argv.first() else { return };
     if first.dynamic {
         w.add(
@@ -676,6 +721,41 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
     let raw = first.text.as_str();
     let name = base_name(raw);
     let args = argv.get(1..).unwrap_or(&[]);
+    if runs_argv(raw, name) {
+        if raw.starts_with("/proc/") {
+            return shell(w, "bash", args, sub, stdin);
+        }
+        // The loader's own options come first; `--preload`/`--audit` load code.
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
+            let t = a.text.as_str();
+            if matches!(
+                t,
+                "--preload" | "--audit" | "--library-path" | "--inhibit-rpath" | "--argv0"
+            ) {
+                if t != "--library-path" && t != "--argv0" {
+                    w.add(
+                        Decision::Deny,
+                        "loads_library",
+                        sub,
+                        format!("`{name} {t}` loads a library into the program"),
+                    );
+                    return;
+                }
+                i += 2;
+                continue;
+            }
+            if t.starts_with("--") {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        return run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
+    }
+    if let Some(done) = special(w, name, args, sub, stdin) {
+        return done;
+    }
     if raw.contains('/') && !is_known_command(name) {
         w.add(
             Decision::Ask,
@@ -789,7 +869,28 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
         shell(w, name, args, sub, stdin);
         return;
     }
+    if matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
+        return crate::awk::awk(w, name, args, sub);
+    }
     if INTERPRETERS.contains(&name) {
+        let code: String = args
+            .iter()
+            .map(|a| a.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let piped = match stdin {
+            StdinKind::Literal(t) => t.as_str(),
+            _ => "",
+        };
+        if let Some(what) = crate::backstop::catastrophic(&format!("{code}\n{piped}")) {
+            w.add(
+                Decision::Deny,
+                "catastrophic_text",
+                sub,
+                format!("the code `{name}` runs holds {what}"),
+            );
+            return;
+        }
         let inline = args.iter().any(|a| {
             matches!(
                 a.text.as_str(),
@@ -854,6 +955,461 @@ pub(crate) fn network(w: &mut Walker<'_>, sub: &str, what: &str) {
 
 pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(Decision::Ask, "dynamic_argument", sub, format!("an argument of `{name}` is only known at run time; it could be an option that writes or runs code"));
+}
+
+/// Commands whose read-only forms are known (false denies otherwise), and wrappers that run
+/// a command string. `None` leaves the command to the lists.
+fn special(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+) -> Option<()> {
+    let first = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str());
+    let has = |o: &str| args.iter().any(|a| a.text == o);
+    match name {
+        "man"
+            if !args.iter().any(|a| {
+                a.dynamic
+                    || matches!(
+                        a.text.as_str(),
+                        "-P" | "--pager"
+                            | "-H"
+                            | "--html"
+                            | "-l"
+                            | "--local-file"
+                            | "-C"
+                            | "--config-file"
+                    )
+                    || a.text.starts_with("--pager=")
+                    || a.text.starts_with("-P")
+            }) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`man` prints a manual page".to_owned(),
+            );
+        }
+        "systemctl"
+            if matches!(
+                first,
+                Some(
+                    "status"
+                        | "show"
+                        | "cat"
+                        | "list-units"
+                        | "list-unit-files"
+                        | "list-timers"
+                        | "list-sockets"
+                        | "is-active"
+                        | "is-enabled"
+                        | "is-failed"
+                        | "list-dependencies"
+                        | "help"
+                )
+            ) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "this `systemctl` subcommand only reports".to_owned(),
+            );
+        }
+        "openssl"
+            if matches!(
+                first,
+                Some(
+                    "x509"
+                        | "req"
+                        | "version"
+                        | "list"
+                        | "asn1parse"
+                        | "verify"
+                        | "crl"
+                        | "pkey"
+                        | "rsa"
+                        | "ec"
+                        | "dgst"
+                        | "ciphers"
+                        | "errstr"
+                        | "pkcs7"
+                        | "pkcs12"
+                        | "storeutl"
+                        | "help"
+                )
+            ) && !args.iter().any(|a| {
+                a.dynamic
+                    || matches!(
+                        a.text.as_str(),
+                        "-engine"
+                            | "-provider"
+                            | "-provider-path"
+                            | "-keyout"
+                            | "-signkey"
+                            | "-new"
+                            | "-newkey"
+                            | "-export"
+                            | "-rand"
+                            | "-writerand"
+                            | "-config"
+                            | "-sign"
+                    )
+            }) =>
+        {
+            for (i, a) in args.iter().enumerate() {
+                if matches!(
+                    a.text.as_str(),
+                    "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key"
+                ) && let Some(f) = args.get(i + 1)
+                {
+                    w.path(f, PathAccess::Read, sub, "openssl input");
+                }
+                if a.text == "-out"
+                    && let Some(f) = args.get(i + 1)
+                {
+                    w.path(f, PathAccess::Write, sub, "openssl output");
+                }
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "this `openssl` subcommand only reads and prints".to_owned(),
+            );
+        }
+        "sqlite3" if has("-readonly") => {
+            let operands: Vec<&Decoded> =
+                args.iter().filter(|a| !a.text.starts_with('-')).collect();
+            let sql = operands.get(1).map(|a| a.text.to_ascii_lowercase());
+            let safe_sql = sql.as_deref().is_some_and(|q| {
+                let q = q.trim_start();
+                (q.starts_with("select") || q.starts_with("explain") || q.starts_with("with"))
+                    && ![
+                        "load_extension",
+                        "writefile",
+                        "readfile",
+                        "edit(",
+                        "fts3_tokenizer",
+                        "attach",
+                        ".shell",
+                        ".system",
+                        "zipfile",
+                    ]
+                    .iter()
+                    .any(|bad| q.contains(bad))
+            });
+            if !safe_sql
+                || operands.iter().any(|a| a.dynamic)
+                || args
+                    .iter()
+                    .any(|a| matches!(a.text.as_str(), "-cmd" | "-init" | "-interactive"))
+            {
+                w.add(
+                    Decision::Ask,
+                    "database",
+                    sub,
+                    "`sqlite3` with SQL that is not a plain read-only query".to_owned(),
+                );
+            } else {
+                if let Some(db) = operands.first() {
+                    w.path(db, PathAccess::Read, sub, "database");
+                }
+                w.add(
+                    Decision::Allow,
+                    "read_only",
+                    sub,
+                    "a read-only query on a read-only database".to_owned(),
+                );
+            }
+        }
+        "psql" | "mysql" | "sqlite3"
+            if has("-c")
+                || has("-e")
+                || args.iter().any(|a| a.text.starts_with("--command"))
+                || (name == "sqlite3" && args.len() >= 2) =>
+        {
+            w.add(
+                Decision::Ask,
+                "database",
+                sub,
+                format!("`{name}` runs a query against a database"),
+            );
+        }
+        n if (n == "mkfs" || n.starts_with("mkfs.") || n == "mke2fs" || n == "mkswap")
+            && args.last().is_some_and(|a| {
+                !a.dynamic && !a.text.starts_with("/dev/") && !a.text.starts_with('-')
+            }) =>
+        {
+            if let Some(img) = args.last() {
+                w.path(img, PathAccess::Write, sub, "file-system image");
+            }
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`{name}` formats an image file"),
+            );
+        }
+        "flock" => {
+            // flock [options] FILE|DIR (-c CMD | CMD ARGS...) ; flock [options] FD
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                let t = a.text.as_str();
+                if a.dynamic {
+                    dynamic_wrapped(w, sub, name);
+                    return Some(());
+                }
+                if matches!(t, "-c" | "--command") {
+                    match args.get(i + 1) {
+                        Some(c) if !c.dynamic => w.script(&c.text.clone(), stdin.clone()),
+                        _ => dynamic_wrapped(w, sub, name),
+                    }
+                    return Some(());
+                }
+                if matches!(
+                    t,
+                    "-w" | "--wait" | "--timeout" | "-E" | "--conflict-exit-code"
+                ) {
+                    i += 2;
+                    continue;
+                }
+                if t.starts_with('-') {
+                    i += 1;
+                    continue;
+                }
+                break;
+            }
+            let lock = args.get(i);
+            let rest = args.get(i + 1..).unwrap_or(&[]);
+            if let Some(l) = lock
+                && !l.text.bytes().all(|b| b.is_ascii_digit())
+            {
+                w.path(l, PathAccess::Write, sub, "lock file");
+            }
+            match rest.first() {
+                Some(c) if matches!(c.text.as_str(), "-c" | "--command") => match rest.get(1) {
+                    Some(c) if !c.dynamic => w.script(&c.text.clone(), stdin.clone()),
+                    _ => dynamic_wrapped(w, sub, name),
+                },
+                Some(_) => run_inner(w, rest, sub, stdin, name),
+                None => w.add(Decision::Allow, "read_only", sub, "takes a lock".to_owned()),
+            }
+        }
+        "script" => {
+            let mut i = 0;
+            let mut out: Option<&Decoded> = None;
+            let mut ran = false;
+            while let Some(a) = args.get(i) {
+                let t = a.text.as_str();
+                i += 1;
+                if matches!(t, "-c" | "--command") {
+                    match args.get(i) {
+                        Some(c) if !c.dynamic => w.script(&c.text.clone(), StdinKind::Terminal),
+                        _ => dynamic_wrapped(w, sub, name),
+                    }
+                    ran = true;
+                    i += 1;
+                } else if matches!(
+                    t,
+                    "-I" | "-O"
+                        | "-B"
+                        | "-T"
+                        | "-t"
+                        | "--log-in"
+                        | "--log-out"
+                        | "--log-io"
+                        | "--log-timing"
+                ) {
+                    if let Some(f) = args.get(i) {
+                        w.path(f, PathAccess::Write, sub, "script log");
+                    }
+                    i += 1;
+                } else if !t.starts_with('-') {
+                    out = Some(a);
+                }
+            }
+            let typescript = Decoded {
+                text: "typescript".to_owned(),
+                ..Decoded::default()
+            };
+            w.path(
+                out.unwrap_or(&typescript),
+                PathAccess::Write,
+                sub,
+                "typescript",
+            );
+            if !ran {
+                w.add(
+                    Decision::Deny,
+                    "interactive",
+                    sub,
+                    "`script` without -c starts an interactive shell".to_owned(),
+                );
+            }
+        }
+        "strace" | "ltrace" => {
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                let t = a.text.as_str();
+                if a.dynamic {
+                    dynamic_wrapped(w, sub, name);
+                    return Some(());
+                }
+                if !t.starts_with('-') {
+                    break;
+                }
+                i += 1;
+                if matches!(t, "-p" | "--attach") {
+                    w.add(
+                        Decision::Deny,
+                        "attaches_process",
+                        sub,
+                        format!("`{name} -p` attaches to another process"),
+                    );
+                    return Some(());
+                }
+                if matches!(t, "-o" | "--output") {
+                    if let Some(f) = args.get(i) {
+                        w.path(f, PathAccess::Write, sub, "trace output");
+                    }
+                    i += 1;
+                } else if matches!(
+                    t,
+                    "-e" | "-s"
+                        | "-u"
+                        | "-E"
+                        | "-a"
+                        | "-b"
+                        | "-I"
+                        | "-O"
+                        | "-S"
+                        | "-X"
+                        | "-P"
+                        | "-U"
+                        | "-n"
+                        | "-A"
+                        | "-l"
+                        | "-L"
+                        | "-x"
+                ) && t.len() == 2
+                {
+                    i += 1;
+                }
+            }
+            w.add(
+                Decision::Ask,
+                "traces",
+                sub,
+                format!("`{name}` traces the program it runs"),
+            );
+            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
+        }
+        "parallel" => {
+            let sep = args
+                .iter()
+                .position(|a| matches!(a.text.as_str(), ":::" | "::::" | ":::+" | "::::+"));
+            let cmd_end = sep.unwrap_or(args.len());
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                if i >= cmd_end || !a.text.starts_with('-') {
+                    break;
+                }
+                i += 1;
+                if matches!(
+                    a.text.as_str(),
+                    "-j" | "--jobs"
+                        | "-S"
+                        | "--sshlogin"
+                        | "--arg-file"
+                        | "-a"
+                        | "--colsep"
+                        | "-C"
+                        | "-d"
+                        | "--delimiter"
+                        | "-n"
+                        | "-N"
+                        | "--timeout"
+                        | "--joblog"
+                        | "--results"
+                        | "--tmpdir"
+                        | "-I"
+                        | "--tag-string"
+                        | "--env"
+                ) {
+                    i += 1;
+                }
+            }
+            if args.iter().any(|a| {
+                matches!(
+                    a.text.as_str(),
+                    "-S" | "--sshlogin" | "--sshloginfile" | "--slf"
+                )
+            }) {
+                network(w, sub, "parallel --sshlogin");
+                return Some(());
+            }
+            let mut inner: Vec<Decoded> = args.get(i..cmd_end).unwrap_or(&[]).to_vec();
+            if inner.is_empty() {
+                w.add(
+                    Decision::Deny,
+                    "shell_stdin",
+                    sub,
+                    "`parallel` without a command runs its input lines as commands".to_owned(),
+                );
+                return Some(());
+            }
+            inner.push(Decoded {
+                dynamic: true,
+                ..Decoded::default()
+            });
+            let mut text = display_words(args.get(i..cmd_end).unwrap_or(&[]));
+            for a in args.get(cmd_end..).unwrap_or(&[]) {
+                text.push(' ');
+                text.push_str(&a.text);
+            }
+            if let Some(what) = crate::backstop::catastrophic(&text) {
+                w.add(
+                    Decision::Deny,
+                    "catastrophic_text",
+                    sub,
+                    format!("`parallel` would run {what}"),
+                );
+                return Some(());
+            }
+            if inner.len() == 2 && inner.first().is_some_and(|f| f.text.contains(' ')) {
+                // `parallel 'cmd {}' ::: a b`: the command is a shell string, run per argument.
+                let s = inner.first().map(|f| f.text.clone()).unwrap_or_default();
+                let values: Vec<&Decoded> = args
+                    .get(cmd_end..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|a| !a.text.starts_with(":::"))
+                    .take(16)
+                    .collect();
+                let from_file =
+                    sep.is_some_and(|p| args.get(p).is_some_and(|a| a.text.starts_with("::::")));
+                if values.is_empty() || from_file || values.iter().any(|v| v.dynamic) {
+                    dynamic_args(w, sub, name);
+                    w.script(&s.replace("{}", "x"), StdinKind::Terminal);
+                } else {
+                    for v in values {
+                        w.script(&s.replace("{}", &v.text), StdinKind::Terminal);
+                    }
+                }
+                return Some(());
+            }
+            run_inner(w, &inner, sub, &StdinKind::Terminal, name);
+        }
+        _ => return None,
+    }
+    Some(())
 }
 
 /// A reader judged by the command table and the option interpreter.
@@ -1367,13 +1923,30 @@ fn writer(
     match name {
         "env" => {
             let mut i = 0;
+            let mut chdir: Option<Decoded> = None;
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
                 if a.dynamic {
                     return dynamic_wrapped(w, sub, name);
                 }
-                if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+                if matches!(t, "-u" | "--unset") {
                     i += 2;
+                    continue;
+                }
+                if matches!(t, "-C" | "--chdir") {
+                    chdir = args.get(i + 1).cloned();
+                    i += 2;
+                    continue;
+                }
+                if let Some(d) = t
+                    .strip_prefix("--chdir=")
+                    .or_else(|| t.strip_prefix("-C").filter(|d| !d.is_empty()))
+                {
+                    chdir = Some(Decoded {
+                        text: d.to_owned(),
+                        ..a.clone()
+                    });
+                    i += 1;
                     continue;
                 }
                 if t == "-S"
@@ -1404,7 +1977,19 @@ fn writer(
                 }
                 break;
             }
-            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name)
+            let saved = w.cwd.clone();
+            if let Some(d) = &chdir {
+                w.path(d, PathAccess::Read, sub, "directory");
+                w.cwd = if d.dynamic {
+                    None
+                } else {
+                    w.cwd
+                        .as_ref()
+                        .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+                };
+            }
+            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
+            w.cwd = saved;
         }
         "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
         | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
@@ -1431,6 +2016,14 @@ fn writer(
                 }
                 if with_arg.contains(&t) {
                     i += 1;
+                }
+                if name == "setsid" && (t == "-f" || t == "--fork") {
+                    w.add(
+                        Decision::Ask,
+                        "background",
+                        sub,
+                        "`setsid -f` leaves the command running in the background".to_owned(),
+                    );
                 }
                 if name == "command" && (t == "-v" || t == "-V") {
                     w.add(

@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 mod analyze;
+mod awk;
+mod backstop;
 mod builtins;
 mod cache;
 mod classify;
