@@ -211,7 +211,13 @@ pub(crate) fn scan(text: &str) -> Result<Shape, Refusal> {
                 }
                 next = j;
             }
-            b';' | b'&' | b'|' => shape.commands += 1,
+            b';' | b'&' | b'|' => {
+                shape.commands += 1;
+                // `&&`, `||`, `;;`: one separator.
+                if b.get(i + 1) == Some(&c) {
+                    next = i + 2;
+                }
+            }
             _ if c.is_ascii_alphabetic() && !is_word_byte(prev) => {
                 let mut j = i;
                 while b.get(j).is_some_and(|&q| is_word_byte(q)) {
