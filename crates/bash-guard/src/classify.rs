@@ -567,8 +567,9 @@ pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
 
 /// Splits arguments into options and positionals (GNU style: options anywhere until `--`).
 struct Args<'a> {
-    /// `(name, value)`: short names are one char, long names without `--`.
-    opts: Vec<(String, Option<&'a Decoded>, bool)>,
+    /// `(name, value, long)`: short names are one char, long names without `--`; the value
+    /// is the option's own (`--x=v`, `-xv`, or the next word), never the whole option word.
+    opts: Vec<(String, Option<Decoded>, bool)>,
     pos: Vec<&'a Decoded>,
 }
 
@@ -589,12 +590,12 @@ impl Args<'_> {
             .iter()
             .filter(|(n, _, l)| {
                 if *l {
-                    !n.is_empty() && long.starts_with(n.as_str())
+                    !n.is_empty() && !long.is_empty() && long.starts_with(n.as_str())
                 } else {
                     short.is_some_and(|c| n.starts_with(c) && n.len() == c.len_utf8())
                 }
             })
-            .filter_map(|(_, v, _)| *v)
+            .filter_map(|(_, v, _)| v.as_ref())
             .collect()
     }
 }
@@ -624,13 +625,17 @@ fn parse_args<'a>(
             continue;
         }
         if let Some(l) = t.strip_prefix("--") {
-            if let Some((name, _)) = l.split_once('=') {
-                opts.push((name.to_owned(), Some(a), true));
+            if let Some((name, v)) = l.split_once('=') {
+                let v = Decoded {
+                    text: v.to_owned(),
+                    ..a.clone()
+                };
+                opts.push((name.to_owned(), Some(v), true));
             } else {
                 let takes = long_arg.iter().any(|n| !l.is_empty() && n.starts_with(l));
                 let v = if takes {
                     i += 1;
-                    args.get(i - 1)
+                    args.get(i - 1).cloned()
                 } else {
                     None
                 };
@@ -638,15 +643,17 @@ fn parse_args<'a>(
             }
             continue;
         }
-        let shorts: Vec<char> = t.chars().skip(1).collect();
-        for (k, c) in shorts.iter().enumerate() {
-            if short_arg.contains(*c) {
-                let rest: String = shorts.iter().skip(k + 1).collect();
+        for (k, c) in t.char_indices().skip(1) {
+            if short_arg.contains(c) {
+                let rest = t.get(k + c.len_utf8()..).unwrap_or("");
                 let v = if rest.is_empty() {
                     i += 1;
-                    args.get(i - 1)
+                    args.get(i - 1).cloned()
                 } else {
-                    None
+                    Some(Decoded {
+                        text: rest.to_owned(),
+                        ..a.clone()
+                    })
                 };
                 opts.push((c.to_string(), v, false));
                 break;
@@ -2172,6 +2179,22 @@ fn writer(
         }
         "source" | "." => {
             if let Some(f) = args.first() {
+                let t = f.text.as_str();
+                let stdin_file = matches!(t, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-");
+                if stdin_file && let StdinKind::Literal(text) = stdin {
+                    let text = text.clone();
+                    w.script(&text, StdinKind::Terminal);
+                    return;
+                }
+                if f.dynamic || stdin_file || t.starts_with("/dev/fd/") || t.starts_with("/proc/") {
+                    w.add(
+                        Decision::Deny,
+                        "dynamic_script",
+                        sub,
+                        format!("`{name}` runs code that is the output of a command or input only known at run time"),
+                    );
+                    return;
+                }
                 w.path(f, PathAccess::Read, sub, "sourced file");
             }
             w.add(Decision::Ask, "source_file", sub, format!("`{name}` runs the commands of a file in this shell; its contents cannot be reviewed from the command line"));
@@ -2342,6 +2365,51 @@ fn writer(
                     format!("this option of `{name}` runs another program"),
                 );
                 return;
+            }
+            if name == "tar" {
+                // -C DIR / --directory=DIR (and abbreviations): extraction writes there.
+                let mut it = args.iter().peekable();
+                while let Some(a) = it.next() {
+                    let t = a.text.as_str();
+                    let dir = if t == "-C" {
+                        it.peek().map(|d| (*d).clone())
+                    } else if let Some(v) = t
+                        .strip_prefix("-C")
+                        .filter(|v| !v.is_empty() && !t.starts_with("--"))
+                    {
+                        Some(Decoded {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        })
+                    } else if let Some((n, v)) =
+                        t.strip_prefix("--").and_then(|l| l.split_once('='))
+                    {
+                        (n.len() >= 3 && "directory".starts_with(n)).then(|| Decoded {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        })
+                    } else if t.len() >= 5 && "--directory".starts_with(t) {
+                        it.peek().map(|d| (*d).clone())
+                    } else {
+                        None
+                    };
+                    if let Some(d) = dir {
+                        // Extraction writes into the directory; creation reads from it.
+                        let extract = args.iter().enumerate().any(|(k, a)| {
+                            let t = a.text.as_str();
+                            t == "--extract"
+                                || t == "--get"
+                                || (t.starts_with('-') && !t.starts_with("--") && t.contains('x'))
+                                || (k == 0 && !t.starts_with('-') && t.contains('x'))
+                        });
+                        let access = if extract {
+                            PathAccess::Write
+                        } else {
+                            PathAccess::Read
+                        };
+                        w.path(&d, access, sub, "tar directory");
+                    }
+                }
             }
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");
