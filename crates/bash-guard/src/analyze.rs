@@ -210,6 +210,8 @@ pub(crate) struct Walker<'a> {
     pub home: Option<String>,
     /// `CDPATH` was set: a relative `cd` may go anywhere.
     pub cdpath: bool,
+    /// Variables declared integer (`declare -i`): assigning them evaluates arithmetic.
+    pub int_vars: HashSet<String>,
 }
 
 impl<'a> Walker<'a> {
@@ -237,6 +239,7 @@ impl<'a> Walker<'a> {
             vars: std::collections::HashMap::new(),
             home: an.home.clone(),
             cdpath: false,
+            int_vars: HashSet::new(),
         }
     }
 

@@ -81,6 +81,13 @@ pub(crate) fn builtin(
         "declare" | "typeset" | "local" | "export" | "readonly" => {
             let (opts, operands) = getopt(name, args);
             let nameref = opts.iter().any(|(c, _)| *c == 'n');
+            if opts.iter().any(|(c, _)| *c == 'i') {
+                for a in &operands {
+                    if !a.dynamic {
+                        w.int_vars.insert(vars::base_name(&a.text).to_owned());
+                    }
+                }
+            }
             for a in operands {
                 assignment_word(w, a, sub, nameref);
             }

@@ -200,6 +200,18 @@ pub(crate) enum Value {
 
 /// Records a plain assignment's value (prefix assignments only last for their command).
 pub(crate) fn record(w: &mut Walker<'_>, name: &str, value: Option<&Decoded>) {
+    if w.int_vars.contains(name) {
+        // `declare -i n; n='a[$(cmd)]'`: the value is evaluated as arithmetic on assignment.
+        match value {
+            Some(d) if !d.dynamic => w.arith(&d.text.clone()),
+            _ => w.add(
+                Decision::Ask,
+                "dynamic_code_value",
+                name,
+                format!("`{name}` is an integer variable: a value only known at run time is evaluated as arithmetic, where an array subscript runs commands"),
+            ),
+        }
+    }
     let v = match value {
         Some(d) if !d.dynamic => Value::Known(d.text.clone()),
         _ => Value::Unknown,
