@@ -763,6 +763,31 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     if let Some(done) = special(w, name, args, sub, stdin) {
         return done;
     }
+    // `./tool`, `bin/tool`, or an absolute path inside the project: project code, whatever
+    // its name (a `bin/ls` there is not the system `ls`).
+    let project_code = raw.contains('/')
+        && (!raw.starts_with('/') || {
+            let cwd = w
+                .cwd
+                .clone()
+                .unwrap_or_else(|| std::path::PathBuf::from("/"));
+            w.judged = true;
+            matches!(
+                w.judge.judge(raw, PathAccess::Read, &cwd),
+                crate::judge::PathVerdict::Inside | crate::judge::PathVerdict::Root
+            ) && !raw.starts_with("/usr/")
+                && !raw.starts_with("/bin/")
+                && !raw.starts_with("/sbin/")
+        });
+    if project_code {
+        w.add(
+            Decision::Ask,
+            "runs_program",
+            sub,
+            format!("runs `{raw}`, project code that cannot be reviewed"),
+        );
+        return;
+    }
     if raw.contains('/') && !is_known_command(name) {
         w.add(
             Decision::Ask,
@@ -2209,6 +2234,12 @@ fn writer(
                     w.cwd = w.an.home.as_ref().map(std::path::PathBuf::from);
                 }
                 (_, Some(d)) if d.dynamic => w.cwd = None,
+                // With CDPATH set, a relative `cd dir` may land in any CDPATH entry.
+                (_, Some(d))
+                    if w.cdpath && !d.text.starts_with('/') && !d.text.starts_with('.') =>
+                {
+                    w.cwd = None;
+                }
                 (_, Some(d)) => {
                     w.path(d, PathAccess::Read, sub, "directory");
                     w.cwd = w
