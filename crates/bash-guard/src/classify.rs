@@ -1531,6 +1531,7 @@ fn table_reader(
         Operands::PatternRead if !pattern_given && !operands.is_empty() => {
             operands.remove(0);
         }
+        Operands::Data => operands.clear(),
         Operands::ReadWriteLast if operands.len() >= 2 => {
             if let Some(out) = operands.pop() {
                 w.path(out, PathAccess::Write, sub, "output file");
