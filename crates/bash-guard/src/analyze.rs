@@ -330,7 +330,27 @@ impl<'a> Walker<'a> {
             );
             return;
         }
-        match parse_program(text, self.options) {
+        let mut parsed = parse_program(text, self.options);
+        let mut patched = None;
+        if parsed.is_err()
+            && let Some((fixed, endless)) = fill_for_headers(text)
+            && let Ok(p) = parse_program(&fixed, self.options)
+        {
+            // brush-parser rejects empty parts of `for ((;;))`; bash reads an empty condition
+            // as true.
+            if endless {
+                self.add(
+                    Decision::Ask,
+                    "endless_loop",
+                    "for",
+                    "`for ((..;;..))` has no condition: it runs until it is stopped".to_owned(),
+                );
+            }
+            parsed = Ok(p);
+            patched = Some(fixed);
+        }
+        let text = patched.as_deref().unwrap_or(text);
+        match parsed {
             Ok(program) => {
                 self.depth += 1;
                 self.nesting += need;
@@ -981,6 +1001,47 @@ impl<'a> Walker<'a> {
         self.judged = true;
         self.judge.judge(&word.text, PathAccess::Write, &cwd) == PathVerdict::Root
     }
+}
+
+/// Fills the empty parts of every `for ((init; cond; step))` header (`0`, `1`, `0`), as bash
+/// reads them; says whether a condition was empty (an endless loop). `None` if nothing changed.
+fn fill_for_headers(text: &str) -> Option<(String, bool)> {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    let mut changed = false;
+    let mut endless = false;
+    while let Some(at) = rest.find("for ((") {
+        let (before, after) = rest.split_at(at + "for ((".len());
+        out.push_str(before);
+        let Some(end) = after.find("))") else {
+            rest = after;
+            break;
+        };
+        let (header, tail) = after.split_at(end);
+        let parts: Vec<&str> = header.split(';').collect();
+        if let [a, b, c] = parts.as_slice() {
+            let fill = |p: &str, with: &str| {
+                if p.trim().is_empty() {
+                    with.to_owned()
+                } else {
+                    p.to_owned()
+                }
+            };
+            changed |= a.trim().is_empty() || b.trim().is_empty() || c.trim().is_empty();
+            endless |= b.trim().is_empty();
+            out.push_str(&format!(
+                "{};{};{}",
+                fill(a, "0"),
+                fill(b, "1"),
+                fill(c, "0")
+            ));
+        } else {
+            out.push_str(header);
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    changed.then_some((out, endless))
 }
 
 /// Devices: `None` when `path` is not under `/dev`; `Some(None)` for harmless ones.
