@@ -1003,7 +1003,68 @@ fn special(
         .find(|a| !a.text.starts_with('-'))
         .map(|a| a.text.as_str());
     let has = |o: &str| args.iter().any(|a| a.text == o);
+    let only_version = !args.is_empty()
+        && args.iter().all(|a| {
+            !a.dynamic
+                && matches!(
+                    a.text.as_str(),
+                    "--version" | "-V" | "-v" | "--help" | "-h" | "version"
+                )
+        });
     match name {
+        _ if only_version && (INTERPRETERS.contains(&name) || BUILD.contains(&name)) => {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` only prints its version or help"),
+            );
+        }
+        "tar" if tar_lists(args) => {
+            for (i, a) in args.iter().enumerate() {
+                let t = a.text.as_str();
+                let file = if let Some(v) = t.strip_prefix("--file=") {
+                    Some(Decoded {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    })
+                } else if t == "--file"
+                    || (i == 0 && !t.starts_with('-') && t.ends_with('f'))
+                    || (t.starts_with('-') && !t.starts_with("--") && t.ends_with('f'))
+                {
+                    args.get(i + 1).cloned()
+                } else {
+                    None
+                };
+                if let Some(f) = file {
+                    w.path(&f, PathAccess::Read, sub, "archive");
+                }
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`tar` only lists the archive".to_owned(),
+            );
+        }
+        "unzip"
+            if args.iter().any(|a| {
+                matches!(
+                    a.text.as_str(),
+                    "-l" | "-v" | "-t" | "-Z" | "-lv" | "-tq" | "-lq"
+                )
+            }) && !args.iter().any(|a| a.dynamic || a.text == "-d") =>
+        {
+            if let Some(f) = args.iter().find(|a| !a.text.starts_with('-')) {
+                w.path(f, PathAccess::Read, sub, "archive");
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`unzip` only lists or tests the archive".to_owned(),
+            );
+        }
         "man"
             if !args.iter().any(|a| {
                 a.dynamic
@@ -1442,6 +1503,36 @@ fn special(
         _ => return None,
     }
     Some(())
+}
+
+/// `tar -t`/`--list` with no option that writes, extracts or runs a program.
+fn tar_lists(args: &[Decoded]) -> bool {
+    let mut list = false;
+    for (i, a) in args.iter().enumerate() {
+        let t = a.text.as_str();
+        if a.dynamic {
+            return false;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            match name {
+                "list" => list = true,
+                "file" | "verbose" | "gzip" | "gunzip" | "bzip2" | "xz" | "zstd" | "lzma"
+                | "auto-compress" | "numeric-owner" | "wildcards" | "no-wildcards" | "exclude"
+                | "quoting-style" | "full-time" | "utc" | "ignore-zeros" => {}
+                _ => return false,
+            }
+        } else if t.starts_with('-') || i == 0 {
+            let flags = t.trim_start_matches('-');
+            if flags.contains('t') {
+                list = true;
+            }
+            if flags.chars().any(|c| !"tvzjJfaO".contains(c)) {
+                return false;
+            }
+        }
+    }
+    list
 }
 
 /// A reader judged by the command table and the option interpreter.
