@@ -74,7 +74,54 @@ fn bench(c: &mut Criterion) {
     g.bench_function("cache_hit_typical", |b| {
         b.iter(|| cached.analyze(black_box(TYPICAL), cwd))
     });
+    g.bench_function("long_2k", |b| {
+        let two_k = "grep -n foo src/lib.rs | wc -l && ".repeat(60) + "true";
+        b.iter(|| analyzer.analyze(black_box(&two_k), cwd, &Judge))
+    });
     g.finish();
+
+    // Hostile shapes: each must be refused quickly (the hook answers within 100 ms).
+    let mut h = c.benchmark_group("hostile");
+    h.measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(300))
+        .sample_size(10);
+    let n = 4800; // 100x the nesting cap
+    let shapes: Vec<(&str, String)> = vec![
+        ("subshells_4800", "( ".repeat(n) + "ls" + &" )".repeat(n)),
+        (
+            "ifs_4800",
+            "if true; then ".repeat(n) + "ls;" + &" fi;".repeat(n),
+        ),
+        (
+            "substitutions_4800",
+            "echo ".to_owned() + &"\"$(".repeat(n) + "ls" + &")\"".repeat(n),
+        ),
+        (
+            "nesting_40_big_stack",
+            "( ".repeat(40) + "ls" + &" )".repeat(40),
+        ),
+        ("one_mebibyte", "echo ".to_owned() + &"a".repeat(1 << 20)),
+        (
+            "nested_braces_40",
+            "echo ".to_owned() + &"{".repeat(40) + "a,b" + &"}".repeat(40),
+        ),
+        (
+            "brace_product",
+            "echo ".to_owned() + &"{a,b,c,d}".repeat(40),
+        ),
+        ("fd_number", "echo 99999999999>x".to_owned()),
+        ("commands_5000", "ls; ".repeat(5000)),
+        (
+            "quoted_parens_3000",
+            "echo '".to_owned() + &"(".repeat(3000) + "'",
+        ),
+    ];
+    for (name, command) in &shapes {
+        h.bench_function(*name, |b| {
+            b.iter(|| analyzer.analyze(black_box(command), cwd, &Judge))
+        });
+    }
+    h.finish();
 }
 
 criterion_group!(benches, bench);

@@ -13,12 +13,12 @@ use brush_parser::ast::{
 use crate::config::BashConfig;
 use crate::error::ParseError;
 use crate::judge::{PathAccess, PathJudge, PathVerdict};
+use crate::limits::{self, INLINE_NESTING, MAX_COMMANDS, MAX_NESTING};
 use crate::verdict::{Decision, Finding, Verdict};
 use crate::words::{DecodeOut, Decoded, Decoder};
 
-/// Commands longer than this are denied unread: nobody reviews them either.
-pub(crate) const MAX_COMMAND_LEN: usize = 64 * 1024;
-/// Nesting (substitutions, `bash -c`, `eval`, ...) deeper than this is denied.
+/// Command strings nested in command strings (substitutions, `bash -c`, `eval`, ...) deeper
+/// than this are denied.
 pub(crate) const MAX_DEPTH: usize = 12;
 
 /// Classifies bash commands. Cheap to share: it holds only the configuration.
@@ -71,48 +71,54 @@ impl Analyzer {
         cwd: &Path,
         judge: &dyn PathJudge,
     ) -> (Verdict, bool) {
-        let options = ParserOptions::default();
-        let mut w = Walker {
-            an: self,
-            judge,
-            options: &options,
-            cwd: Some(cwd.to_path_buf()),
-            findings: Vec::new(),
-            depth: 0,
-            functions: HashSet::new(),
-            judged: false,
-        };
-        if command.len() > MAX_COMMAND_LEN {
-            w.add(
-                Decision::Deny,
-                "too_long",
-                "",
-                format!(
-                    "the command is {} bytes long; the limit is {MAX_COMMAND_LEN}",
-                    command.len()
-                ),
-            );
-        } else if command.trim().is_empty() {
-            w.add(
-                Decision::Deny,
-                "empty_command",
-                "",
-                "the command is empty".to_owned(),
-            );
-        } else {
-            w.script(command, StdinKind::Terminal);
-            if w.findings.is_empty() {
+        let run = |mode: StackMode| {
+            let options = ParserOptions::default();
+            let mut w = Walker::new(self, judge, &options, Some(cwd.to_path_buf()), mode);
+            if command.trim().is_empty() && command.len() <= limits::MAX_COMMAND_LEN {
                 w.add(
                     Decision::Deny,
                     "empty_command",
                     "",
-                    "the command contains no command to run".to_owned(),
+                    "the command is empty".to_owned(),
                 );
+            } else {
+                w.script(command, StdinKind::Terminal);
+                if w.findings.is_empty() {
+                    w.add(
+                        Decision::Deny,
+                        "empty_command",
+                        "",
+                        "the command contains no command to run".to_owned(),
+                    );
+                }
             }
+            (w.needs_big_stack, w.judged, w.findings)
+        };
+        let (again, judged, findings) = run(StackMode::Inline);
+        if !again {
+            return (Verdict::from_findings(findings), judged);
         }
-        let judged = w.judged;
-        (Verdict::from_findings(w.findings), judged)
+        match limits::on_big_stack(|| run(StackMode::Big)) {
+            Some((_, judged, findings)) => (Verdict::from_findings(findings), judged),
+            None => (
+                Verdict::from_findings(vec![Finding {
+                    decision: Decision::Deny,
+                    code: "analysis_failed",
+                    subcommand: String::new(),
+                    message: "the analysis could not run on its own thread; the command is refused unread".to_owned(),
+                }]),
+                false,
+            ),
+        }
     }
+}
+
+/// Where the analysis runs: on the caller's stack (texts provably shallow), or on a thread
+/// whose stack holds the nesting cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StackMode {
+    Inline,
+    Big,
 }
 
 /// Parses a whole program.
@@ -124,17 +130,19 @@ pub(crate) fn parse_program(
         command: text.to_owned(),
         message,
     };
-    let tokens = brush_parser::tokenize_str_with_options(text, &options.tokenizer_options())
-        .map_err(|e| err(e.to_string()))?;
-    brush_parser::parse_tokens(&tokens, options).map_err(|e| err(e.to_string()))
+    limits::guarded(|| {
+        let tokens = brush_parser::tokenize_str_with_options(text, &options.tokenizer_options())
+            .map_err(|e| e.to_string())?;
+        brush_parser::parse_tokens(&tokens, options).map_err(|e| e.to_string())
+    })
+    .and_then(|r| r)
+    .map_err(err)
 }
 
 /// Every simple command anywhere in `command` (inside substitutions, `bash -c` strings,
 /// wrappers and `find -exec` too), as its decoded words joined by spaces. Used by perm-rules to
 /// match content rules against each subcommand.
 pub fn simple_commands(command: &str) -> Result<Vec<String>, ParseError> {
-    let options = ParserOptions::default();
-    let program = parse_program(command, &options)?;
     let analyzer = Analyzer::with_home(BashConfig::default(), std::env::var("HOME").ok());
     struct NoJudge;
     impl PathJudge for NoJudge {
@@ -142,19 +150,24 @@ pub fn simple_commands(command: &str) -> Result<Vec<String>, ParseError> {
             PathVerdict::Inside
         }
     }
-    let mut w = Walker {
-        an: &analyzer,
-        judge: &NoJudge,
-        options: &options,
-        cwd: None,
-        findings: Vec::new(),
-        depth: 0,
-        functions: HashSet::new(),
-        judged: false,
+    let run = |mode: StackMode| {
+        let options = ParserOptions::default();
+        let mut w = Walker::new(&analyzer, &NoJudge, &options, None, mode);
+        let mut out = Vec::new();
+        let failure = w.collect(command, &mut out);
+        (w.needs_big_stack, failure.map_or(Ok(out), Err))
     };
-    let mut out = Vec::new();
-    w.collect_program(&program, &mut out);
-    Ok(out)
+    let (again, result) = run(StackMode::Inline);
+    let result = if again {
+        limits::on_big_stack(|| run(StackMode::Big).1)
+            .unwrap_or_else(|| Err("the analysis could not run on its own thread".to_owned()))
+    } else {
+        result
+    };
+    result.map_err(|message| ParseError {
+        command: command.to_owned(),
+        message,
+    })
 }
 
 /// Where a simple command's standard input comes from: a shell reading a script from stdin is
@@ -182,9 +195,77 @@ pub(crate) struct Walker<'a> {
     /// Functions defined in this command; calling one runs a body already walked.
     pub functions: HashSet<String>,
     pub judged: bool,
+    /// Nesting spent by the command strings being walked (see `limits`).
+    pub nesting: usize,
+    /// Commands met so far, across nested command strings.
+    pub commands: usize,
+    pub mode: StackMode,
+    /// Inline mode met a text that may nest deeper than the caller's stack is known to hold.
+    pub needs_big_stack: bool,
+    /// The command strings being walked, innermost last: source spans index into them.
+    pub sources: Vec<String>,
+    /// What this command assigned to variables so far.
+    pub vars: std::collections::HashMap<String, crate::vars::Value>,
+    /// `~` as this command would expand it (`HOME=..` changes it).
+    pub home: Option<String>,
+    /// `CDPATH` was set: a relative `cd` may go anywhere.
+    pub cdpath: bool,
+    /// Variables declared integer (`declare -i`): assigning them evaluates arithmetic.
+    pub int_vars: HashSet<String>,
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
+    pub(crate) fn new(
+        an: &'a Analyzer,
+        judge: &'a dyn PathJudge,
+        options: &'a ParserOptions,
+        cwd: Option<PathBuf>,
+        mode: StackMode,
+    ) -> Walker<'a> {
+        Walker {
+            an,
+            judge,
+            options,
+            cwd,
+            findings: Vec::new(),
+            depth: 0,
+            functions: HashSet::new(),
+            judged: false,
+            nesting: 0,
+            commands: 0,
+            mode,
+            needs_big_stack: false,
+            sources: Vec::new(),
+            vars: std::collections::HashMap::new(),
+            home: an.home.clone(),
+            cdpath: false,
+            int_vars: HashSet::new(),
+        }
+    }
+
+    /// Walks `command` for [`simple_commands`]: every classified simple command is a finding
+    /// carrying its subcommand text. Returns why the command cannot be split, if it cannot.
+    fn collect(&mut self, command: &str, out: &mut Vec<String>) -> Option<String> {
+        self.script(command, StdinKind::Terminal);
+        if self.needs_big_stack {
+            return None;
+        }
+        if let Some(f) = self
+            .findings
+            .iter()
+            .find(|f| limits::UNPARSABLE.contains(&f.code))
+        {
+            return Some(f.message.clone());
+        }
+        let mut seen = HashSet::new();
+        for f in &self.findings {
+            if !f.subcommand.is_empty() && seen.insert(f.subcommand.clone()) {
+                out.push(f.subcommand.clone());
+            }
+        }
+        None
+    }
+
     pub(crate) fn add(
         &mut self,
         decision: Decision,
@@ -200,8 +281,12 @@ impl Walker<'_> {
         });
     }
 
-    /// Parses and walks a nested command string (substitution, `bash -c`, `eval`, ...).
+    /// Parses and walks a command string (the command itself, a substitution, `bash -c`,
+    /// `eval`, ...), after checking the caps of `limits` on it.
     pub(crate) fn script(&mut self, text: &str, stdin: StdinKind) {
+        if self.needs_big_stack {
+            return;
+        }
         if self.depth >= MAX_DEPTH {
             self.add(
                 Decision::Deny,
@@ -211,12 +296,70 @@ impl Walker<'_> {
             );
             return;
         }
-        match parse_program(text, self.options) {
+        let shape = match limits::scan(text) {
+            Ok(shape) => shape,
+            Err(r) => {
+                self.add(Decision::Deny, r.code, "", r.message);
+                return;
+            }
+        };
+        let need = match self.mode {
+            StackMode::Inline => shape.opens,
+            StackMode::Big => shape.nesting,
+        };
+        let cap = match self.mode {
+            StackMode::Inline => INLINE_NESTING,
+            StackMode::Big => MAX_NESTING,
+        };
+        if self.nesting + need > cap {
+            if self.mode == StackMode::Inline {
+                self.needs_big_stack = true;
+            } else {
+                let r = limits::too_deep(self.nesting + need);
+                self.add(Decision::Deny, r.code, "", r.message);
+            }
+            return;
+        }
+        self.commands += shape.commands;
+        if self.commands > MAX_COMMANDS {
+            self.add(
+                Decision::Deny,
+                "too_many_commands",
+                "",
+                format!("the command holds more than {MAX_COMMANDS} commands, counting nested command strings; split it into reviewable steps"),
+            );
+            return;
+        }
+        let mut parsed = parse_program(text, self.options);
+        let mut patched = None;
+        if parsed.is_err()
+            && let Some((fixed, endless)) = fill_for_headers(text)
+            && let Ok(p) = parse_program(&fixed, self.options)
+        {
+            // brush-parser rejects empty parts of `for ((;;))`; bash reads an empty condition
+            // as true.
+            if endless {
+                self.add(
+                    Decision::Ask,
+                    "endless_loop",
+                    "for",
+                    "`for ((..;;..))` has no condition: it runs until it is stopped".to_owned(),
+                );
+            }
+            parsed = Ok(p);
+            patched = Some(fixed);
+        }
+        let text = patched.as_deref().unwrap_or(text);
+        match parsed {
             Ok(program) => {
                 self.depth += 1;
+                self.nesting += need;
+                self.sources.push(text.to_owned());
                 for cc in &program.complete_commands {
                     self.compound_list(cc, &stdin);
                 }
+                self.sources.pop();
+                self.nesting -= need;
                 self.depth -= 1;
             }
             Err(e) => self.add(
@@ -231,6 +374,15 @@ impl Walker<'_> {
     fn compound_list(&mut self, list: &CompoundList, stdin: &StdinKind) {
         for item in &list.0 {
             let ao = &item.0;
+            if matches!(item.1, ast::SeparatorOperator::Async) {
+                self.add(
+                    Decision::Ask,
+                    "background",
+                    "&",
+                    "`&` leaves a command running in the background after the call returns"
+                        .to_owned(),
+                );
+            }
             self.pipeline(&ao.first, stdin);
             for next in &ao.additional {
                 match next {
@@ -291,8 +443,17 @@ impl Walker<'_> {
                 self.extended_test(b);
             }
             E::Not(a) | E::Parenthesized(a) => self.extended_test(a),
-            E::UnaryTest(_, w) => {
-                self.words(std::slice::from_ref(w));
+            E::UnaryTest(op, w) => {
+                let d = self.words(std::slice::from_ref(w));
+                if matches!(
+                    op,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) {
+                    for n in &d {
+                        crate::vars::name_word(self, n, "[[ -v ]]");
+                    }
+                }
             }
             E::BinaryTest(_, a, b) => {
                 self.words(&[a.clone(), b.clone()]);
@@ -303,6 +464,35 @@ impl Walker<'_> {
     fn compound(&mut self, cc: &CompoundCommand, stdin: &StdinKind) {
         match cc {
             CompoundCommand::Arithmetic(a) => {
+                // brush-parser reads `( (cmd) )` as arithmetic; bash only does for an
+                // unbroken `((` closed by an unbroken `))`, and runs nested subshells otherwise.
+                let (start, end) = (a.loc.start.index, a.loc.end.index);
+                let span: Option<String> = self.sources.last().map(|src| {
+                    src.chars()
+                        .skip(start)
+                        .take(end.saturating_sub(start))
+                        .collect()
+                });
+                let Some(span) = span else {
+                    self.add(
+                        Decision::Deny,
+                        "parse_error",
+                        "(( ))",
+                        "cannot locate an arithmetic command in its source".to_owned(),
+                    );
+                    return;
+                };
+                if !(span.starts_with("((") && span.ends_with("))")) {
+                    let inner = span
+                        .strip_prefix('(')
+                        .and_then(|s| s.strip_suffix(')'))
+                        .unwrap_or(&span)
+                        .to_owned();
+                    let saved = self.cwd.clone();
+                    self.script(&inner, stdin.clone());
+                    self.cwd = saved;
+                    return;
+                }
                 self.arith(&a.expr.value);
                 self.add(
                     Decision::Allow,
@@ -327,9 +517,23 @@ impl Walker<'_> {
                 self.cwd = saved;
             }
             CompoundCommand::ForClause(f) => {
-                if let Some(values) = &f.values {
-                    self.words(values);
-                }
+                let values = f.values.as_ref().map(|v| self.words(v));
+                let value = match values.as_deref() {
+                    Some([one]) if !one.dynamic => Some(one.clone()),
+                    Some(all)
+                        if all.iter().all(|v| {
+                            !v.dynamic && v.text.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+                        }) =>
+                    {
+                        Some(crate::words::Decoded {
+                            text: "0".to_owned(),
+                            ..crate::words::Decoded::default()
+                        })
+                    }
+                    _ => None,
+                };
+                crate::vars::check_set(self, &f.variable_name, "for");
+                crate::vars::record(self, &f.variable_name, value.as_ref());
                 self.compound_list(&f.body.list, stdin);
             }
             CompoundCommand::CaseClause(c) => {
@@ -352,6 +556,22 @@ impl Walker<'_> {
                 }
             }
             CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                let cond = w.0.to_string();
+                let cond = cond.trim().trim_end_matches(';').trim();
+                let endless = if matches!(cc, CompoundCommand::WhileClause(_)) {
+                    matches!(cond, "true" | ":" | "[ 1 ]" | "(( 1 ))" | "((1))")
+                } else {
+                    cond == "false"
+                };
+                if endless {
+                    self.add(
+                        Decision::Ask,
+                        "endless_loop",
+                        "while",
+                        "the loop's condition never changes: it runs until it is stopped"
+                            .to_owned(),
+                    );
+                }
                 self.compound_list(&w.0, stdin);
                 self.compound_list(&w.1.list, stdin);
             }
@@ -367,10 +587,13 @@ impl Walker<'_> {
         }
     }
 
-    fn arith(&mut self, text: &str) {
+    /// An arithmetic expression: its substitutions run, and the variables it names are
+    /// evaluated as arithmetic in turn.
+    pub(crate) fn arith(&mut self, text: &str) {
         let mut out = DecodeOut::default();
         self.decoder().decode_into(text, &mut out);
         self.nested(&out, "arithmetic");
+        crate::vars::arith_names(self, text, 0);
     }
 
     fn function(&mut self, f: &ast::FunctionDefinition) {
@@ -409,7 +632,7 @@ impl Walker<'_> {
     pub(crate) fn decoder(&self) -> Decoder<'_> {
         Decoder {
             options: self.options,
-            home: self.an.home.as_deref(),
+            home: self.home.as_deref(),
         }
     }
 
@@ -424,7 +647,17 @@ impl Walker<'_> {
         out.words
     }
 
+    pub(crate) fn nested_subs(&mut self, out: &DecodeOut, context: &str) {
+        self.nested(out, context);
+    }
+
     fn nested(&mut self, out: &DecodeOut, context: &str) {
+        for a in &out.arith {
+            crate::vars::arith_names(self, a, 0);
+        }
+        for name in &out.indirect {
+            crate::vars::value_as_code(self, name, 0, "a variable name (`${!x}` indirection)");
+        }
         for s in &out.substitutions {
             let saved = self.cwd.clone();
             self.script(s, StdinKind::Terminal);
@@ -592,9 +825,13 @@ impl Walker<'_> {
                 ast::AssignmentName::VariableName(n)
                 | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
             };
-            match &a.value {
+            let value = match &a.value {
                 ast::AssignmentValue::Scalar(w) => {
-                    self.words(std::slice::from_ref(w));
+                    let d = self.words(std::slice::from_ref(w));
+                    match d.as_slice() {
+                        [one] if !a.append => Some(one.clone()),
+                        _ => None,
+                    }
                 }
                 ast::AssignmentValue::Array(items) => {
                     for (k, v) in items {
@@ -603,19 +840,23 @@ impl Walker<'_> {
                         }
                         self.words(std::slice::from_ref(v));
                     }
+                    None
                 }
-            }
+            };
             if let ast::AssignmentName::ArrayElementName(_, idx) = &a.name {
                 self.arith(idx);
+            }
+            if decoded.is_empty() {
+                crate::vars::record(self, &name, value.as_ref());
             }
             env_names.push(name);
         }
         for name in &env_names {
-            crate::classify::check_env_name(
-                self,
-                name,
-                if display.is_empty() { name } else { &display },
-            );
+            // `IFS= read -r line`: a prefix assignment of IFS only changes that one command.
+            if !decoded.is_empty() && name == "IFS" {
+                continue;
+            }
+            crate::vars::check_set(self, name, if display.is_empty() { name } else { &display });
         }
         if decoded.is_empty() {
             if !assignments.is_empty() {
@@ -760,23 +1001,47 @@ impl Walker<'_> {
         self.judged = true;
         self.judge.judge(&word.text, PathAccess::Write, &cwd) == PathVerdict::Root
     }
+}
 
-    fn collect_program(&mut self, program: &ast::Program, out: &mut Vec<String>) {
-        // Collection reuses the classifier's recursion: every classified simple command is a
-        // finding carrying its subcommand text.
-        for cc in &program.complete_commands {
-            self.compound_list(cc, &StdinKind::Terminal);
+/// Fills the empty parts of every `for ((init; cond; step))` header (`0`, `1`, `0`), as bash
+/// reads them; says whether a condition was empty (an endless loop). `None` if nothing changed.
+fn fill_for_headers(text: &str) -> Option<(String, bool)> {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    let mut changed = false;
+    let mut endless = false;
+    while let Some(at) = rest.find("for ((") {
+        let (before, after) = rest.split_at(at + "for ((".len());
+        out.push_str(before);
+        let Some(end) = after.find("))") else {
+            rest = after;
+            break;
+        };
+        let (header, tail) = after.split_at(end);
+        let parts: Vec<&str> = header.split(';').collect();
+        if let [a, b, c] = parts.as_slice() {
+            let fill = |p: &str, with: &str| {
+                if p.trim().is_empty() {
+                    with.to_owned()
+                } else {
+                    p.to_owned()
+                }
+            };
+            changed |= a.trim().is_empty() || b.trim().is_empty() || c.trim().is_empty();
+            endless |= b.trim().is_empty();
+            out.push_str(&format!(
+                "{};{};{}",
+                fill(a, "0"),
+                fill(b, "1"),
+                fill(c, "0")
+            ));
+        } else {
+            out.push_str(header);
         }
-        let mut seen = HashSet::new();
-        for f in &self.findings {
-            if !f.subcommand.is_empty()
-                && f.code != "parse_error"
-                && seen.insert(f.subcommand.clone())
-            {
-                out.push(f.subcommand.clone());
-            }
-        }
+        rest = tail;
     }
+    out.push_str(rest);
+    changed.then_some((out, endless))
 }
 
 /// Devices: `None` when `path` is not under `/dev`; `Some(None)` for harmless ones.

@@ -460,69 +460,8 @@ pub(crate) fn is_known_command(name: &str) -> bool {
         || name.starts_with("mkfs.")
 }
 
-/// Environment variables whose value makes a later program run other code.
-const CODE_VARS: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "PS4",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "IFS",
-    "GIT_SSH_COMMAND",
-    "GIT_SSH",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_PAGER",
-    "GIT_EDITOR",
-    "GIT_EXEC_PATH",
-    "GIT_CONFIG",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "PAGER",
-    "MANPAGER",
-    "EDITOR",
-    "VISUAL",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "NODE_OPTIONS",
-    "PERL5OPT",
-    "PERL5LIB",
-    "RUBYOPT",
-    "RUSTC_WRAPPER",
-    "CARGO_BUILD_RUSTC_WRAPPER",
-    "RUSTC",
-    "CC",
-    "CXX",
-    "LESSOPEN",
-    "LESSCLOSE",
-    "DYLD_INSERT_LIBRARIES",
-    "BROWSER",
-    "TERMINAL",
-];
-
 pub(crate) fn check_env_name(w: &mut Walker<'_>, name: &str, sub: &str) {
-    if CODE_VARS.contains(&name) || name.starts_with("GIT_CONFIG_") || name.starts_with("LD_") {
-        w.add(
-            Decision::Deny,
-            "env_code_injection",
-            sub,
-            format!("setting `{name}` makes a later program run code that cannot be reviewed"),
-        );
-    } else if name == "PATH" || name == "HOME" {
-        w.add(
-            Decision::Ask,
-            "env_path_change",
-            sub,
-            format!("setting `{name}` changes which programs and files later commands use"),
-        );
-    }
+    crate::vars::check_set(w, name, sub);
 }
 
 /// Credential stores, by absolute lexically-normalised path.
@@ -628,8 +567,9 @@ pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
 
 /// Splits arguments into options and positionals (GNU style: options anywhere until `--`).
 struct Args<'a> {
-    /// `(name, value)`: short names are one char, long names without `--`.
-    opts: Vec<(String, Option<&'a Decoded>, bool)>,
+    /// `(name, value, long)`: short names are one char, long names without `--`; the value
+    /// is the option's own (`--x=v`, `-xv`, or the next word), never the whole option word.
+    opts: Vec<(String, Option<Decoded>, bool)>,
     pos: Vec<&'a Decoded>,
 }
 
@@ -650,12 +590,12 @@ impl Args<'_> {
             .iter()
             .filter(|(n, _, l)| {
                 if *l {
-                    !n.is_empty() && long.starts_with(n.as_str())
+                    !n.is_empty() && !long.is_empty() && long.starts_with(n.as_str())
                 } else {
                     short.is_some_and(|c| n.starts_with(c) && n.len() == c.len_utf8())
                 }
             })
-            .filter_map(|(_, v, _)| *v)
+            .filter_map(|(_, v, _)| v.as_ref())
             .collect()
     }
 }
@@ -685,13 +625,17 @@ fn parse_args<'a>(
             continue;
         }
         if let Some(l) = t.strip_prefix("--") {
-            if let Some((name, _)) = l.split_once('=') {
-                opts.push((name.to_owned(), Some(a), true));
+            if let Some((name, v)) = l.split_once('=') {
+                let v = Decoded {
+                    text: v.to_owned(),
+                    ..a.clone()
+                };
+                opts.push((name.to_owned(), Some(v), true));
             } else {
                 let takes = long_arg.iter().any(|n| !l.is_empty() && n.starts_with(l));
                 let v = if takes {
                     i += 1;
-                    args.get(i - 1)
+                    args.get(i - 1).cloned()
                 } else {
                     None
                 };
@@ -699,15 +643,17 @@ fn parse_args<'a>(
             }
             continue;
         }
-        let shorts: Vec<char> = t.chars().skip(1).collect();
-        for (k, c) in shorts.iter().enumerate() {
-            if short_arg.contains(*c) {
-                let rest: String = shorts.iter().skip(k + 1).collect();
+        for (k, c) in t.char_indices().skip(1) {
+            if short_arg.contains(c) {
+                let rest = t.get(k + c.len_utf8()..).unwrap_or("");
                 let v = if rest.is_empty() {
                     i += 1;
-                    args.get(i - 1)
+                    args.get(i - 1).cloned()
                 } else {
-                    None
+                    Some(Decoded {
+                        text: rest.to_owned(),
+                        ..a.clone()
+                    })
                 };
                 opts.push((c.to_string(), v, false));
                 break;
@@ -722,8 +668,53 @@ fn base_name(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
+/// Finding codes of commands whose arguments run as code this analyzer does not read: their
+/// text goes through the catastrophic-text backstop.
+const OPAQUE: &[&str] = &[
+    "unknown_command",
+    "runs_program",
+    "inline_code",
+    "interpreter",
+    "runs_script",
+    "wrapper",
+    "traces",
+];
+
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
+    let before = w.findings.len();
+    classify_inner(w, argv, sub, stdin);
+    let new = w.findings.get(before..).unwrap_or(&[]);
+    let opaque = new.iter().any(|f| OPAQUE.contains(&f.code));
+    if opaque && new.iter().all(|f| f.decision != Decision::Deny) {
+        let mut text = sub.to_owned();
+        if let StdinKind::Literal(t) = stdin {
+            text.push('\n');
+            text.push_str(t);
+        }
+        if let Some(what) = crate::backstop::catastrophic(&text) {
+            w.add(
+                Decision::Deny,
+                "catastrophic_text",
+                sub,
+                format!("code this command runs holds {what}"),
+            );
+        }
+    }
+}
+
+/// Programs that run the rest of their arguments as a command line: busybox and toybox
+/// applets, the dynamic loader, `/proc/self/exe` (the shell itself).
+fn runs_argv(raw: &str, name: &str) -> bool {
+    matches!(name, "busybox" | "toybox")
+        || name.starts_with("ld-linux")
+        || name == "ld.so"
+        || (name.starts_with("ld-") && name.contains(".so"))
+        || raw == "/proc/self/exe"
+        || raw.starts_with("/proc/") && raw.ends_with("/exe")
+}
+
+fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let Some(first) = argv.first() else { return };
     if first.dynamic {
         w.add(
@@ -737,6 +728,66 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
     let raw = first.text.as_str();
     let name = base_name(raw);
     let args = argv.get(1..).unwrap_or(&[]);
+    if runs_argv(raw, name) {
+        if raw.starts_with("/proc/") {
+            return shell(w, "bash", args, sub, stdin);
+        }
+        // The loader's own options come first; `--preload`/`--audit` load code.
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
+            let t = a.text.as_str();
+            if matches!(
+                t,
+                "--preload" | "--audit" | "--library-path" | "--inhibit-rpath" | "--argv0"
+            ) {
+                if t != "--library-path" && t != "--argv0" {
+                    w.add(
+                        Decision::Deny,
+                        "loads_library",
+                        sub,
+                        format!("`{name} {t}` loads a library into the program"),
+                    );
+                    return;
+                }
+                i += 2;
+                continue;
+            }
+            if t.starts_with("--") {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        return run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
+    }
+    if let Some(done) = special(w, name, args, sub, stdin) {
+        return done;
+    }
+    // `./tool`, `bin/tool`, or an absolute path inside the project: project code, whatever
+    // its name (a `bin/ls` there is not the system `ls`).
+    let project_code = raw.contains('/')
+        && (!raw.starts_with('/') || {
+            let cwd = w
+                .cwd
+                .clone()
+                .unwrap_or_else(|| std::path::PathBuf::from("/"));
+            w.judged = true;
+            matches!(
+                w.judge.judge(raw, PathAccess::Read, &cwd),
+                crate::judge::PathVerdict::Inside | crate::judge::PathVerdict::Root
+            ) && !raw.starts_with("/usr/")
+                && !raw.starts_with("/bin/")
+                && !raw.starts_with("/sbin/")
+        });
+    if project_code {
+        w.add(
+            Decision::Ask,
+            "runs_program",
+            sub,
+            format!("runs `{raw}`, project code that cannot be reviewed"),
+        );
+        return;
+    }
     if raw.contains('/') && !is_known_command(name) {
         w.add(
             Decision::Ask,
@@ -770,6 +821,9 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
             sub,
             format!("calls the function `{name}` defined above"),
         );
+        return;
+    }
+    if !raw.contains('/') && crate::builtins::builtin(w, name, args, sub, stdin) {
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
@@ -847,7 +901,28 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
         shell(w, name, args, sub, stdin);
         return;
     }
+    if matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
+        return crate::awk::awk(w, name, args, sub);
+    }
     if INTERPRETERS.contains(&name) {
+        let code: String = args
+            .iter()
+            .map(|a| a.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let piped = match stdin {
+            StdinKind::Literal(t) => t.as_str(),
+            _ => "",
+        };
+        if let Some(what) = crate::backstop::catastrophic(&format!("{code}\n{piped}")) {
+            w.add(
+                Decision::Deny,
+                "catastrophic_text",
+                sub,
+                format!("the code `{name}` runs holds {what}"),
+            );
+            return;
+        }
         let inline = args.iter().any(|a| {
             matches!(
                 a.text.as_str(),
@@ -914,9 +989,676 @@ pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(Decision::Ask, "dynamic_argument", sub, format!("an argument of `{name}` is only known at run time; it could be an option that writes or runs code"));
 }
 
+/// Commands whose read-only forms are known (false denies otherwise), and wrappers that run
+/// a command string. `None` leaves the command to the lists.
+fn special(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+) -> Option<()> {
+    let first = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str());
+    let has = |o: &str| args.iter().any(|a| a.text == o);
+    let only_version = !args.is_empty()
+        && args.iter().all(|a| {
+            !a.dynamic
+                && matches!(
+                    a.text.as_str(),
+                    "--version" | "-V" | "-v" | "--help" | "-h" | "version"
+                )
+        });
+    match name {
+        _ if only_version && (INTERPRETERS.contains(&name) || BUILD.contains(&name)) => {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` only prints its version or help"),
+            );
+        }
+        "tar" if tar_lists(args) => {
+            for (i, a) in args.iter().enumerate() {
+                let t = a.text.as_str();
+                let file = if let Some(v) = t.strip_prefix("--file=") {
+                    Some(Decoded {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    })
+                } else if t == "--file"
+                    || (i == 0 && !t.starts_with('-') && t.ends_with('f'))
+                    || (t.starts_with('-') && !t.starts_with("--") && t.ends_with('f'))
+                {
+                    args.get(i + 1).cloned()
+                } else {
+                    None
+                };
+                if let Some(f) = file {
+                    w.path(&f, PathAccess::Read, sub, "archive");
+                }
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`tar` only lists the archive".to_owned(),
+            );
+        }
+        "unzip"
+            if args.iter().any(|a| {
+                matches!(
+                    a.text.as_str(),
+                    "-l" | "-v" | "-t" | "-Z" | "-lv" | "-tq" | "-lq"
+                )
+            }) && !args.iter().any(|a| a.dynamic || a.text == "-d") =>
+        {
+            if let Some(f) = args.iter().find(|a| !a.text.starts_with('-')) {
+                w.path(f, PathAccess::Read, sub, "archive");
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`unzip` only lists or tests the archive".to_owned(),
+            );
+        }
+        "man"
+            if !args.iter().any(|a| {
+                a.dynamic
+                    || matches!(
+                        a.text.as_str(),
+                        "-P" | "--pager"
+                            | "-H"
+                            | "--html"
+                            | "-l"
+                            | "--local-file"
+                            | "-C"
+                            | "--config-file"
+                    )
+                    || a.text.starts_with("--pager=")
+                    || a.text.starts_with("-P")
+            }) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`man` prints a manual page".to_owned(),
+            );
+        }
+        "systemctl"
+            if matches!(
+                first,
+                Some(
+                    "status"
+                        | "show"
+                        | "cat"
+                        | "list-units"
+                        | "list-unit-files"
+                        | "list-timers"
+                        | "list-sockets"
+                        | "is-active"
+                        | "is-enabled"
+                        | "is-failed"
+                        | "list-dependencies"
+                        | "help"
+                )
+            ) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "this `systemctl` subcommand only reports".to_owned(),
+            );
+        }
+        "openssl"
+            if matches!(
+                first,
+                Some(
+                    "x509"
+                        | "req"
+                        | "version"
+                        | "list"
+                        | "asn1parse"
+                        | "verify"
+                        | "crl"
+                        | "pkey"
+                        | "rsa"
+                        | "ec"
+                        | "dgst"
+                        | "ciphers"
+                        | "errstr"
+                        | "pkcs7"
+                        | "pkcs12"
+                        | "storeutl"
+                        | "help"
+                )
+            ) && !args.iter().any(|a| {
+                a.dynamic
+                    || matches!(
+                        a.text.as_str(),
+                        "-engine"
+                            | "-provider"
+                            | "-provider-path"
+                            | "-keyout"
+                            | "-signkey"
+                            | "-new"
+                            | "-newkey"
+                            | "-export"
+                            | "-rand"
+                            | "-writerand"
+                            | "-config"
+                            | "-sign"
+                    )
+            }) =>
+        {
+            for (i, a) in args.iter().enumerate() {
+                if matches!(
+                    a.text.as_str(),
+                    "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key"
+                ) && let Some(f) = args.get(i + 1)
+                {
+                    w.path(f, PathAccess::Read, sub, "openssl input");
+                }
+                if a.text == "-out"
+                    && let Some(f) = args.get(i + 1)
+                {
+                    w.path(f, PathAccess::Write, sub, "openssl output");
+                }
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "this `openssl` subcommand only reads and prints".to_owned(),
+            );
+        }
+        "sqlite3" if has("-readonly") => {
+            let operands: Vec<&Decoded> =
+                args.iter().filter(|a| !a.text.starts_with('-')).collect();
+            let sql = operands.get(1).map(|a| a.text.to_ascii_lowercase());
+            let safe_sql = sql.as_deref().is_some_and(|q| {
+                let q = q.trim_start();
+                (q.starts_with("select") || q.starts_with("explain") || q.starts_with("with"))
+                    && ![
+                        "load_extension",
+                        "writefile",
+                        "readfile",
+                        "edit(",
+                        "fts3_tokenizer",
+                        "attach",
+                        ".shell",
+                        ".system",
+                        "zipfile",
+                    ]
+                    .iter()
+                    .any(|bad| q.contains(bad))
+            });
+            if !safe_sql
+                || operands.iter().any(|a| a.dynamic)
+                || args
+                    .iter()
+                    .any(|a| matches!(a.text.as_str(), "-cmd" | "-init" | "-interactive"))
+            {
+                w.add(
+                    Decision::Ask,
+                    "database",
+                    sub,
+                    "`sqlite3` with SQL that is not a plain read-only query".to_owned(),
+                );
+            } else {
+                if let Some(db) = operands.first() {
+                    w.path(db, PathAccess::Read, sub, "database");
+                }
+                w.add(
+                    Decision::Allow,
+                    "read_only",
+                    sub,
+                    "a read-only query on a read-only database".to_owned(),
+                );
+            }
+        }
+        "psql" | "mysql" | "sqlite3"
+            if has("-c")
+                || has("-e")
+                || args.iter().any(|a| a.text.starts_with("--command"))
+                || (name == "sqlite3" && args.len() >= 2) =>
+        {
+            w.add(
+                Decision::Ask,
+                "database",
+                sub,
+                format!("`{name}` runs a query against a database"),
+            );
+        }
+        n if (n == "mkfs" || n.starts_with("mkfs.") || n == "mke2fs" || n == "mkswap")
+            && args.last().is_some_and(|a| {
+                !a.dynamic && !a.text.starts_with("/dev/") && !a.text.starts_with('-')
+            }) =>
+        {
+            if let Some(img) = args.last() {
+                w.path(img, PathAccess::Write, sub, "file-system image");
+            }
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`{name}` formats an image file"),
+            );
+        }
+        "flock" => {
+            // flock [options] FILE|DIR (-c CMD | CMD ARGS...) ; flock [options] FD
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                let t = a.text.as_str();
+                if a.dynamic {
+                    dynamic_wrapped(w, sub, name);
+                    return Some(());
+                }
+                if matches!(t, "-c" | "--command") {
+                    match args.get(i + 1) {
+                        Some(c) if !c.dynamic => w.script(&c.text.clone(), stdin.clone()),
+                        _ => dynamic_wrapped(w, sub, name),
+                    }
+                    return Some(());
+                }
+                if matches!(
+                    t,
+                    "-w" | "--wait" | "--timeout" | "-E" | "--conflict-exit-code"
+                ) {
+                    i += 2;
+                    continue;
+                }
+                if t.starts_with('-') {
+                    i += 1;
+                    continue;
+                }
+                break;
+            }
+            let lock = args.get(i);
+            let rest = args.get(i + 1..).unwrap_or(&[]);
+            if let Some(l) = lock
+                && !l.text.bytes().all(|b| b.is_ascii_digit())
+            {
+                w.path(l, PathAccess::Write, sub, "lock file");
+            }
+            match rest.first() {
+                Some(c) if matches!(c.text.as_str(), "-c" | "--command") => match rest.get(1) {
+                    Some(c) if !c.dynamic => w.script(&c.text.clone(), stdin.clone()),
+                    _ => dynamic_wrapped(w, sub, name),
+                },
+                Some(_) => run_inner(w, rest, sub, stdin, name),
+                None => w.add(Decision::Allow, "read_only", sub, "takes a lock".to_owned()),
+            }
+        }
+        "script" => {
+            let mut i = 0;
+            let mut out: Option<&Decoded> = None;
+            let mut ran = false;
+            while let Some(a) = args.get(i) {
+                let t = a.text.as_str();
+                i += 1;
+                if matches!(t, "-c" | "--command") {
+                    match args.get(i) {
+                        Some(c) if !c.dynamic => w.script(&c.text.clone(), StdinKind::Terminal),
+                        _ => dynamic_wrapped(w, sub, name),
+                    }
+                    ran = true;
+                    i += 1;
+                } else if matches!(
+                    t,
+                    "-I" | "-O"
+                        | "-B"
+                        | "-T"
+                        | "-t"
+                        | "--log-in"
+                        | "--log-out"
+                        | "--log-io"
+                        | "--log-timing"
+                ) {
+                    if let Some(f) = args.get(i) {
+                        w.path(f, PathAccess::Write, sub, "script log");
+                    }
+                    i += 1;
+                } else if !t.starts_with('-') {
+                    out = Some(a);
+                }
+            }
+            let typescript = Decoded {
+                text: "typescript".to_owned(),
+                ..Decoded::default()
+            };
+            w.path(
+                out.unwrap_or(&typescript),
+                PathAccess::Write,
+                sub,
+                "typescript",
+            );
+            if !ran {
+                w.add(
+                    Decision::Deny,
+                    "interactive",
+                    sub,
+                    "`script` without -c starts an interactive shell".to_owned(),
+                );
+            }
+        }
+        "strace" | "ltrace" => {
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                let t = a.text.as_str();
+                if a.dynamic {
+                    dynamic_wrapped(w, sub, name);
+                    return Some(());
+                }
+                if !t.starts_with('-') {
+                    break;
+                }
+                i += 1;
+                if matches!(t, "-p" | "--attach") {
+                    w.add(
+                        Decision::Deny,
+                        "attaches_process",
+                        sub,
+                        format!("`{name} -p` attaches to another process"),
+                    );
+                    return Some(());
+                }
+                if matches!(t, "-o" | "--output") {
+                    if let Some(f) = args.get(i) {
+                        w.path(f, PathAccess::Write, sub, "trace output");
+                    }
+                    i += 1;
+                } else if matches!(
+                    t,
+                    "-e" | "-s"
+                        | "-u"
+                        | "-E"
+                        | "-a"
+                        | "-b"
+                        | "-I"
+                        | "-O"
+                        | "-S"
+                        | "-X"
+                        | "-P"
+                        | "-U"
+                        | "-n"
+                        | "-A"
+                        | "-l"
+                        | "-L"
+                        | "-x"
+                ) && t.len() == 2
+                {
+                    i += 1;
+                }
+            }
+            w.add(
+                Decision::Ask,
+                "traces",
+                sub,
+                format!("`{name}` traces the program it runs"),
+            );
+            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
+        }
+        "parallel" => {
+            let sep = args
+                .iter()
+                .position(|a| matches!(a.text.as_str(), ":::" | "::::" | ":::+" | "::::+"));
+            let cmd_end = sep.unwrap_or(args.len());
+            let mut i = 0;
+            while let Some(a) = args.get(i) {
+                if i >= cmd_end || !a.text.starts_with('-') {
+                    break;
+                }
+                i += 1;
+                if matches!(
+                    a.text.as_str(),
+                    "-j" | "--jobs"
+                        | "-S"
+                        | "--sshlogin"
+                        | "--arg-file"
+                        | "-a"
+                        | "--colsep"
+                        | "-C"
+                        | "-d"
+                        | "--delimiter"
+                        | "-n"
+                        | "-N"
+                        | "--timeout"
+                        | "--joblog"
+                        | "--results"
+                        | "--tmpdir"
+                        | "-I"
+                        | "--tag-string"
+                        | "--env"
+                ) {
+                    i += 1;
+                }
+            }
+            if args.iter().any(|a| {
+                matches!(
+                    a.text.as_str(),
+                    "-S" | "--sshlogin" | "--sshloginfile" | "--slf"
+                )
+            }) {
+                network(w, sub, "parallel --sshlogin");
+                return Some(());
+            }
+            let mut inner: Vec<Decoded> = args.get(i..cmd_end).unwrap_or(&[]).to_vec();
+            if inner.is_empty() {
+                w.add(
+                    Decision::Deny,
+                    "shell_stdin",
+                    sub,
+                    "`parallel` without a command runs its input lines as commands".to_owned(),
+                );
+                return Some(());
+            }
+            inner.push(Decoded {
+                dynamic: true,
+                ..Decoded::default()
+            });
+            let mut text = display_words(args.get(i..cmd_end).unwrap_or(&[]));
+            for a in args.get(cmd_end..).unwrap_or(&[]) {
+                text.push(' ');
+                text.push_str(&a.text);
+            }
+            if let Some(what) = crate::backstop::catastrophic(&text) {
+                w.add(
+                    Decision::Deny,
+                    "catastrophic_text",
+                    sub,
+                    format!("`parallel` would run {what}"),
+                );
+                return Some(());
+            }
+            if inner.len() == 2 && inner.first().is_some_and(|f| f.text.contains(' ')) {
+                // `parallel 'cmd {}' ::: a b`: the command is a shell string, run per argument.
+                let s = inner.first().map(|f| f.text.clone()).unwrap_or_default();
+                let values: Vec<&Decoded> = args
+                    .get(cmd_end..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|a| !a.text.starts_with(":::"))
+                    .take(16)
+                    .collect();
+                let from_file =
+                    sep.is_some_and(|p| args.get(p).is_some_and(|a| a.text.starts_with("::::")));
+                if values.is_empty() || from_file || values.iter().any(|v| v.dynamic) {
+                    dynamic_args(w, sub, name);
+                    w.script(&s.replace("{}", "x"), StdinKind::Terminal);
+                } else {
+                    for v in values {
+                        w.script(&s.replace("{}", &v.text), StdinKind::Terminal);
+                    }
+                }
+                return Some(());
+            }
+            run_inner(w, &inner, sub, &StdinKind::Terminal, name);
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// `tar -t`/`--list` with no option that writes, extracts or runs a program.
+fn tar_lists(args: &[Decoded]) -> bool {
+    let mut list = false;
+    for (i, a) in args.iter().enumerate() {
+        let t = a.text.as_str();
+        if a.dynamic {
+            return false;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            match name {
+                "list" => list = true,
+                "file" | "verbose" | "gzip" | "gunzip" | "bzip2" | "xz" | "zstd" | "lzma"
+                | "auto-compress" | "numeric-owner" | "wildcards" | "no-wildcards" | "exclude"
+                | "quoting-style" | "full-time" | "utc" | "ignore-zeros" => {}
+                _ => return false,
+            }
+        } else if t.starts_with('-') || i == 0 {
+            let flags = t.trim_start_matches('-');
+            if flags.contains('t') {
+                list = true;
+            }
+            if flags.chars().any(|c| !"tvzjJfaO".contains(c)) {
+                return false;
+            }
+        }
+    }
+    list
+}
+
+/// A reader judged by the command table and the option interpreter.
+fn table_reader(
+    w: &mut Walker<'_>,
+    name: &str,
+    spec: &crate::table::CommandSpec,
+    args: &[Decoded],
+    sub: &str,
+) {
+    use crate::table::Operands;
+    let p = crate::table::interpret(spec, args);
+    let mut pattern_given = false;
+    for g in &p.opts {
+        let e = g.spec.effects;
+        let opt = g.spec.display();
+        if e.exec {
+            w.add(
+                Decision::Deny,
+                "exec_option",
+                sub,
+                format!("`{name} {opt}` runs another program"),
+            );
+            return;
+        }
+        let target = g.values.last();
+        if e.read || e.file_list {
+            match target {
+                Some(v) => w.path(v, PathAccess::Read, sub, &format!("`{opt}` file")),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    format!("`{opt}` of `{name}` has no value"),
+                ),
+            }
+        }
+        if e.file_list {
+            w.add(
+                Decision::Ask,
+                "files_from_list",
+                sub,
+                format!(
+                    "`{name} {opt}` reads files named in another file, which cannot be reviewed"
+                ),
+            );
+        }
+        if e.write {
+            match target {
+                Some(v) => w.path(v, PathAccess::Write, sub, &format!("`{opt}` output")),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    format!("`{opt}` of `{name}` has no value"),
+                ),
+            }
+        }
+        if e.long_running {
+            w.add(
+                Decision::Ask,
+                "long_running",
+                sub,
+                format!("`{name} {opt}` keeps running until it is stopped"),
+            );
+        }
+        if e.ask {
+            w.add(
+                Decision::Ask,
+                "option_side_effect",
+                sub,
+                format!("`{name} {opt}` has a side effect"),
+            );
+        }
+        pattern_given |= e.pattern;
+    }
+    for u in &p.unknown {
+        w.add(
+            Decision::Ask,
+            "unknown_option",
+            sub,
+            format!("`{name}` has no option `{u}` in the command table; an unknown option may write or run code"),
+        );
+    }
+    let mut operands: Vec<&Decoded> = p.operands.iter().collect();
+    match spec.operands {
+        Operands::PatternRead if !pattern_given && !operands.is_empty() => {
+            operands.remove(0);
+        }
+        Operands::Data => operands.clear(),
+        Operands::ReadWriteLast if operands.len() >= 2 => {
+            if let Some(out) = operands.pop() {
+                w.path(out, PathAccess::Write, sub, "output file");
+            }
+        }
+        _ => {}
+    }
+    for o in operands {
+        if o.text != "-" {
+            w.path(o, PathAccess::Read, sub, "argument");
+        }
+    }
+    w.add(
+        Decision::Allow,
+        "read_only",
+        sub,
+        format!("`{name}` only reads"),
+    );
+}
+
+/// A wrapper's argument known only at run time, where it may be the command it runs.
+pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
+    w.add(
+        Decision::Deny,
+        "dynamic_command",
+        sub,
+        format!("an argument of `{name}` before the command it runs is only known at run time: it may be that command, which cannot be reviewed"),
+    );
+}
+
 fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, name);
+    }
+    if let Some(spec) = crate::table::spec(name) {
+        return table_reader(w, name, spec, args, sub);
     }
     let (short_arg, long_arg): (&str, &[&str]) = match name {
         "grep" | "egrep" | "fgrep" => (
@@ -1274,6 +2016,17 @@ fn run_inner(w: &mut Walker<'_>, inner: &[Decoded], sub: &str, stdin: &StdinKind
         return;
     }
     let display = display_words(inner);
+    // `timeout 5 NAME=value cmd` runs a program called `NAME=value`; judge it as the
+    // assignment a reader takes it for, so wrapping never hides one.
+    if let Some(first) = inner.first()
+        && let Some((name, _)) = first.text.split_once('=')
+        && !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'%')
+    {
+        check_env_name(w, name, &display);
+    }
     classify(w, inner, &display, stdin);
 }
 
@@ -1294,13 +2047,30 @@ fn writer(
     match name {
         "env" => {
             let mut i = 0;
+            let mut chdir: Option<Decoded> = None;
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
                 if a.dynamic {
-                    return dynamic_args(w, sub, name);
+                    return dynamic_wrapped(w, sub, name);
                 }
-                if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+                if matches!(t, "-u" | "--unset") {
                     i += 2;
+                    continue;
+                }
+                if matches!(t, "-C" | "--chdir") {
+                    chdir = args.get(i + 1).cloned();
+                    i += 2;
+                    continue;
+                }
+                if let Some(d) = t
+                    .strip_prefix("--chdir=")
+                    .or_else(|| t.strip_prefix("-C").filter(|d| !d.is_empty()))
+                {
+                    chdir = Some(Decoded {
+                        text: d.to_owned(),
+                        ..a.clone()
+                    });
+                    i += 1;
                     continue;
                 }
                 if t == "-S"
@@ -1331,13 +2101,22 @@ fn writer(
                 }
                 break;
             }
-            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name)
+            let saved = w.cwd.clone();
+            if let Some(d) = &chdir {
+                w.path(d, PathAccess::Read, sub, "directory");
+                w.cwd = if d.dynamic {
+                    None
+                } else {
+                    w.cwd
+                        .as_ref()
+                        .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+                };
+            }
+            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
+            w.cwd = saved;
         }
         "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
         | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
-            if dyn_args {
-                return dynamic_args(w, sub, name);
-            }
             let mut i = 0;
             let with_arg: &[&str] = match name {
                 "timeout" => &["-s", "--signal", "-k", "--kill-after"],
@@ -1349,6 +2128,9 @@ fn writer(
             };
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
+                if a.dynamic {
+                    return dynamic_wrapped(w, sub, name);
+                }
                 if !t.starts_with('-') || t == "-" {
                     break;
                 }
@@ -1358,6 +2140,14 @@ fn writer(
                 }
                 if with_arg.contains(&t) {
                     i += 1;
+                }
+                if name == "setsid" && (t == "-f" || t == "--fork") {
+                    w.add(
+                        Decision::Ask,
+                        "background",
+                        sub,
+                        "`setsid -f` leaves the command running in the background".to_owned(),
+                    );
                 }
                 if name == "command" && (t == "-v" || t == "-V") {
                     w.add(
@@ -1369,10 +2159,11 @@ fn writer(
                     return;
                 }
             }
-            if matches!(name, "timeout" | "flock" | "chrt") {
-                i += 1; // duration, lock file, priority
-            }
-            if name == "taskset" {
+            if matches!(name, "timeout" | "flock" | "chrt" | "taskset") {
+                // duration, lock file, priority, cpu mask
+                if args.get(i).is_some_and(|a| a.dynamic) {
+                    dynamic_args(w, sub, name);
+                }
                 i += 1;
             }
             let inner = args.get(i..).unwrap_or(&[]);
@@ -1397,13 +2188,13 @@ fn writer(
             run_inner(w, inner, sub, stdin, name)
         }
         "xargs" => {
-            if dyn_args {
-                return dynamic_args(w, sub, name);
-            }
             let a_short = "IiLlnPsdEa";
             let mut i = 0;
             while let Some(a) = args.get(i) {
                 let t = a.text.as_str();
+                if a.dynamic {
+                    return dynamic_wrapped(w, sub, name);
+                }
                 if !t.starts_with('-') {
                     break;
                 }
@@ -1505,6 +2296,22 @@ fn writer(
         }
         "source" | "." => {
             if let Some(f) = args.first() {
+                let t = f.text.as_str();
+                let stdin_file = matches!(t, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-");
+                if stdin_file && let StdinKind::Literal(text) = stdin {
+                    let text = text.clone();
+                    w.script(&text, StdinKind::Terminal);
+                    return;
+                }
+                if f.dynamic || stdin_file || t.starts_with("/dev/fd/") || t.starts_with("/proc/") {
+                    w.add(
+                        Decision::Deny,
+                        "dynamic_script",
+                        sub,
+                        format!("`{name}` runs code that is the output of a command or input only known at run time"),
+                    );
+                    return;
+                }
                 w.path(f, PathAccess::Read, sub, "sourced file");
             }
             w.add(Decision::Ask, "source_file", sub, format!("`{name}` runs the commands of a file in this shell; its contents cannot be reviewed from the command line"));
@@ -1519,6 +2326,12 @@ fn writer(
                     w.cwd = w.an.home.as_ref().map(std::path::PathBuf::from);
                 }
                 (_, Some(d)) if d.dynamic => w.cwd = None,
+                // With CDPATH set, a relative `cd dir` may land in any CDPATH entry.
+                (_, Some(d))
+                    if w.cdpath && !d.text.starts_with('/') && !d.text.starts_with('.') =>
+                {
+                    w.cwd = None;
+                }
                 (_, Some(d)) => {
                     w.path(d, PathAccess::Read, sub, "directory");
                     w.cwd = w
@@ -1675,6 +2488,51 @@ fn writer(
                     format!("this option of `{name}` runs another program"),
                 );
                 return;
+            }
+            if name == "tar" {
+                // -C DIR / --directory=DIR (and abbreviations): extraction writes there.
+                let mut it = args.iter().peekable();
+                while let Some(a) = it.next() {
+                    let t = a.text.as_str();
+                    let dir = if t == "-C" {
+                        it.peek().map(|d| (*d).clone())
+                    } else if let Some(v) = t
+                        .strip_prefix("-C")
+                        .filter(|v| !v.is_empty() && !t.starts_with("--"))
+                    {
+                        Some(Decoded {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        })
+                    } else if let Some((n, v)) =
+                        t.strip_prefix("--").and_then(|l| l.split_once('='))
+                    {
+                        (n.len() >= 3 && "directory".starts_with(n)).then(|| Decoded {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        })
+                    } else if t.len() >= 5 && "--directory".starts_with(t) {
+                        it.peek().map(|d| (*d).clone())
+                    } else {
+                        None
+                    };
+                    if let Some(d) = dir {
+                        // Extraction writes into the directory; creation reads from it.
+                        let extract = args.iter().enumerate().any(|(k, a)| {
+                            let t = a.text.as_str();
+                            t == "--extract"
+                                || t == "--get"
+                                || (t.starts_with('-') && !t.starts_with("--") && t.contains('x'))
+                                || (k == 0 && !t.starts_with('-') && t.contains('x'))
+                        });
+                        let access = if extract {
+                            PathAccess::Write
+                        } else {
+                            PathAccess::Read
+                        };
+                        w.path(&d, access, sub, "tar directory");
+                    }
+                }
             }
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");

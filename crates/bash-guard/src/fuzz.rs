@@ -23,12 +23,9 @@ impl PathJudge for Everything {
 /// input: no panic, the verdict is the strictest finding, a deny always has a deny finding,
 /// and wrapping the command in a subshell never lowers the decision.
 pub fn check_command(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    if text.len() > 4096 {
-        return;
-    }
+    // No input filter: invalid UTF-8 is decoded lossily, any length goes through the caps.
+    let text = String::from_utf8_lossy(data);
+    let text = text.as_ref();
     let analyzer = Analyzer::with_home(BashConfig::default(), Some("/home/fuzz".to_owned()));
     let cwd = Path::new("/proj");
     let v = analyzer.analyze(text, cwd, &Everything);
@@ -51,5 +48,21 @@ pub fn check_command(data: &[u8]) {
             "wrapping lowered a deny: {text:?}"
         );
     }
-    let _ = simple_commands(text);
+    assert_eq!(
+        analyzer.analyze(text, cwd, &Everything),
+        v,
+        "the verdict is not deterministic: {text:?}"
+    );
+    // A command the analyzer could not parse must not be splittable for allow rules.
+    if v.findings
+        .iter()
+        .any(|f| crate::limits::UNPARSABLE.contains(&f.code))
+    {
+        assert!(
+            simple_commands(text).is_err(),
+            "an unparsable command was split: {text:?}"
+        );
+    } else {
+        let _ = simple_commands(text);
+    }
 }

@@ -143,7 +143,7 @@ pub(crate) fn git(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: boo
         return;
     };
     let rest = args.get(i + 1..).unwrap_or(&[]);
-    for a in rest {
+    for (k, a) in rest.iter().enumerate() {
         let t = a.text.as_str();
         if let Some(l) = t.strip_prefix("--") {
             let name = l.split_once('=').map_or(l, |(n, _)| n);
@@ -174,12 +174,16 @@ pub(crate) fn git(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: boo
                             sub,
                             "git output option",
                         ),
-                        None => w.add(
-                            Decision::Ask,
-                            "writes_files",
-                            sub,
-                            format!("`{t}` writes a file"),
-                        ),
+                        // `--output FILE`: git's parse-options takes the next word.
+                        None => match rest.get(k + 1) {
+                            Some(f) => w.path(f, PathAccess::Write, sub, "git output option"),
+                            None => w.add(
+                                Decision::Ask,
+                                "writes_files",
+                                sub,
+                                format!("`{t}` writes a file"),
+                            ),
+                        },
                     }
                 }
             }

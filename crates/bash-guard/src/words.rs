@@ -10,6 +10,9 @@ use brush_parser::word::{
 
 /// Brace expansions producing more words than this are treated as dynamic.
 const MAX_BRACE_WORDS: usize = 256;
+/// Brace expansions producing more words than this are refused: bash would exhaust memory
+/// building them.
+const MAX_BRACE_PRODUCT: u128 = 1 << 16;
 
 /// One decoded word.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,6 +35,11 @@ pub(crate) struct DecodeOut {
     pub substitutions: Vec<String>,
     /// A word the word parser rejected (it is also marked dynamic).
     pub errors: Vec<String>,
+    /// Arithmetic expressions (`$((..))`, array subscripts): bash evaluates the values of the
+    /// variables they name as arithmetic in turn.
+    pub arith: Vec<String>,
+    /// Variables expanded indirectly (`${!x}`): bash expands the variable their value names.
+    pub indirect: Vec<String>,
 }
 
 /// Characters after which a word needs the full word parser.
@@ -64,6 +72,16 @@ pub(crate) struct Decoder<'a> {
 impl Decoder<'_> {
     /// Decodes one raw word, applying brace expansion first as bash does.
     pub(crate) fn decode_into(&self, raw: &str, out: &mut DecodeOut) {
+        if crate::limits::overflowing_number(raw) {
+            // brush-parser panics on these (brace sequences, `~+N`); bash rejects them.
+            out.errors
+                .push(format!("a number in `{raw}` is past 64 bits"));
+            out.words.push(Decoded {
+                dynamic: true,
+                ..Decoded::default()
+            });
+            return;
+        }
         if is_plain(raw) {
             out.words.push(Decoded {
                 text: raw.to_owned(),
@@ -72,8 +90,19 @@ impl Decoder<'_> {
             return;
         }
         if raw.contains('{')
+            && let Err(r) = crate::limits::check_braces(raw)
+        {
+            out.errors.push(r.message);
+            out.words.push(Decoded {
+                dynamic: true,
+                ..Decoded::default()
+            });
+            return;
+        }
+        if raw.contains('{')
             && (raw.contains(',') || raw.contains(".."))
-            && let Ok(Some(exprs)) = word::parse_brace_expansions(raw, self.options)
+            && let Ok(Ok(Some(exprs))) =
+                crate::limits::guarded(|| word::parse_brace_expansions(raw, self.options))
         {
             {
                 let mut expanded = vec![String::new()];
@@ -82,6 +111,13 @@ impl Decoder<'_> {
                         self.decode_one(&one, out);
                     }
                 } else {
+                    let words = brace_count(&exprs);
+                    if words > MAX_BRACE_PRODUCT {
+                        // bash would build every word before running anything: memory runs out.
+                        out.errors.push(format!(
+                            "`{raw}` brace-expands to {words} words or more; the limit is {MAX_BRACE_PRODUCT}"
+                        ));
+                    }
                     out.words.push(Decoded {
                         text: String::new(),
                         dynamic: true,
@@ -100,7 +136,9 @@ impl Decoder<'_> {
 
     fn decode_one(&self, raw: &str, out: &mut DecodeOut) {
         let mut decoded = Decoded::default();
-        match word::parse(raw, self.options) {
+        match crate::limits::guarded(|| word::parse(raw, self.options).map_err(|e| e.to_string()))
+            .and_then(|r| r)
+        {
             Ok(pieces) => self.pieces(&pieces, false, &mut decoded, out),
             Err(err) => {
                 decoded.dynamic = true;
@@ -118,10 +156,26 @@ impl Decoder<'_> {
 
     /// Decodes a here-document body or other expanding text: only its substitutions matter.
     pub(crate) fn scan_heredoc(&self, body: &str, out: &mut DecodeOut) -> bool {
-        match word::parse_heredoc(body, self.options) {
+        match crate::limits::guarded(|| {
+            word::parse_heredoc(body, self.options).map_err(|e| e.to_string())
+        })
+        .and_then(|r| r)
+        {
             Ok(pieces) => {
                 let mut decoded = Decoded::default();
+                let before = out.substitutions.len();
                 self.pieces(&pieces, true, &mut decoded, out);
+                // An unreadable `$(..)` comes back as plain text: bash would fail on it, and
+                // this walker cannot see what it holds.
+                if out.substitutions.len() == before
+                    && !decoded.dynamic
+                    && has_unescaped_substitution(body)
+                {
+                    out.errors.push(
+                        "a command substitution in a here-document cannot be read".to_owned(),
+                    );
+                    return true;
+                }
                 decoded.dynamic
             }
             Err(err) => {
@@ -200,6 +254,7 @@ impl Decoder<'_> {
                 WordPiece::ArithmeticExpression(expr) => {
                     d.dynamic = true;
                     self.scan_fragment(&expr.value, out);
+                    out.arith.push(expr.value.clone());
                 }
             }
         }
@@ -251,12 +306,102 @@ impl Decoder<'_> {
             | P::VariableNames { .. }
             | P::MemberKeys { .. } => Vec::new(),
         };
-        if let P::Parameter {
-            parameter: word::Parameter::NamedWithIndex { index, .. },
-            ..
-        } = expr
-        {
-            self.scan_fragment(index, out);
+        let (parameter, indirect) = match expr {
+            P::Parameter {
+                parameter,
+                indirect,
+            }
+            | P::UseDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::AssignDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UseAlternativeValue {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::ParameterLength {
+                parameter,
+                indirect,
+            }
+            | P::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::Substring {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::Transform {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UppercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UppercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::LowercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::LowercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::ReplaceSubstring {
+                parameter,
+                indirect,
+                ..
+            } => (Some(parameter), *indirect),
+            _ => (None, false),
+        };
+        match parameter {
+            Some(word::Parameter::NamedWithIndex { name, index }) => {
+                self.scan_fragment(index, out);
+                out.arith.push(index.clone());
+                if indirect {
+                    out.indirect.push(name.clone());
+                }
+            }
+            Some(word::Parameter::Named(name)) if indirect => out.indirect.push(name.clone()),
+            _ => {}
         }
         for f in fragments {
             self.scan_fragment(f, out);
@@ -265,6 +410,32 @@ impl Decoder<'_> {
 }
 
 /// Expands `exprs` into `acc` (the cartesian product bash builds); false when too many words.
+/// How many words a brace expansion produces, saturating.
+fn brace_count(exprs: &[BraceExpressionOrText]) -> u128 {
+    let mut total: u128 = 1;
+    for e in exprs {
+        if let BraceExpressionOrText::Expr(members) = e {
+            let mut alternatives: u128 = 0;
+            for m in members {
+                let n = match m {
+                    BraceExpressionMember::Child(children) => brace_count(children),
+                    BraceExpressionMember::NumberSequence {
+                        start,
+                        end,
+                        increment,
+                    } => u128::from(start.abs_diff(*end) / increment.unsigned_abs().max(1)) + 1,
+                    BraceExpressionMember::CharSequence { start, end, .. } => {
+                        u128::from((*start as u32).abs_diff(*end as u32)) + 1
+                    }
+                };
+                alternatives = alternatives.saturating_add(n);
+            }
+            total = total.saturating_mul(alternatives.max(1));
+        }
+    }
+    total
+}
+
 fn expand_braces(exprs: &[BraceExpressionOrText], acc: &mut Vec<String>) -> bool {
     for e in exprs {
         match e {
@@ -438,6 +609,22 @@ pub(crate) fn decode_ansi_c(s: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `text` holds a `$(` or a backtick that no backslash escapes.
+fn has_unescaped_substitution(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'\\' => i += 1,
+            b'`' => return true,
+            b'$' if b.get(i + 1) == Some(&b'(') => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 #[cfg(test)]

@@ -83,8 +83,110 @@ impl Fixture {
     }
 }
 
-fn corpus() -> Vec<(Decision, String, String, usize)> {
-    let text = include_str!("data/corpus.txt");
+/// One corpus case: expected decision, command, why, line.
+type Case = (Decision, String, String, usize);
+
+fn corpus() -> Vec<Case> {
+    parse_corpus(include_str!("data/corpus.txt"))
+}
+
+/// The adversarial corpus in `tests/corpus/`, one file per area, with file names for messages.
+fn adversarial() -> Vec<(String, Vec<Case>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                parse_corpus(&text),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn adversarial_corpus_decisions() {
+    let f = fixture();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (file, cases) in adversarial() {
+        for (expected, command, why, line) in cases {
+            n += 1;
+            let v = f.check(&command);
+            if v.decision != expected {
+                failures.push(format!(
+                    "{file}:{line}: `{command}` expected {expected}, got {} ({why})\n    {:?}",
+                    v.decision,
+                    v.findings
+                        .iter()
+                        .map(|f| format!("{} {} [{}]", f.decision, f.code, f.subcommand))
+                        .collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    assert!(n >= 100, "{n}");
+    assert!(
+        failures.is_empty(),
+        "{} of {n} adversarial cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_variable_table_entry_has_a_corpus_case() {
+    let cases: Vec<String> = adversarial()
+        .into_iter()
+        .flat_map(|(_, c)| c.into_iter().map(|(_, command, _, _)| command))
+        .collect();
+    for pattern in bash_guard::tidy::variable_patterns() {
+        let stem = pattern.trim_end_matches('*');
+        assert!(
+            cases.iter().any(|c| c.contains(stem)),
+            "the variable table entry `{pattern}` has no case in tests/corpus/"
+        );
+    }
+}
+
+#[test]
+fn every_effect_option_of_the_command_table_has_a_corpus_case() {
+    assert!(bash_guard::tidy::table_parses());
+    let cases: Vec<String> = adversarial()
+        .into_iter()
+        .flat_map(|(_, c)| c.into_iter().map(|(_, command, _, _)| command))
+        .collect();
+    let mut missing = Vec::new();
+    for (command, option) in bash_guard::tidy::effect_options() {
+        let found = cases.iter().any(|c| {
+            c.split_whitespace().next() == Some(command.as_str())
+                && c.split_whitespace().any(|w| {
+                    w == option
+                        || w.starts_with(&format!("{option}="))
+                        || (option.len() == 2
+                            && w.starts_with('-')
+                            && !w.starts_with("--")
+                            && w.contains(&option[1..]))
+                })
+        });
+        if !found {
+            missing.push(format!("{command} {option}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "table options without a corpus case: {missing:?}"
+    );
+}
+
+fn parse_corpus(text: &str) -> Vec<Case> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -251,6 +353,9 @@ proptest! {
             format!("echo \"$( {c}\n)\""),
             format!("true | {c}"),
             format!("{c}\n true"),
+            format!("{c}; true"),
+            format!("env {c}"),
+            format!("timeout 5 {c}"),
         ] {
             let w = check_str(&wrapped);
             prop_assert!(w >= base, "`{}` is {} but `{}` is {}", c, base, wrapped, w);
@@ -268,6 +373,108 @@ proptest! {
     fn never_panics(s in ".{0,200}") {
         bash_guard::fuzz::check_command(s.as_bytes());
     }
+}
+
+/// The shapes that crash or stall a naive parser, at many times the caps.
+fn hostile_shapes() -> Vec<(&'static str, String)> {
+    let n = 4800; // 100x the nesting cap
+    vec![
+        ("subshells", "( ".repeat(n) + "ls" + &" )".repeat(n)),
+        ("groups", "{ ".repeat(n) + "ls;" + &" }".repeat(n)),
+        (
+            "substitutions",
+            "echo ".to_owned() + &"\"$(".repeat(n) + "ls" + &")\"".repeat(n),
+        ),
+        (
+            "ifs",
+            "if true; then ".repeat(n) + "ls;" + &" fi;".repeat(n),
+        ),
+        (
+            "defaults",
+            "echo ".to_owned() + &"${x:-".repeat(n) + "a" + &"}".repeat(n),
+        ),
+        (
+            "arithmetic",
+            "echo ".to_owned() + &"$((".repeat(n) + "1" + &"))".repeat(n),
+        ),
+        (
+            "backticks",
+            "echo ".to_owned() + &"`echo \\".repeat(12) + "`",
+        ),
+        (
+            "nested braces",
+            "echo ".to_owned() + &"{".repeat(40) + "a,b" + &"}".repeat(40),
+        ),
+        (
+            "brace product",
+            "echo ".to_owned() + &"{a,b,c,d}".repeat(40),
+        ),
+        (
+            "brace sequence",
+            "echo {1..99999999999999999999}".to_owned(),
+        ),
+        ("tilde number", "ls ~+99999999999999999999999".to_owned()),
+        ("fd number", "echo 99999999999>x".to_owned()),
+        ("one mebibyte", "echo ".to_owned() + &"a".repeat(1 << 20)),
+        ("many commands", "ls; ".repeat(5000)),
+        (
+            "decoded nesting",
+            "bash -c $'".to_owned() + &"\\x28".repeat(5000) + "'",
+        ),
+        ("unterminated quote", "\"$(".to_owned() + &"( ".repeat(n)),
+        (
+            "quote inside default",
+            "echo \"${x:-'}\" ".to_owned() + &"( ".repeat(n) + &" )".repeat(n),
+        ),
+        ("spaced double paren", "( (rm -rf ~) )".to_owned()),
+    ]
+}
+
+#[test]
+fn hostile_shapes_are_refused_on_a_small_stack() {
+    // Test threads have a 2 MiB stack: the analyzer must not depend on the caller's.
+    let f = fixture();
+    for (name, command) in hostile_shapes() {
+        let v = f.check(&command);
+        assert_ne!(v.decision, Decision::Allow, "{name}: {v:?}");
+        assert!(
+            v.findings
+                .iter()
+                .any(|x| x.decision == v.decision && !x.code.is_empty()),
+            "{name}"
+        );
+        if name != "spaced double paren" && name != "brace product" {
+            assert!(simple_commands(&command).is_err(), "{name} was split");
+        }
+    }
+}
+
+#[test]
+fn spaced_double_parens_are_subshells() {
+    let f = fixture();
+    for c in [
+        "( (rm -rf ~) )",
+        "((rm -rf ~) )",
+        "( (rm -rf ~))",
+        "echo $( (rm -rf ~) )",
+    ] {
+        assert_eq!(f.check(c).decision, Decision::Deny, "{c}");
+    }
+    assert_eq!(f.check("(( i = 1 + 2 ))").decision, Decision::Allow);
+    assert_eq!(f.check("( (ls) )").decision, Decision::Allow);
+}
+
+#[test]
+fn a_parse_error_anywhere_makes_the_command_unsplittable() {
+    for c in [
+        "echo ok; echo \"$(echo \"oops)\"",
+        "bash -c 'echo \"unterminated'",
+        "cat <<EOF\n$(echo \"x)\nEOF",
+        "echo 99999999999>x",
+    ] {
+        assert!(simple_commands(c).is_err(), "{c}");
+    }
+    assert!(simple_commands("ls && bash -c 'git status'").is_ok());
 }
 
 #[test]

@@ -1,0 +1,146 @@
+//! The catastrophic-text backstop: a string that will be executed (an interpreter's `-c`/`-e`
+//! code, a here-document fed to an interpreter, an awk program, the arguments of a program
+//! this analyzer does not understand) is searched for a catastrophic command, and denied when
+//! it holds one, even where its structure is not understood.
+
+/// Targets whose recursive removal, chmod or chown is catastrophic.
+const TARGETS: &[&str] = &[
+    "/",
+    "/*",
+    "~",
+    "~/",
+    "~/*",
+    "$HOME",
+    "$HOME/",
+    "$HOME/*",
+    "${HOME}",
+    "${HOME}/",
+    "${HOME}/*",
+    "/home",
+    "/etc",
+    "/usr",
+    "/bin",
+    "/boot",
+    "/lib",
+    "/var",
+    "/root",
+    "/sbin",
+    ".",
+    "./",
+    "..",
+    "*",
+];
+
+/// Python/Node/Ruby/Perl spellings of "remove this tree".
+const TREE_REMOVERS: &[&str] = &[
+    "rmtree(",
+    "rmSync(",
+    "rm_rf(",
+    "rm_r(",
+    "remove_tree(",
+    "rmdir(",
+];
+
+/// Names the catastrophic command it finds in `text`, if any.
+pub(crate) fn catastrophic(text: &str) -> Option<&'static str> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.contains(":(){:|:&};:") || compact.contains(":|:&") {
+        return Some("a fork bomb");
+    }
+    for statement in text.split(['\n', ';', '&', '|', '(', ')', '`', '{', '}']) {
+        let words: Vec<&str> = statement
+            .split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | ',' | '[' | ']'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let Some(pos) = words.iter().position(|w| {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            matches!(
+                base,
+                "rm" | "chmod" | "chown" | "chgrp" | "dd" | "shred" | "wipefs"
+            ) || base.starts_with("mkfs")
+        }) else {
+            continue;
+        };
+        let cmd = words
+            .get(pos)
+            .map_or("", |w| w.rsplit('/').next().unwrap_or(w));
+        let args = words.get(pos + 1..).unwrap_or(&[]);
+        let recursive = args.iter().any(|a| {
+            *a == "--recursive"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+        });
+        let on_target = args.iter().any(|a| TARGETS.contains(a));
+        let on_device = args
+            .iter()
+            .any(|a| a.starts_with("/dev/") || a.starts_with("of=/dev/"));
+        match cmd {
+            "rm" | "chmod" | "chown" | "chgrp" if recursive && on_target => {
+                return Some(
+                    "a recursive removal or permission change of the system, the home directory or the project",
+                );
+            }
+            "dd" | "shred" | "wipefs" if on_device && !args.contains(&"of=/dev/null") => {
+                return Some("a write onto a device");
+            }
+            c if c.starts_with("mkfs") && on_device => {
+                return Some("a file system made on a device");
+            }
+            _ => {}
+        }
+    }
+    for r in TREE_REMOVERS {
+        for (i, _) in text.match_indices(r) {
+            let arg: String = text
+                .get(i + r.len()..)
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| *c != ')' && *c != ',')
+                .filter(|c| !matches!(c, '\'' | '"' | ' '))
+                .collect();
+            if TARGETS.contains(&arg.as_str())
+                || arg.contains("expanduser(~")
+                || arg.contains("HOME")
+                || arg.contains("homedir")
+            {
+                return Some("a recursive removal of the system or the home directory");
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_catastrophes_in_code() {
+        for t in [
+            "import os; os.system('rm -rf ~')",
+            "require('child_process').execSync(\"rm -rf /\")",
+            "system(\"rm -fr $HOME\")",
+            ":(){ :|:& };:",
+            "dd if=/dev/zero of=/dev/sda",
+            "mkfs.ext4 /dev/sdb1",
+            "chmod -R 777 /",
+            "import shutil; shutil.rmtree('/')",
+            "/bin/rm --recursive --force /*",
+        ] {
+            assert!(catastrophic(t).is_some(), "{t}");
+        }
+    }
+
+    #[test]
+    fn leaves_ordinary_code_alone() {
+        for t in [
+            "print(1)",
+            "rm -f build/out.o",
+            "rm -rf target",
+            "dd if=a.img of=b.img",
+            "chmod +x script.sh",
+            "mkfs.ext4 disk.img",
+        ] {
+            assert!(catastrophic(t).is_none(), "{t}");
+        }
+    }
+}

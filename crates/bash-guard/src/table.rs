@@ -1,0 +1,392 @@
+//! The command table (`commands.toml`, compiled in and parsed once) and the one option
+//! interpreter that applies it with GNU `getopt_long` semantics: clusters (`-abc`), attached
+//! and separate values (`-oFILE`, `-o FILE`), `--opt=value`, unambiguous long abbreviations,
+//! `--` ending options, options after operands (permutation), and `-NUM` where allowed.
+//!
+//! Architecture Invariant: command knowledge lives in `commands.toml`; this module knows the
+//! format, not the commands.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::words::Decoded;
+
+/// How many values an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arity {
+    Flag,
+    Required,
+    /// Only given attached (`--color=always`).
+    Optional,
+    Two,
+}
+
+/// What an option's value, or the option itself, does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Effects {
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+    pub file_list: bool,
+    pub long_running: bool,
+    pub pattern: bool,
+    pub ask: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OptSpec {
+    pub short: Option<char>,
+    pub long: Option<String>,
+    pub arity: Arity,
+    pub effects: Effects,
+}
+
+impl OptSpec {
+    /// How the option is written, for messages.
+    pub(crate) fn display(&self) -> String {
+        match (&self.long, self.short) {
+            (Some(l), _) => format!("--{l}"),
+            (None, Some(s)) => format!("-{s}"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// What a command's operands are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operands {
+    Read,
+    PatternRead,
+    ReadWriteLast,
+    /// Operands are data (numbers, strings), not paths.
+    Data,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CommandSpec {
+    pub operands: Operands,
+    pub numeric: bool,
+    pub opts: Vec<OptSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    pos: String,
+    #[serde(default)]
+    numeric: bool,
+    opts: Vec<String>,
+}
+
+/// Parses one option spec: `"s|long<arity><effects>"`.
+pub(crate) fn parse_opt(spec: &str) -> Result<OptSpec, String> {
+    let cut = spec.find(['=', '?', '!']).unwrap_or(spec.len());
+    let (names, rest) = spec.split_at(cut);
+    let (short_part, long_part) = match names.split_once('|') {
+        Some((s, l)) => (s, Some(l)),
+        None => (names, None),
+    };
+    let mut short_chars = short_part.chars();
+    let short = short_chars.next();
+    if short_chars.next().is_some() {
+        return Err(format!("`{spec}`: a short option is one character"));
+    }
+    let long = long_part.filter(|l| !l.is_empty()).map(str::to_owned);
+    if short.is_none() && long.is_none() {
+        return Err(format!("`{spec}`: no option name"));
+    }
+    let (arity, effects_text) = if let Some(r) = rest.strip_prefix("=2") {
+        (Arity::Two, r)
+    } else if let Some(r) = rest.strip_prefix('=') {
+        (Arity::Required, r)
+    } else if let Some(r) = rest.strip_prefix('?') {
+        (Arity::Optional, r)
+    } else {
+        (Arity::Flag, rest.strip_prefix('!').unwrap_or(rest))
+    };
+    let mut effects = Effects::default();
+    for c in effects_text.chars() {
+        match c {
+            'R' => effects.read = true,
+            'W' => effects.write = true,
+            'X' => effects.exec = true,
+            'F' => effects.file_list = true,
+            'L' => effects.long_running = true,
+            'P' => effects.pattern = true,
+            'A' => effects.ask = true,
+            other => return Err(format!("`{spec}`: unknown effect `{other}`")),
+        }
+    }
+    Ok(OptSpec {
+        short,
+        long,
+        arity,
+        effects,
+    })
+}
+
+/// Parses the whole table text.
+pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
+    let raw: HashMap<String, RawCommand> = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut out = HashMap::new();
+    for (name, r) in raw {
+        let operands = match r.pos.as_str() {
+            "read" => Operands::Read,
+            "pattern-read" => Operands::PatternRead,
+            "read-write-last" => Operands::ReadWriteLast,
+            "data" => Operands::Data,
+            other => return Err(format!("`{name}`: unknown pos `{other}`")),
+        };
+        let opts = r
+            .opts
+            .iter()
+            .map(|o| parse_opt(o).map_err(|e| format!("`{name}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.insert(
+            name,
+            CommandSpec {
+                operands,
+                numeric: r.numeric,
+                opts,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The compiled table; `None` if it failed to parse (a test makes that impossible to ship,
+/// and callers then treat every command as unknown: ask).
+pub(crate) fn table() -> Option<&'static HashMap<String, CommandSpec>> {
+    static TABLE: OnceLock<Option<HashMap<String, CommandSpec>>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| parse_table(include_str!("commands.toml")).ok())
+        .as_ref()
+}
+
+/// The spec of `name` (aliases share one: `egrep` is `grep`, `sha1sum` is `sha256sum` ...).
+pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
+    let key = match name {
+        "egrep" | "fgrep" => "grep",
+        "sha1sum" | "sha224sum" | "sha384sum" | "sha512sum" | "b2sum" | "shasum" | "cksum"
+        | "sum" => "sha256sum",
+        "base32" => "base64",
+        "bat" => return None,
+        other => other,
+    };
+    table()?.get(key)
+}
+
+/// One option as the interpreter read it.
+#[derive(Debug, Clone)]
+pub(crate) struct Given<'a> {
+    pub spec: &'a OptSpec,
+    pub values: Vec<Decoded>,
+}
+
+/// An argument list read against a spec.
+#[derive(Debug, Default)]
+pub(crate) struct Parsed<'a> {
+    pub opts: Vec<Given<'a>>,
+    pub operands: Vec<Decoded>,
+    /// Options the table does not know, or ambiguous abbreviations, as written.
+    pub unknown: Vec<String>,
+}
+
+/// Reads `args` with GNU `getopt_long` semantics.
+pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'a> {
+    let mut p = Parsed::default();
+    let mut i = 0;
+    let mut only_operands = false;
+    while let Some(a) = args.get(i) {
+        i += 1;
+        let t = a.text.as_str();
+        if only_operands || a.dynamic || t == "-" || !t.starts_with('-') {
+            p.operands.push(a.clone());
+            continue;
+        }
+        if t == "--" {
+            only_operands = true;
+            continue;
+        }
+        if let Some(body) = t.strip_prefix("--") {
+            let (name, attached) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (body, None),
+            };
+            let Some(o) = find_long(spec, name) else {
+                p.unknown.push(t.to_owned());
+                continue;
+            };
+            let mut values = Vec::new();
+            match (o.arity, attached) {
+                (Arity::Flag, Some(_)) => {
+                    p.unknown.push(t.to_owned());
+                    continue;
+                }
+                (Arity::Flag | Arity::Optional, None) => {}
+                (_, Some(v)) => values.push(Decoded {
+                    text: v.to_owned(),
+                    ..a.clone()
+                }),
+                (Arity::Required | Arity::Two, None) => {
+                    if let Some(v) = args.get(i) {
+                        values.push(v.clone());
+                        i += 1;
+                    }
+                }
+            }
+            if o.arity == Arity::Two
+                && let Some(v) = args.get(i)
+            {
+                values.push(v.clone());
+                i += 1;
+            }
+            p.opts.push(Given { spec: o, values });
+            continue;
+        }
+        let cluster = t.get(1..).unwrap_or("");
+        if spec.numeric && cluster.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        for (k, c) in cluster.char_indices() {
+            let Some(o) = spec.opts.iter().find(|o| o.short == Some(c)) else {
+                p.unknown.push(format!("-{c}"));
+                break;
+            };
+            let rest = cluster.get(k + c.len_utf8()..).unwrap_or("");
+            match o.arity {
+                Arity::Flag => p.opts.push(Given {
+                    spec: o,
+                    values: Vec::new(),
+                }),
+                Arity::Optional => {
+                    let values = if rest.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![Decoded {
+                            text: rest.to_owned(),
+                            ..a.clone()
+                        }]
+                    };
+                    p.opts.push(Given { spec: o, values });
+                    break;
+                }
+                Arity::Required | Arity::Two => {
+                    let mut values = Vec::new();
+                    if rest.is_empty() {
+                        if let Some(v) = args.get(i) {
+                            values.push(v.clone());
+                            i += 1;
+                        }
+                    } else {
+                        values.push(Decoded {
+                            text: rest.to_owned(),
+                            ..a.clone()
+                        });
+                    }
+                    if o.arity == Arity::Two
+                        && let Some(v) = args.get(i)
+                    {
+                        values.push(v.clone());
+                        i += 1;
+                    }
+                    p.opts.push(Given { spec: o, values });
+                    break;
+                }
+            }
+        }
+    }
+    p
+}
+
+/// An exact long name, else the one option it abbreviates; `None` when unknown or ambiguous.
+fn find_long<'a>(spec: &'a CommandSpec, name: &str) -> Option<&'a OptSpec> {
+    if name.is_empty() {
+        return None;
+    }
+    if let Some(o) = spec.opts.iter().find(|o| o.long.as_deref() == Some(name)) {
+        return Some(o);
+    }
+    let mut matches = spec
+        .opts
+        .iter()
+        .filter(|o| o.long.as_deref().is_some_and(|l| l.starts_with(name)));
+    let first = matches.next()?;
+    // Several candidates are fine only if they are the same option spelled twice.
+    if matches.any(|o| o != first) {
+        return None;
+    }
+    Some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<Decoded> {
+        s.split_whitespace()
+            .map(|t| Decoded {
+                text: t.to_owned(),
+                ..Decoded::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_table_parses() {
+        let t = parse_table(include_str!("commands.toml")).unwrap();
+        assert!(t.len() >= 25);
+        assert!(table().is_some());
+    }
+
+    #[test]
+    fn option_specs_parse() {
+        let o = parse_opt("o|output=W").unwrap();
+        assert_eq!((o.short, o.long.as_deref()), (Some('o'), Some("output")));
+        assert_eq!(o.arity, Arity::Required);
+        assert!(o.effects.write);
+        let f = parse_opt("F!L").unwrap();
+        assert_eq!((f.short, f.arity), (Some('F'), Arity::Flag));
+        assert!(f.effects.long_running);
+        assert_eq!(parse_opt("|rawfile=2R").unwrap().arity, Arity::Two);
+        assert!(parse_opt("|x=Q").is_err());
+    }
+
+    #[test]
+    fn getopt_long_forms() {
+        let sort = spec("sort").unwrap();
+        for args in [
+            "-o out.txt in",
+            "-oout.txt in",
+            "--output=out.txt in",
+            "--output out.txt in",
+            "--out=out.txt in",
+            "-ro out.txt in",
+            "in -o out.txt",
+        ] {
+            let p = interpret(sort, &words(args));
+            let w: Vec<&str> = p
+                .opts
+                .iter()
+                .filter(|g| g.spec.effects.write)
+                .flat_map(|g| g.values.iter().map(|v| v.text.as_str()))
+                .collect();
+            assert_eq!(w, ["out.txt"], "{args}");
+            assert_eq!(p.operands.len(), 1, "{args}");
+            assert!(p.unknown.is_empty(), "{args}");
+        }
+        let p = interpret(sort, &words("-- -o x"));
+        assert!(p.opts.is_empty());
+        assert_eq!(p.operands.len(), 2);
+        // `--s` abbreviates several options: ambiguous, hence unknown.
+        assert_eq!(interpret(sort, &words("--s x")).unknown, ["--s"]);
+        assert_eq!(interpret(sort, &words("-q x")).unknown, ["-q"]);
+        assert!(
+            interpret(spec("head").unwrap(), &words("-5 f"))
+                .unknown
+                .is_empty()
+        );
+    }
+}
