@@ -62,8 +62,8 @@ fn demo_hits_every_kind_of_decision_and_audits_it() {
     assert_eq!(env["decision"], "deny");
     assert_eq!(env["executed"], false);
     assert_eq!(env["layer"], "perm-rules");
-    // bash-guard asked about awk (never read-only); the default approver (`no`) refused it.
-    let py = find(&v, "run_bash", "awk");
+    // bash-guard asked about a write inside the project; the default approver (`no`) refused it.
+    let py = find(&v, "run_bash", "tee notes/square.txt");
     assert_eq!(py["decision"], "ask");
     assert_eq!(py["executed"], false);
     assert_eq!(py["layer"], "bash-guard");
@@ -111,7 +111,7 @@ fn demo_with_approval_runs_the_asked_command() {
         "--approve",
         "yes",
     ]));
-    let py = find(&v, "run_bash", "awk");
+    let py = find(&v, "run_bash", "tee notes/square.txt");
     assert_eq!(py["decision"], "ask");
     assert_eq!(py["executed"], true);
     // It really ran, confined by this binary as the trampoline.

@@ -35,8 +35,13 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The command to classify.
-    #[arg(last = true, required = true, num_args = 1..)]
+    /// The command to classify (after the options; `--` before it is optional).
+    #[arg(
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub command: Vec<String>,
 }
 

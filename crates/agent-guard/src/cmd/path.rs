@@ -27,13 +27,13 @@ pub struct Args {
     #[arg(long)]
     pub cwd: Option<PathBuf>,
     /// What the path is for: read, write, list or execute-dir.
-    #[arg(long, value_parser = ["read", "write", "list", "execute-dir"])]
+    #[arg(long, default_value = "read", value_parser = ["read", "write", "list", "execute-dir"])]
     pub op: String,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
     /// The path to decide.
-    #[arg(last = true, required = true)]
+    #[arg(required = true, allow_hyphen_values = true)]
     pub path: PathBuf,
 }
 
