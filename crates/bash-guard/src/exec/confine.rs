@@ -117,7 +117,7 @@ pub(crate) fn drop_capabilities() -> Result<(), String> {
 
 /// System calls a confined command never needs and that reach past Landlock or the namespaces:
 /// answered with `EPERM`. Data: one entry per call, each checked by the confinement tests.
-pub(crate) const DENIED_SYSCALLS: &[(&str, i64)] = &[
+pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
     ("process_vm_writev", libc::SYS_process_vm_writev),

@@ -19,6 +19,11 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 pub use profile::Toolchain;
+
+/// The system calls the seccomp filter answers with `EPERM`, by name and number (for tests that
+/// check each entry from inside a confined run).
+#[doc(hidden)]
+pub use confine::DENIED_SYSCALLS;
 pub use trampoline::trampoline_main;
 
 use cgroup::PidsCgroup;
