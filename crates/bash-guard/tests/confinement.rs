@@ -485,3 +485,53 @@ async fn the_report_names_every_protection() {
     assert!(c.landlock.network_blocked);
     assert!(Path::new("/etc").is_dir());
 }
+
+#[tokio::test]
+async fn without_a_cgroup_the_pid_namespace_caps_processes() {
+    let t = Run::new();
+    let cfg = ExecConfig {
+        max_processes: 32,
+        join_cgroup_v1: false,
+        ..config()
+    };
+    // A bounded loop (600 spawns), never an unbounded bomb: with no cap at all it would still
+    // end.
+    let script = t.script(
+        "spawn.py",
+        "import subprocess
+ok, fail, procs = 0, 0, []
+for _ in range(600):
+    try:
+        procs.append(subprocess.Popen(['sleep', '5'])); ok += 1
+    except OSError:
+        fail += 1
+for p in procs: p.kill()
+print(ok, fail)
+",
+    );
+    let mut request = t.request(&format!("{PY} {script}"), &cfg);
+    request.timeout = Some(Duration::from_secs(30));
+    let r = runner_with(cfg)
+        .run(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    // 300 reserved pids + the cap + 1 (PID 1 itself holds one).
+    assert_eq!(r.confinement.pid_max, Some(333), "{:?}", r.confinement);
+    let counts: Vec<u32> = r
+        .stdout
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 2, "{r:?}");
+    assert!(counts[0] <= 332, "{} spawns succeeded", counts[0]);
+    assert!(counts[1] >= 268, "{} spawns failed", counts[1]);
+    if r.confinement.cgroup {
+        // cgroup v2: the flag does not apply and the pids cgroup still holds the cap of 32.
+        assert!(counts[0] < 32, "{r:?}");
+    } else {
+        assert_eq!(
+            r.confinement.memory_max.as_deref(),
+            Some(format!("rlimit-as:{}", 4u64 << 30).as_str())
+        );
+    }
+}

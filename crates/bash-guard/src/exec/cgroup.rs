@@ -83,6 +83,12 @@ fn locate(controller: &str) -> Result<(PathBuf, Version), String> {
     ))
 }
 
+/// True when the pids controller is on a cgroup v1 hierarchy (joins wait for an RCU grace
+/// period there).
+pub(crate) fn is_v1() -> bool {
+    matches!(locate("pids"), Ok((_, Version::V1)))
+}
+
 fn join(mnt: &str, rel: &str) -> PathBuf {
     Path::new(mnt).join(rel.trim_start_matches('/'))
 }

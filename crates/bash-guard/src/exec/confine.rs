@@ -65,6 +65,52 @@ pub(crate) fn mount_private_proc() -> Result<(), String> {
     .map_err(|e| format!("cannot mount a private /proc: {e}"))
 }
 
+/// The first pids of a namespace the kernel allocates only once: after the first wrap, new pids
+/// come from `RESERVED_PIDS..pid_max`.
+const RESERVED_PIDS: u64 = 300;
+
+/// Caps the tasks of the current PID namespace (per-namespace `pid_max`, Linux >= 6.14): at most
+/// `RESERVED_PIDS + max` live at once, and after the first wrap at most `max` beyond the reserved
+/// ones still alive. Binds root too, needs no cgroup. Call it in PID 1 after
+/// [`mount_private_proc`]. Returns the value the kernel holds.
+pub(crate) fn cap_pid_namespace(max: u64) -> Result<u64, String> {
+    // Before 6.14 the file is the host's: writing it would cap every process of the machine.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if !pid_max_is_per_namespace(&release) {
+        return Err(format!(
+            "pid_max is not per PID namespace before Linux 6.14 (this is {})",
+            release.trim()
+        ));
+    }
+    let value = RESERVED_PIDS.saturating_add(max).saturating_add(1);
+    let file = "/proc/sys/kernel/pid_max";
+    std::fs::write(file, value.to_string())
+        .map_err(|e| format!("cannot cap the PID namespace ({file}): {e}"))?;
+    let held: u64 = std::fs::read_to_string(file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| format!("cannot read back {file}"))?;
+    if held != value {
+        return Err(format!(
+            "the PID namespace cap did not hold ({file} is {held}, not {value}): pid_max is not \
+             per namespace on this kernel"
+        ));
+    }
+    Ok(held)
+}
+
+/// True for a kernel release of 6.14 or later (`6.18.44-fc-v1098`); false when unparsable.
+fn pid_max_is_per_namespace(release: &str) -> bool {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (6, 14),
+        _ => false,
+    }
+}
+
 fn last_capability() -> u32 {
     std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
         .ok()
@@ -274,6 +320,17 @@ mod tests {
             // The kernel takes at most 4096 instructions per program.
             assert!(programs.iter().all(|p| !p.is_empty() && p.len() < 4096));
         }
+    }
+
+    #[test]
+    fn pid_max_is_written_only_where_it_is_per_namespace() {
+        assert!(pid_max_is_per_namespace("6.18.44-fc-v1098\n"));
+        assert!(pid_max_is_per_namespace("6.14.0"));
+        assert!(pid_max_is_per_namespace("7.0.1-arch1"));
+        assert!(!pid_max_is_per_namespace("6.13.9"));
+        assert!(!pid_max_is_per_namespace("5.15.0-91-generic"));
+        assert!(!pid_max_is_per_namespace(""));
+        assert!(!pid_max_is_per_namespace("garbage"));
     }
 
     #[test]

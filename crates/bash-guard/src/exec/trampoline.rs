@@ -43,6 +43,8 @@ pub(crate) struct Spec {
     pub(crate) address_space: Option<u64>,
     /// Namespaces, no capabilities, seccomp.
     pub(crate) isolate: bool,
+    /// Task cap of the PID namespace (`pid_max`), when isolated.
+    pub(crate) pid_ns_max: Option<u64>,
     pub(crate) require: bool,
 }
 
@@ -60,10 +62,14 @@ pub(crate) struct Applied {
     pub(crate) namespaces: Vec<String>,
     /// A private `/proc` is mounted for the PID namespace.
     pub(crate) private_proc: bool,
+    /// `pid_max` of the PID namespace, as read back.
+    pub(crate) pid_max: Option<u64>,
     pub(crate) capabilities_dropped: bool,
     pub(crate) seccomp: bool,
     /// Why an isolation step failed.
     pub(crate) isolation_errors: Vec<String>,
+    /// What was weaker than asked but covered otherwise.
+    pub(crate) notes: Vec<String>,
     pub(crate) refused: Option<String>,
 }
 
@@ -114,6 +120,14 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
                 match confine::mount_private_proc() {
                     Ok(()) => applied.private_proc = true,
                     Err(e) => applied.isolation_errors.push(e),
+                }
+                if let Some(max) = spec.pid_ns_max.filter(|_| applied.private_proc) {
+                    match confine::cap_pid_namespace(max) {
+                        Ok(held) => applied.pid_max = Some(held),
+                        // The pids cgroup is the cap then; without one there is none: refuse.
+                        Err(e) if applied.cgroup_joined => applied.notes.push(e),
+                        Err(e) => applied.isolation_errors.push(e),
+                    }
                 }
             }
             Err(e) => applied.isolation_errors.push(format!("cannot fork: {e}")),
