@@ -318,7 +318,7 @@ mod tests {
             format!("{}/shadow", etc.display()),
             format!("{}/ssh/ssh_host_*_key", etc.display()),
         ];
-        let p = build(&[etc.clone()], &hidden, &[], &[], None, None);
+        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
         let mut read = p.read.clone();
         read.sort();
         assert_eq!(
