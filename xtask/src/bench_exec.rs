@@ -49,9 +49,20 @@ pub(crate) fn run(root: &Path, rest: &[String]) -> anyhow::Result<()> {
     let exe = root.join("target/release/agent-guard");
     let dir = std::env::temp_dir().join(format!("xtask-bench-exec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).context("cannot create the benchmark directory")?;
+    // The same profile without the cgroup v1 join (the PID namespace caps tasks, RLIMIT_AS
+    // memory); identical to the default on a cgroup v2 machine.
+    let policy = dir.join("no-v1-join.toml");
+    std::fs::write(&policy, "[bash.exec]\njoin_cgroup_v1 = false\n")
+        .context("cannot write the benchmark policy")?;
     let guarded = || {
         let mut c = Command::new(&exe);
         c.current_dir(&dir).args(["exec", "--yes", "--", "true"]);
+        c
+    };
+    let no_join = || {
+        let mut c = Command::new(&exe);
+        c.current_dir(&dir).arg("exec").arg("--policy").arg(&policy);
+        c.args(["--yes", "--", "true"]);
         c
     };
     let bare = || {

@@ -535,3 +535,52 @@ print(ok, fail)
         );
     }
 }
+
+#[tokio::test]
+async fn an_unprivileged_user_is_isolated_through_a_user_namespace() {
+    // The trampoline runs as `nobody` (setpriv drops root before it starts); it must reach the
+    // same isolation by way of a user namespace that maps only its own ids.
+    let setpriv = Path::new("/usr/bin/setpriv");
+    assert!(
+        setpriv.exists(),
+        "this test needs util-linux's setpriv to run the trampoline as another user"
+    );
+    let t = Run::new();
+    std::fs::set_permissions(
+        t.root(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let script = t.script(
+        "user.sh",
+        "id -u; echo pid=$$; grep CapEff /proc/self/status; echo x > mine && cat mine
+cat /proc/1/environ >/dev/null && echo own-environ",
+    );
+    let runner = Runner::new(config()).with_trampoline_args(
+        setpriv,
+        [
+            "--reuid=65534".into(),
+            "--regid=65534".into(),
+            "--clear-groups".into(),
+            std::ffi::OsString::from(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec")),
+        ],
+    );
+    let mut request = t.request(&format!("bash {script}"), &config());
+    // No cgroup to join as nobody: the PID namespace is the process cap.
+    request.confinement.as_mut().unwrap().max_processes = None;
+    let r = runner
+        .run(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        r.stdout, "65534\npid=1\nCapEff:\t0000000000000000\nx\nown-environ\n",
+        "{r:?}"
+    );
+    let c = &r.confinement;
+    assert!(c.namespaces.iter().any(|n| n == "user"), "{c:?}");
+    assert!(
+        c.private_proc && c.capabilities_dropped && c.seccomp,
+        "{c:?}"
+    );
+    assert_eq!(c.landlock.status, LandlockState::FullyEnforced);
+}
