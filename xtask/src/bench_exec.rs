@@ -70,39 +70,56 @@ pub(crate) fn run(root: &Path, rest: &[String]) -> anyhow::Result<()> {
         c.current_dir(&dir).args(["-c", "true"]);
         c
     };
-    // Warm the page cache and prove the guarded run works before timing anything.
+    // Warm the page cache and prove both guarded runs work before timing anything.
     for _ in 0..5 {
         time(&mut guarded())?;
+        time(&mut no_join())?;
         time(&mut bare())?;
     }
-    let (mut g, mut b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut g, mut n, mut b) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ratio_g, mut ratio_n) = (Vec::new(), Vec::new());
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for i in 0..runs {
-        // Alternate which goes first, so neither always runs on a cache the other warmed.
-        let (tg, tb) = if i % 2 == 0 {
-            let tg = time(&mut guarded())?;
-            (tg, time(&mut bare())?)
-        } else {
-            let tb = time(&mut bare())?;
-            (time(&mut guarded())?, tb)
+        // Rotate the order, so no case always runs on a cache another one warmed.
+        let (tg, tn, tb) = match i % 3 {
+            0 => {
+                let tg = ms(time(&mut guarded())?);
+                let tn = ms(time(&mut no_join())?);
+                (tg, tn, ms(time(&mut bare())?))
+            }
+            1 => {
+                let tb = ms(time(&mut bare())?);
+                let tg = ms(time(&mut guarded())?);
+                (tg, ms(time(&mut no_join())?), tb)
+            }
+            _ => {
+                let tn = ms(time(&mut no_join())?);
+                let tb = ms(time(&mut bare())?);
+                (ms(time(&mut guarded())?), tn, tb)
+            }
         };
-        let (tg, tb) = (tg.as_secs_f64() * 1e3, tb.as_secs_f64() * 1e3);
         g.push(tg);
+        n.push(tn);
         b.push(tb);
-        ratios.push(tg / tb);
+        ratio_g.push(tg / tb);
+        ratio_n.push(tn / tb);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    println!("paired runs:                      {runs}");
+    println!("paired runs: {runs}");
     println!(
-        "agent-guard exec --yes -- true:   {:.3} ms (median)",
-        median(&mut g)
-    );
-    println!(
-        "bash -c true:                     {:.3} ms (median)",
+        "bash -c true:                      {:.3} ms",
         median(&mut b)
     );
     println!(
-        "median paired ratio:              {:.2}x",
-        median(&mut ratios)
+        "agent-guard exec --yes -- true:    {:.3} ms  ratio {:.2}x",
+        median(&mut g),
+        median(&mut ratio_g)
     );
+    println!(
+        "  same, join_cgroup_v1 = false:    {:.3} ms  ratio {:.2}x",
+        median(&mut n),
+        median(&mut ratio_n)
+    );
+    println!("(medians; a ratio is the median of the per-run ratios)");
     Ok(())
 }
