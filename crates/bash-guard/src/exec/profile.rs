@@ -171,9 +171,19 @@ fn add_filtered(dir: &Path, hidden: &[String], profile: &mut FsProfile, depth: u
         return;
     };
     profile.list_only.push(dir.to_path_buf());
-    let mut names: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut names: Vec<(PathBuf, bool)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| (e.path(), e.file_type().is_ok_and(|t| t.is_symlink())))
+        .collect();
     names.sort();
-    for entry in names {
+    for (entry, is_link) in names {
+        // A rule follows a symlink to its target: a link to a secret is a secret.
+        if is_link {
+            match std::fs::canonicalize(&entry) {
+                Ok(target) if !hidden.iter().any(|p| relate(p, &target) == Relation::Hides) => {}
+                _ => continue,
+            }
+        }
         add_filtered(&entry, hidden, profile, depth + 1);
     }
 }
@@ -331,6 +341,22 @@ mod tests {
             ]
         );
         assert_eq!(p.list_only, vec![etc.clone(), etc.join("ssh")]);
+    }
+
+    #[test]
+    fn a_symlink_to_a_secret_is_hidden_too() {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
+        touch(&etc.join("shadow"));
+        touch(&etc.join("hosts"));
+        std::os::unix::fs::symlink(etc.join("shadow"), etc.join("innocent")).unwrap();
+        std::os::unix::fs::symlink(etc.join("hosts"), etc.join("hosts.link")).unwrap();
+        std::os::unix::fs::symlink(etc.join("missing"), etc.join("dangling")).unwrap();
+        let hidden = vec![format!("{}/shadow", etc.display())];
+        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let mut read = p.read.clone();
+        read.sort();
+        assert_eq!(read, vec![etc.join("hosts"), etc.join("hosts.link")]);
     }
 
     #[test]
