@@ -1,6 +1,7 @@
 //! `cargo xtask <chore>`: the repeatable chores of the workspace, so nobody has to remember
 //! long commands. Run `cargo xtask help` for the list.
 
+mod bench_exec;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,9 @@ usage: cargo xtask <chore>
 chores:
   ci      everything CI runs: fmt check, clippy -D warnings, tests, docs -D warnings,
           tidy, bench smoke (each benchmark run once)
-  bench   run the criterion benchmarks (extra arguments go to `cargo bench`)
+  bench   run the criterion benchmarks (extra arguments go to `cargo bench`);
+          `bench exec [--runs N]`: whole-process `agent-guard exec -- true` vs `bash -c true`,
+          paired, release build
   fuzz    run a fuzz target for a while: cargo xtask fuzz <crate> <target> [seconds]
   tidy    check the workspace layout rules (dependency direction, READMEs, lints)";
 
@@ -76,6 +79,11 @@ fn ci(root: &Path) -> anyhow::Result<()> {
 }
 
 fn bench(root: &Path, rest: &[String]) -> anyhow::Result<()> {
+    if let Some((first, more)) = rest.split_first()
+        && first == "exec"
+    {
+        return bench_exec::run(root, more);
+    }
     let mut args = vec!["bench", "--workspace"];
     args.extend(rest.iter().map(String::as_str));
     cargo(root, &args, &[])

@@ -39,7 +39,10 @@ fn bench(c: &mut Criterion) {
     // Prove the confined case really is confined before timing it.
     let r = rt.block_on(runner.run(&confined, &cancel)).unwrap();
     assert!(
-        r.confinement.cgroup && r.confinement.landlock.network_blocked,
+        r.confinement.cgroup
+            && r.confinement.landlock.network_blocked
+            && r.confinement.seccomp
+            && r.confinement.private_proc,
         "{r:?}"
     );
 
@@ -59,6 +62,21 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("guarded_confined_true", |b| {
         b.iter(|| rt.block_on(runner.run(&confined, &cancel)).unwrap());
+    });
+    // The same profile without the cgroup v1 join (PID-namespace task cap, RLIMIT_AS): on a v2
+    // machine this equals the case above.
+    let no_join = Runner::new(ExecConfig {
+        join_cgroup_v1: false,
+        ..config.clone()
+    })
+    .with_trampoline(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"));
+    let r = rt.block_on(no_join.run(&confined, &cancel)).unwrap();
+    assert!(
+        r.confinement.seccomp && r.confinement.pid_max.is_some(),
+        "{r:?}"
+    );
+    g.bench_function("guarded_confined_true_no_v1_join", |b| {
+        b.iter(|| rt.block_on(no_join.run(&confined, &cancel)).unwrap());
     });
     g.finish();
 }

@@ -160,21 +160,59 @@ async fn background_processes_do_not_outlive_a_normal_exit() {
     }
 }
 
+/// Host pids of running `sleep <arg>` processes. A confined command lives in its own PID
+/// namespace, so the pids it prints mean nothing here: tests find its processes by a unique
+/// argument instead.
+fn host_sleepers(arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.get(1) == Some(&arg.as_bytes()) && args[0].ends_with(b"sleep") && alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn unique_sleep_arg() -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("1000.{}{n}", std::process::id())
+}
+
 #[tokio::test]
 async fn setsid_escape_is_killed_through_the_cgroup() {
     let dir = tempfile::tempdir().unwrap();
+    let arg = unique_sleep_arg();
     let mut request = confined(
-        "setsid sleep 1000 >/dev/null 2>&1 & sleep 0.2; pgrep -n -x sleep; sleep 1000",
+        &format!("setsid sleep {arg} >/dev/null 2>&1 & sleep 1000"),
         dir.path(),
     );
-    request.timeout = Some(Duration::from_millis(600));
-    let r = runner()
-        .run(&request, &CancellationToken::new())
-        .await
-        .unwrap();
+    request.timeout = Some(Duration::from_millis(1000));
+    let run = tokio::spawn(async move { runner().run(&request, &CancellationToken::new()).await });
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen = host_sleepers(&arg);
+        if !seen.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 1, "the setsid sleeper never started");
+    let r = run.await.unwrap().unwrap();
     assert!(r.confinement.cgroup, "{:?}", r.confinement);
     assert!(r.timed_out);
-    for pid in pids_of(&r.stdout) {
+    for pid in seen {
         assert!(!alive(pid), "setsid pid {pid} survived");
     }
 }
@@ -434,8 +472,8 @@ async fn bad_cwd_is_an_error() {
 #[tokio::test]
 async fn dropping_a_confined_run_kills_its_processes() {
     let root = tempfile::tempdir().unwrap();
-    let marker = root.path().join("pids");
-    let cmd = format!("sleep 1000 & echo $! > {}; sleep 1000", marker.display());
+    let arg = unique_sleep_arg();
+    let cmd = format!("sleep {arg} & sleep 1000");
     let runner = runner();
     let request = confined(&cmd, root.path());
     let cancel = CancellationToken::new();
@@ -445,14 +483,47 @@ async fn dropping_a_confined_run_kills_its_processes() {
             .await
             .is_err()
     );
-    let pids = pids_of(&std::fs::read_to_string(&marker).unwrap());
-    assert_eq!(pids.len(), 1);
-    // SIGKILL is asynchronous; give the kernel a moment to finish the kill.
+    // The run future is dropped; its background sleeper must die with it. It is found by its
+    // argument: inside the PID namespace `$!` is not a host pid.
+    let mut left = host_sleepers(&arg);
     for _ in 0..50 {
-        if !alive(pids[0]) {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        left = host_sleepers(&arg);
+    }
+    assert!(left.is_empty(), "pids {left:?} survived a dropped run");
+}
+
+#[tokio::test]
+async fn a_confined_run_sees_its_processes_only_while_they_run() {
+    // The companion of the test above: the scan does find a live confined sleeper, so an empty
+    // result there is not vacuous.
+    let root = tempfile::tempdir().unwrap();
+    let arg = unique_sleep_arg();
+    let request = confined(&format!("sleep {arg} & sleep 1000"), root.path());
+    let run = tokio::spawn(async move { runner().run(&request, &CancellationToken::new()).await });
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen = host_sleepers(&arg);
+        if !seen.is_empty() {
+            break;
+        }
+    }
+    run.abort();
+    let _ = run.await;
+    assert_eq!(
+        seen.len(),
+        1,
+        "no confined sleeper was visible from the host"
+    );
+    for _ in 0..50 {
+        if host_sleepers(&arg).is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(!alive(pids[0]), "pid {} survived a dropped run", pids[0]);
+    assert!(host_sleepers(&arg).is_empty());
 }

@@ -33,6 +33,10 @@ pub struct Args {
     /// Let the command use the network (TCP connect/bind is denied otherwise).
     #[arg(long)]
     allow_network: bool,
+    /// Memory cap of the whole run: bytes, or with a `K`/`M`/`G` suffix (default: `[bash.exec]
+    /// memory_max_bytes`, else 4G). A memory cgroup where available, else `RLIMIT_AS`.
+    #[arg(long, value_parser = parse_size)]
+    memory_max: Option<u64>,
     /// Run a command the analyzer asks about (never one it denies).
     #[arg(long)]
     yes: bool,
@@ -49,6 +53,29 @@ pub struct Args {
 pub struct TrampolineArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<std::ffi::OsString>,
+}
+
+/// `512M`, `4G`, `1048576`: a size in bytes with an optional binary suffix.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                _ => return Err(format!("unknown size suffix in `{text}` (use K, M or G)")),
+            };
+            (t.get(..i).unwrap_or_default(), shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (e.g. 512M, 4G)"))?;
+    n.checked_mul(1u64 << shift)
+        .filter(|b| *b > 0)
+        .ok_or_else(|| format!("`{text}` is out of range"))
 }
 
 /// Runs the trampoline: confines this process, then executes the shell.
@@ -159,6 +186,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut confinement = Confinement::from_config(&exec_config, read_roots, write_roots);
     confinement.block_network = !args.allow_network;
+    if let Some(bytes) = args.memory_max {
+        confinement.memory_max = Some(bytes);
+    }
     let exe = std::env::current_exe().context("cannot find the agent-guard executable")?;
     let runner = Runner::new(exec_config).with_trampoline_args(exe, ["__sandbox-exec", "--"]);
     let request = ExecRequest {
@@ -219,4 +249,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("4g"), Ok(4 << 30));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("99999999999999G").is_err());
+    }
 }

@@ -30,10 +30,14 @@ impl Version {
 pub(crate) struct PidsCgroup {
     dir: PathBuf,
     pub(crate) version: Version,
+    /// The memory cgroup of the run: the same directory on v2, one in the memory hierarchy on v1;
+    /// `None` where no memory controller is available (the runner then falls back to
+    /// `RLIMIT_AS`).
+    memory: Option<PathBuf>,
 }
 
-/// Finds where a pids controller is mounted and which cgroup this process is in there.
-fn locate() -> Result<(PathBuf, Version), String> {
+/// Finds where `controller` is mounted and which cgroup this process is in there.
+fn locate(controller: &str) -> Result<(PathBuf, Version), String> {
     let mounts = std::fs::read_to_string("/proc/self/mounts")
         .map_err(|e| format!("cannot read /proc/self/mounts: {e}"))?;
     let own = std::fs::read_to_string("/proc/self/cgroup")
@@ -44,13 +48,13 @@ fn locate() -> Result<(PathBuf, Version), String> {
         else {
             continue;
         };
-        if *fstype == "cgroup" && opts.split(',').any(|o| o == "pids") {
+        if *fstype == "cgroup" && opts.split(',').any(|o| o == controller) {
             let rel = own
                 .lines()
                 .find_map(|l| {
                     let mut parts = l.splitn(3, ':');
                     let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-                    ctrls.split(',').any(|c| c == "pids").then_some(path)
+                    ctrls.split(',').any(|c| c == controller).then_some(path)
                 })
                 .unwrap_or("/");
             return Ok((join(mnt, rel), Version::V1));
@@ -69,12 +73,20 @@ fn locate() -> Result<(PathBuf, Version), String> {
             let dir = join(mnt, rel);
             let subtree =
                 std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-            if subtree.split_whitespace().any(|c| c == "pids") {
+            if subtree.split_whitespace().any(|c| c == controller) {
                 return Ok((dir, Version::V2));
             }
         }
     }
-    Err("no pids cgroup controller is mounted or delegated to this process".into())
+    Err(format!(
+        "no {controller} cgroup controller is mounted or delegated to this process"
+    ))
+}
+
+/// True when the pids controller is on a cgroup v1 hierarchy (joins wait for an RCU grace
+/// period there).
+pub(crate) fn is_v1() -> bool {
+    matches!(locate("pids"), Ok((_, Version::V1)))
 }
 
 fn join(mnt: &str, rel: &str) -> PathBuf {
@@ -82,25 +94,112 @@ fn join(mnt: &str, rel: &str) -> PathBuf {
 }
 
 impl PidsCgroup {
-    /// Creates a fresh child cgroup with `pids.max = max`.
-    pub(crate) fn create(max: u32) -> Result<Self, String> {
-        let (parent, version) = locate()?;
+    /// Creates a fresh child cgroup with `pids.max = max`, and a memory cap of `memory_max` bytes
+    /// when a memory controller is available.
+    pub(crate) fn create(max: u32, memory_max: Option<u64>) -> Result<Self, String> {
+        let (parent, version) = locate("pids")?;
         let name = format!(
             "bash-guard-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let dir = parent.join(name);
+        let dir = parent.join(&name);
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create cgroup `{}`: {e}", dir.display()))?;
-        let cg = PidsCgroup { dir, version };
+        let mut cg = PidsCgroup {
+            dir,
+            version,
+            memory: None,
+        };
         // On failure the drop removes the directory again.
         cg.set_max(max)?;
+        if memory_max.is_some() {
+            cg.memory = match (version, locate("memory")) {
+                (Version::V2, Ok((mparent, Version::V2))) if mparent == parent => {
+                    Some(cg.dir.clone())
+                }
+                (_, Ok((mparent, Version::V1))) => {
+                    let mdir = mparent.join(&name);
+                    std::fs::create_dir(&mdir).ok().map(|()| mdir)
+                }
+                _ => None,
+            };
+        }
+        if let Some(bytes) = memory_max
+            && cg.memory.is_some()
+            && cg.set_memory_max(bytes).is_err()
+        {
+            cg.remove_memory();
+        }
         Ok(cg)
     }
 
-    /// The file a task writes its pid to in order to join.
-    pub(crate) fn procs_file(&self) -> PathBuf {
+    /// The files a task writes its pid to in order to join (pids, then memory on v1).
+    pub(crate) fn join_files(&self) -> Vec<PathBuf> {
+        let mut files = vec![self.procs_file()];
+        if let Some(m) = &self.memory
+            && *m != self.dir
+        {
+            files.push(m.join("cgroup.procs"));
+        }
+        files
+    }
+
+    /// The memory cap as the kernel holds it, in bytes; `None` without a memory cgroup.
+    pub(crate) fn read_memory_max(&self) -> Option<String> {
+        let m = self.memory.as_ref()?;
+        let file = match self.version {
+            Version::V2 => "memory.max",
+            Version::V1 => "memory.limit_in_bytes",
+        };
+        std::fs::read_to_string(m.join(file))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    /// True when the run's memory is capped by this cgroup.
+    pub(crate) fn has_memory(&self) -> bool {
+        self.memory.is_some()
+    }
+
+    fn set_memory_max(&self, bytes: u64) -> Result<(), String> {
+        let Some(m) = &self.memory else {
+            return Err("no memory cgroup".into());
+        };
+        let write = |file: &str, value: String| {
+            std::fs::write(m.join(file), value)
+                .map_err(|e| format!("cannot set {file} in `{}`: {e}", m.display()))
+        };
+        match self.version {
+            Version::V2 => {
+                write("memory.max", bytes.to_string())?;
+                // Swap would let the run exceed the cap; absent when swap accounting is off.
+                let _ = write("memory.swap.max", "0".into());
+            }
+            Version::V1 => {
+                // memsw must stay >= the limit: lower it in the order that keeps that true.
+                let memsw = m.join("memory.memsw.limit_in_bytes");
+                if memsw.exists() {
+                    let _ = write("memory.memsw.limit_in_bytes", "-1".into());
+                    write("memory.limit_in_bytes", bytes.to_string())?;
+                    write("memory.memsw.limit_in_bytes", bytes.to_string())?;
+                } else {
+                    write("memory.limit_in_bytes", bytes.to_string())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_memory(&mut self) {
+        if let Some(m) = self.memory.take()
+            && m != self.dir
+        {
+            let _ = std::fs::remove_dir(&m);
+        }
+    }
+
+    fn procs_file(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
     }
 
@@ -154,12 +253,17 @@ impl PidsCgroup {
     }
 
     /// Removes the directory; an rmdir can fail for a moment while killed tasks are reaped.
-    pub(crate) fn remove(&self) {
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
+    pub(crate) fn remove(&mut self) {
+        for dir in [Some(self.dir.clone()), self.memory.take()]
+            .into_iter()
+            .flatten()
+        {
+            for _ in 0..50 {
+                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
             }
-            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
@@ -186,16 +290,21 @@ pub(crate) struct Pool {
 const POOL_MAX: usize = 8;
 
 impl Pool {
-    /// An empty cgroup capped at `max`: a pooled one or a new one.
-    pub(crate) fn take(&self, max: u32) -> Result<PidsCgroup, String> {
+    /// An empty cgroup capped at `max` processes and `memory_max` bytes: a pooled one or a new
+    /// one.
+    pub(crate) fn take(&self, max: u32, memory_max: Option<u64>) -> Result<PidsCgroup, String> {
         let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         if let Some(cg) = reused {
-            // Fail closed: a cgroup that is not empty or whose cap cannot be set is not reused.
-            if cg.pids().is_empty() && cg.set_max(max).is_ok() {
+            // Fail closed: a cgroup that is not empty or whose caps cannot be set is not reused.
+            let memory_ok = match memory_max {
+                None => !cg.has_memory(),
+                Some(bytes) => cg.has_memory() && cg.set_memory_max(bytes).is_ok(),
+            };
+            if cg.pids().is_empty() && cg.set_max(max).is_ok() && memory_ok {
                 return Ok(cg);
             }
         }
-        PidsCgroup::create(max)
+        PidsCgroup::create(max, memory_max)
     }
 
     /// Keeps `cg` for a later run if it is empty; otherwise it is killed and removed.
@@ -215,22 +324,22 @@ impl Pool {
 mod tests {
     use super::*;
 
-    /// Where no pids controller is available (an unprivileged developer machine) there is nothing
-    /// to pool; CI runs as root on cgroup v1 or v2 and exercises the real thing.
-    fn available() -> bool {
-        PidsCgroup::create(4).is_ok()
+    /// These tests need a pids controller this process may create groups in (root on cgroup v1,
+    /// or a delegated v2 subtree). Without one they fail and say why: never a silent pass.
+    fn require_cgroup() {
+        if let Err(reason) = PidsCgroup::create(4, None) {
+            panic!("this test needs a writable pids cgroup: {reason}");
+        }
     }
 
     #[test]
     fn an_empty_cgroup_is_reused_with_the_new_cap() {
-        if !available() {
-            return;
-        }
+        require_cgroup();
         let pool = Pool::default();
-        let cg = pool.take(16).unwrap();
+        let cg = pool.take(16, None).unwrap();
         let dir = cg.dir.clone();
         pool.give_back(cg);
-        let again = pool.take(32).unwrap();
+        let again = pool.take(32, None).unwrap();
         assert_eq!(again.dir, dir);
         assert_eq!(again.read_max().as_deref(), Some("32"));
         drop(again);
@@ -239,11 +348,9 @@ mod tests {
 
     #[test]
     fn a_cgroup_with_a_task_left_is_not_reused() {
-        if !available() {
-            return;
-        }
+        require_cgroup();
         let pool = Pool::default();
-        let cg = pool.take(16).unwrap();
+        let cg = pool.take(16, None).unwrap();
         let dir = cg.dir.clone();
         let mut child = std::process::Command::new("sleep")
             .arg("30")
@@ -260,15 +367,28 @@ mod tests {
 
     #[test]
     fn the_pool_removes_its_cgroups_when_dropped() {
-        if !available() {
-            return;
-        }
+        require_cgroup();
         let pool = Pool::default();
-        let cg = pool.take(16).unwrap();
+        let cg = pool.take(16, None).unwrap();
         let dir = cg.dir.clone();
         pool.give_back(cg);
         assert!(dir.exists());
         drop(pool);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_memory_cap_is_set_where_a_memory_controller_exists() {
+        require_cgroup();
+        let reason = locate("memory").err();
+        let cg = PidsCgroup::create(8, Some(64 << 20)).unwrap();
+        match reason {
+            None => {
+                assert!(cg.has_memory());
+                assert_eq!(cg.read_memory_max().as_deref(), Some("67108864"));
+                assert!(!cg.join_files().is_empty());
+            }
+            Some(reason) => panic!("no memory controller on this machine: {reason}"),
+        }
     }
 }

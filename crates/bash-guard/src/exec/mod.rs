@@ -1,8 +1,11 @@
 //! Guarded execution of an already-validated command.
 
 mod cgroup;
+mod confine;
 mod env;
 mod output;
+mod profile;
+mod sys;
 mod trampoline;
 
 use std::collections::BTreeMap;
@@ -15,6 +18,12 @@ use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
+pub use profile::Toolchain;
+
+/// The system calls the seccomp filter answers with `EPERM`, by name and number (for tests that
+/// check each entry from inside a confined run).
+#[doc(hidden)]
+pub use confine::DENIED_SYSCALLS;
 pub use trampoline::trampoline_main;
 
 use cgroup::PidsCgroup;
@@ -42,6 +51,14 @@ pub struct ExecConfig {
     pub env_set: BTreeMap<String, String>,
     /// System paths a confined child may read (and execute).
     pub system_read_paths: Vec<PathBuf>,
+    /// Directories a confined child may read entry by entry, minus `hidden_paths` (`/etc`).
+    pub filtered_read_paths: Vec<PathBuf>,
+    /// Secrets never readable by a confined child even below a readable directory: absolute
+    /// paths, `~/` for `$HOME`, `*` within one component (`/etc/ssh/ssh_host_*_key`).
+    pub hidden_paths: Vec<String>,
+    /// Toolchains whose `PATH` directories under `$HOME` widen to their install trees (read and
+    /// execute, never write).
+    pub toolchains: Vec<Toolchain>,
     /// Device files a confined child may read and write (no `/dev/stdout`-style links: they
     /// resolve to pipes, which Landlock rejects as rule targets).
     pub device_paths: Vec<PathBuf>,
@@ -51,6 +68,18 @@ pub struct ExecConfig {
     pub max_file_size_bytes: u64,
     /// CPU seconds a confined run may use (120).
     pub cpu_time_secs: u64,
+    /// Memory a confined run may use, all its processes together, in bytes (4 GiB): a memory
+    /// cgroup where one is available, else `RLIMIT_AS` per process.
+    pub memory_max_bytes: u64,
+    /// Join a cgroup v1 hierarchy for the pids and memory caps (true). Each join waits for an
+    /// RCU grace period (~12 ms on an idle machine, more under load), the largest start-up cost.
+    /// With false, a run on cgroup v1 is capped by its PID namespace instead (`pid_max`: at most
+    /// `max_processes` + 300 tasks) and memory by `RLIMIT_AS` per process. No effect on v2.
+    pub join_cgroup_v1: bool,
+    /// Isolate a confined run from other processes: new PID (with its own `/proc`), mount, IPC
+    /// and, when the network is blocked, network namespaces; no capabilities; a seccomp filter
+    /// on sockets and kernel interfaces (true).
+    pub isolate_processes: bool,
     /// Fail instead of running when the confinement cannot be fully enforced (true).
     pub require_confinement: bool,
 }
@@ -103,12 +132,14 @@ impl Default for ExecConfig {
             ]),
             env_set: BTreeMap::new(),
             system_read_paths: [
-                "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc",
-                "/sys",
+                "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/sys",
             ]
             .iter()
             .map(PathBuf::from)
             .collect(),
+            filtered_read_paths: vec![PathBuf::from("/etc")],
+            hidden_paths: profile::default_hidden_paths(),
+            toolchains: profile::default_toolchains(),
             device_paths: [
                 "/dev/null",
                 "/dev/zero",
@@ -125,6 +156,9 @@ impl Default for ExecConfig {
             max_processes: 256,
             max_file_size_bytes: 1 << 30,
             cpu_time_secs: 120,
+            memory_max_bytes: 4 << 30,
+            join_cgroup_v1: true,
+            isolate_processes: true,
             require_confinement: true,
         }
     }
@@ -146,6 +180,10 @@ pub struct Confinement {
     pub max_file_size: Option<u64>,
     /// `RLIMIT_CPU`.
     pub cpu_time: Option<Duration>,
+    /// Memory cap of the whole run in bytes (memory cgroup, else `RLIMIT_AS`).
+    pub memory_max: Option<u64>,
+    /// New namespaces, no capabilities, seccomp (see [`ExecConfig::isolate_processes`]).
+    pub isolate: bool,
     /// Fail with [`ExecError::Unconfined`] instead of running with less than asked.
     pub require_confinement: bool,
 }
@@ -165,6 +203,8 @@ impl Confinement {
             max_processes: Some(config.max_processes),
             max_file_size: Some(config.max_file_size_bytes),
             cpu_time: Some(Duration::from_secs(config.cpu_time_secs)),
+            memory_max: Some(config.memory_max_bytes),
+            isolate: config.isolate_processes,
             require_confinement: config.require_confinement,
         }
     }
@@ -235,8 +275,22 @@ pub struct ConfinementReport {
     pub cgroup_pids_max: Option<String>,
     /// Why no cgroup was used.
     pub cgroup_reason: Option<String>,
-    /// Resource limits that were set (`fsize=N`, `cpu=N`, `nproc=N`).
+    /// Resource limits that were set (`fsize=N`, `cpu=N`, `nproc=N`, `as=N`).
     pub rlimits: Vec<String>,
+    /// The memory cap as the kernel holds it: `cgroup:<bytes>` or `rlimit-as:<bytes>`.
+    pub memory_max: Option<String>,
+    /// Namespaces the command runs in (`pid`, `mount`, `ipc`, `net`, `user`).
+    pub namespaces: Vec<String>,
+    /// `/proc` shows only the command's own processes.
+    pub private_proc: bool,
+    /// `pid_max` of the command's PID namespace (a task cap that needs no cgroup).
+    pub pid_max: Option<u64>,
+    /// Every capability is dropped (bounding, ambient, inheritable, permitted, effective).
+    pub capabilities_dropped: bool,
+    /// The seccomp filters are installed.
+    pub seccomp: bool,
+    /// Toolchain directories made readable and executable.
+    pub toolchains: Vec<PathBuf>,
     /// Other notes (limits that failed, a missing report).
     pub notes: Vec<String>,
 }
@@ -302,6 +356,10 @@ pub struct Runner {
     trampoline: Option<PathBuf>,
     trampoline_prefix: Vec<std::ffi::OsString>,
     cgroups: std::sync::Arc<cgroup::Pool>,
+    /// The file-system profile (`/etc` entries, toolchains), computed once per runner: the
+    /// environment it derives from does not change, and a file created in `/etc` later stays
+    /// unreadable (fail closed).
+    profile: std::sync::Arc<std::sync::OnceLock<profile::FsProfile>>,
 }
 
 impl Runner {
@@ -313,6 +371,7 @@ impl Runner {
             trampoline: None,
             trampoline_prefix: Vec::new(),
             cgroups: std::sync::Arc::default(),
+            profile: std::sync::Arc::default(),
         }
     }
 
@@ -339,6 +398,39 @@ impl Runner {
     /// The configuration.
     pub fn config(&self) -> &ExecConfig {
         &self.config
+    }
+
+    /// The child's environment: the parent's, filtered by `env_allow`/`env_deny`, plus `env_set`.
+    fn child_env(&self) -> Vec<(String, String)> {
+        let mut vars = env::filter(
+            std::env::vars(),
+            &self.config.env_allow,
+            &self.config.env_deny,
+        );
+        for (k, v) in &self.config.env_set {
+            vars.retain(|(name, _)| name != k);
+            vars.push((k.clone(), v.clone()));
+        }
+        vars
+    }
+
+    fn fs_profile(&self) -> &profile::FsProfile {
+        self.profile.get_or_init(|| {
+            let vars = self.child_env();
+            let get = |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.as_str())
+            };
+            profile::build(
+                &self.config.filtered_read_paths,
+                &self.config.hidden_paths,
+                &self.config.toolchains,
+                &self.config.system_read_paths,
+                get("PATH"),
+                get("HOME").map(Path::new),
+            )
+        })
     }
 
     /// The effective timeout of a request: the default when none, clamped to the maximum.
@@ -388,12 +480,21 @@ impl Runner {
                         )
                         .await;
                 };
-                if let Some(max) = conf.max_processes {
-                    match self.cgroups.take(max) {
+                let skip_v1 = !self.config.join_cgroup_v1 && conf.isolate && cgroup::is_v1();
+                if skip_v1 {
+                    report.cgroup_reason = Some(
+                        "cgroup v1 not joined (join_cgroup_v1 = false): the PID namespace caps \
+                         tasks, RLIMIT_AS caps memory"
+                            .into(),
+                    );
+                }
+                if let Some(max) = conf.max_processes.filter(|_| !skip_v1) {
+                    match self.cgroups.take(max, conf.memory_max) {
                         Ok(cg) => cgroup = Some(cg),
                         Err(reason) => {
                             let root = rustix::process::getuid().is_root();
-                            if conf.require_confinement && root {
+                            // With isolation the PID namespace's pid_max still binds root.
+                            if conf.require_confinement && root && !conf.isolate {
                                 return Err(ExecError::Unconfined(format!(
                                     "no process cap for root: {reason}"
                                 )));
@@ -404,16 +505,30 @@ impl Runner {
                 }
                 let mut write_roots = conf.write_roots.clone();
                 write_roots.push(tmp.clone());
+                let profile = self.fs_profile();
+                report.toolchains = profile.toolchains.clone();
+                report.notes.extend(profile.notes.iter().cloned());
+                let mut read_roots = conf.read_roots.clone();
+                read_roots.extend(profile.read.iter().cloned());
+                read_roots.extend(profile.toolchains.iter().cloned());
+                let memory_in_cgroup = cgroup.as_ref().is_some_and(PidsCgroup::has_memory);
                 let spec = trampoline::Spec {
-                    read_roots: conf.read_roots.clone(),
+                    read_roots,
                     write_roots,
                     system_read: self.config.system_read_paths.clone(),
+                    list_only: profile.list_only.clone(),
                     devices: self.config.device_paths.clone(),
                     block_network: conf.block_network,
-                    cgroup_procs: cgroup.as_ref().map(PidsCgroup::procs_file),
+                    cgroup_procs: cgroup
+                        .as_ref()
+                        .map(PidsCgroup::join_files)
+                        .unwrap_or_default(),
                     max_file_size: conf.max_file_size,
                     cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
                     max_processes: conf.max_processes.map(u64::from),
+                    address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
+                    isolate: conf.isolate,
+                    pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
                     require: conf.require_confinement,
                 };
                 let spec = serde_json::to_string(&spec)
@@ -463,12 +578,7 @@ impl Runner {
             .arg(&request.command)
             .current_dir(&request.cwd)
             .env_clear()
-            .envs(env::filter(
-                std::env::vars(),
-                &self.config.env_allow,
-                &self.config.env_deny,
-            ))
-            .envs(&self.config.env_set)
+            .envs(self.child_env())
             .env("TMPDIR", tmp)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -508,6 +618,7 @@ impl Runner {
         if let Some(cg) = cgroup {
             report.cgroup_version = Some(cg.version.name().to_string());
             report.cgroup_pids_max = cg.read_max();
+            report.memory_max = cg.read_memory_max().map(|m| format!("cgroup:{m}"));
         }
 
         let mut timed_out = false;
@@ -551,8 +662,18 @@ impl Runner {
                     if let Some(e) = applied.cgroup_error {
                         report.cgroup_reason = Some(e);
                     }
+                    if let Some(r#as) = applied.rlimits.iter().find_map(|r| r.strip_prefix("as=")) {
+                        report.memory_max = Some(format!("rlimit-as:{as}", as = r#as));
+                    }
                     report.rlimits = applied.rlimits;
                     report.notes.extend(applied.rlimit_errors);
+                    report.namespaces = applied.namespaces;
+                    report.private_proc = applied.private_proc;
+                    report.pid_max = applied.pid_max;
+                    report.capabilities_dropped = applied.capabilities_dropped;
+                    report.seccomp = applied.seccomp;
+                    report.notes.extend(applied.isolation_errors);
+                    report.notes.extend(applied.notes);
                     if let Some(reason) = applied.refused {
                         return Err(ExecError::Unconfined(reason));
                     }
@@ -573,6 +694,13 @@ impl Runner {
         if !report.cgroup {
             report.cgroup_version = None;
             report.cgroup_pids_max = None;
+            if report
+                .memory_max
+                .as_deref()
+                .is_some_and(|m| m.starts_with("cgroup:"))
+            {
+                report.memory_max = None;
+            }
         }
         use std::os::unix::process::ExitStatusExt;
         Ok(ExecResult {

@@ -1,5 +1,10 @@
 //! The trampoline: a tiny process that confines itself and then `exec`s the shell, so that limits
 //! and Landlock apply to the command and everything it spawns, with no `unsafe` `pre_exec` hook.
+//!
+//! With process isolation on, it enters new namespaces and forks once: the child becomes PID 1 of
+//! a PID namespace with its own `/proc`, drops every capability, installs the seccomp filters and
+//! executes the shell; the trampoline waits and exits as the child did. When PID 1 exits, the
+//! kernel kills everything left in the namespace.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -13,7 +18,7 @@ use landlock::{
 use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
 
-use super::{LandlockReport, LandlockState};
+use super::{LandlockReport, LandlockState, confine, sys};
 
 /// Exit code of a trampoline that refused to run the command unconfined.
 pub(crate) const REFUSED_EXIT: i32 = 125;
@@ -25,12 +30,21 @@ pub(crate) struct Spec {
     pub(crate) read_roots: Vec<PathBuf>,
     pub(crate) write_roots: Vec<PathBuf>,
     pub(crate) system_read: Vec<PathBuf>,
+    /// Directories whose listing alone is readable (parents of entry-by-entry reads).
+    pub(crate) list_only: Vec<PathBuf>,
     pub(crate) devices: Vec<PathBuf>,
     pub(crate) block_network: bool,
-    pub(crate) cgroup_procs: Option<PathBuf>,
+    /// `cgroup.procs` files to join (pids, then memory on cgroup v1).
+    pub(crate) cgroup_procs: Vec<PathBuf>,
     pub(crate) max_file_size: Option<u64>,
     pub(crate) cpu_time_secs: Option<u64>,
     pub(crate) max_processes: Option<u64>,
+    /// `RLIMIT_AS`: the memory cap where no memory cgroup holds it.
+    pub(crate) address_space: Option<u64>,
+    /// Namespaces, no capabilities, seccomp.
+    pub(crate) isolate: bool,
+    /// Task cap of the PID namespace (`pid_max`), when isolated.
+    pub(crate) pid_ns_max: Option<u64>,
     pub(crate) require: bool,
 }
 
@@ -44,6 +58,18 @@ pub(crate) struct Applied {
     pub(crate) cgroup_error: Option<String>,
     pub(crate) rlimits: Vec<String>,
     pub(crate) rlimit_errors: Vec<String>,
+    /// Namespaces entered (`pid`, `mount`, `ipc`, `net`, `user`).
+    pub(crate) namespaces: Vec<String>,
+    /// A private `/proc` is mounted for the PID namespace.
+    pub(crate) private_proc: bool,
+    /// `pid_max` of the PID namespace, as read back.
+    pub(crate) pid_max: Option<u64>,
+    pub(crate) capabilities_dropped: bool,
+    pub(crate) seccomp: bool,
+    /// Why an isolation step failed.
+    pub(crate) isolation_errors: Vec<String>,
+    /// What was weaker than asked but covered otherwise.
+    pub(crate) notes: Vec<String>,
     pub(crate) refused: Option<String>,
 }
 
@@ -70,7 +96,47 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let Some(program) = args.next() else {
         return usage("missing the program to run");
     };
-    let applied = apply(&spec);
+    let mut applied = Applied::default();
+    limit(&spec, &mut applied);
+    if spec.isolate {
+        match confine::enter_namespaces(spec.block_network) {
+            Ok(names) => applied.namespaces = names.iter().map(|n| (*n).to_string()).collect(),
+            Err(e) => applied.isolation_errors.push(e),
+        }
+    }
+    if applied.namespaces.iter().any(|n| n == "pid") {
+        match sys::fork() {
+            Ok(sys::Forked::Parent(child)) => return relay(child),
+            Ok(sys::Forked::Child) => {
+                // PID 1 of the namespace: if the trampoline dies (killed on timeout), so does the
+                // namespace.
+                if let Err(e) = rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                )) {
+                    applied
+                        .isolation_errors
+                        .push(format!("cannot set the death signal: {e}"));
+                }
+                match confine::mount_private_proc() {
+                    Ok(()) => applied.private_proc = true,
+                    Err(e) => applied.isolation_errors.push(e),
+                }
+                if let Some(max) = spec.pid_ns_max.filter(|_| applied.private_proc) {
+                    match confine::cap_pid_namespace(max) {
+                        Ok(held) => applied.pid_max = Some(held),
+                        // The pids cgroup is the cap then; without one there is none: refuse.
+                        Err(e) if applied.cgroup_joined => applied.notes.push(e),
+                        Err(e) => applied.isolation_errors.push(e),
+                    }
+                }
+            }
+            Err(e) => applied.isolation_errors.push(format!("cannot fork: {e}")),
+        }
+    }
+    confine_self(&spec, &mut applied);
+    if spec.require {
+        applied.refused = unmet(&spec, &applied);
+    }
     if let Ok(text) = serde_json::to_vec(&applied) {
         // One write of a few hundred bytes (below PIPE_BUF, so it fits the pipe whole and never
         // blocks); a missing or short report makes the runner fail closed.
@@ -91,26 +157,50 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     ExitCode::from(127)
 }
 
+/// The trampoline's side of the fork: wait for PID 1 of the namespace and end the same way.
+fn relay(child: rustix::process::Pid) -> ExitCode {
+    use rustix::process::{WaitOptions, waitpid};
+    let status = loop {
+        match waitpid(Some(child), WaitOptions::empty()) {
+            Ok(Some((_, status))) => break status,
+            Err(rustix::io::Errno::INTR) => continue,
+            // No child to wait for cannot happen; report it as a failure, never as success.
+            Ok(None) | Err(_) => return ExitCode::from(127),
+        }
+    };
+    if let Some(code) = status.exit_status() {
+        return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
+    }
+    if let Some(sig) = status.terminating_signal() {
+        // Die of the same signal, so the runner sees what the command saw.
+        if let Some(signal) = rustix::process::Signal::from_named_raw(sig) {
+            let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+        }
+        return ExitCode::from(u8::try_from((128 + sig) & 0xff).unwrap_or(1));
+    }
+    ExitCode::from(1)
+}
+
 fn usage(msg: &str) -> ExitCode {
     eprintln!("bash-guard sandbox trampoline: {msg}");
     ExitCode::from(127)
 }
 
-fn apply(spec: &Spec) -> Applied {
-    let mut applied = Applied::default();
-    // Join the cgroup first so every task the command creates is counted and killable.
-    if let Some(procs) = &spec.cgroup_procs {
-        match std::fs::write(procs, std::process::id().to_string()) {
-            Ok(()) => applied.cgroup_joined = true,
-            Err(e) => {
-                applied.cgroup_error = Some(format!("cannot join `{}`: {e}", procs.display()))
-            }
+/// Joins the cgroups and sets the resource limits: before any fork, so every task is counted.
+fn limit(spec: &Spec, applied: &mut Applied) {
+    applied.cgroup_joined = !spec.cgroup_procs.is_empty();
+    for procs in &spec.cgroup_procs {
+        if let Err(e) = std::fs::write(procs, std::process::id().to_string()) {
+            applied.cgroup_joined = false;
+            applied.cgroup_error = Some(format!("cannot join `{}`: {e}", procs.display()));
+            break;
         }
     }
     let limits = [
         ("fsize", Resource::Fsize, spec.max_file_size),
         ("cpu", Resource::Cpu, spec.cpu_time_secs),
         ("nproc", Resource::Nproc, spec.max_processes),
+        ("as", Resource::As, spec.address_space),
     ];
     for (name, resource, value) in limits {
         let Some(v) = value else { continue };
@@ -123,11 +213,28 @@ fn apply(spec: &Spec) -> Applied {
             Err(e) => applied.rlimit_errors.push(format!("{name}: {e}")),
         }
     }
-    applied.landlock = landlock(spec);
-    if spec.require {
-        applied.refused = unmet(spec, &applied);
+}
+
+/// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
+/// steps before `exec`, in the process that becomes the command.
+fn confine_self(spec: &Spec, applied: &mut Applied) {
+    if let Err(e) = rustix::thread::set_no_new_privs(true) {
+        applied
+            .isolation_errors
+            .push(format!("cannot set no-new-privs: {e}"));
     }
-    applied
+    applied.landlock = landlock(spec);
+    if !spec.isolate {
+        return;
+    }
+    match confine::drop_capabilities() {
+        Ok(()) => applied.capabilities_dropped = true,
+        Err(e) => applied.isolation_errors.push(e),
+    }
+    match confine::install_filters(!spec.block_network) {
+        Ok(()) => applied.seccomp = true,
+        Err(e) => applied.isolation_errors.push(e),
+    }
 }
 
 fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
@@ -142,8 +249,17 @@ fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
                 .unwrap_or("the kernel did not enforce every rule")
         ));
     }
-    if spec.cgroup_procs.is_some() && !applied.cgroup_joined {
+    if !spec.cgroup_procs.is_empty() && !applied.cgroup_joined {
         return Some(applied.cgroup_error.clone().unwrap_or_default());
+    }
+    if spec.isolate {
+        let pid = applied.namespaces.iter().any(|n| n == "pid") && applied.private_proc;
+        let net = !spec.block_network || applied.namespaces.iter().any(|n| n == "net");
+        let complete = pid && net && applied.capabilities_dropped && applied.seccomp;
+        if !complete || !applied.isolation_errors.is_empty() {
+            let why = applied.isolation_errors.join("; ");
+            return Some(format!("process isolation is incomplete: {why}"));
+        }
     }
     if let Some(err) = applied.rlimit_errors.first() {
         return Some(format!("cannot set a resource limit: {err}"));
@@ -168,6 +284,7 @@ fn landlock(spec: &Spec) -> LandlockReport {
             .create()?
             .add_rules(path_beneath_rules(&spec.system_read, read))?
             .add_rules(path_beneath_rules(&spec.read_roots, read))?
+            .add_rules(path_beneath_rules(&spec.list_only, AccessFs::ReadDir))?
             .add_rules(path_beneath_rules(&spec.devices, AccessFs::from_file(abi)))?
             .add_rules(path_beneath_rules(
                 &spec.write_roots,

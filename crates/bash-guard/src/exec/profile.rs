@@ -1,0 +1,416 @@
+//! The file-system half of the confinement profile, as data plus one interpreter:
+//!
+//! - directories read *entry by entry* (`/etc`, toolchain trees), so that secrets inside them
+//!   (`/etc/shadow`, `~/.cargo/credentials.toml`) stay unreadable while the rest is readable;
+//! - the toolchains on `PATH`: each `PATH` directory that is not already readable, widened to its
+//!   install tree by a table (`~/.cargo/bin` -> `~/.cargo` and `~/.rustup`), read and execute only.
+//!
+//! Everything here runs in the runner, before the trampoline starts, and yields plain path lists
+//! the trampoline turns into Landlock rules.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::env::glob_match;
+
+/// One toolchain: when a `PATH` directory lies at or below `bin` (relative to `$HOME`), the
+/// `trees` (relative to `$HOME`) become readable and executable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    /// The `PATH` directory (or a parent of it) relative to `$HOME`, e.g. `.cargo/bin`.
+    pub bin: PathBuf,
+    /// The install trees it needs, relative to `$HOME`, e.g. `.cargo`, `.rustup`.
+    pub trees: Vec<PathBuf>,
+}
+
+/// The default toolchain table. A tree holding credentials is only readable entry by entry,
+/// minus the `hidden_paths` (e.g. `~/.cargo/credentials.toml`).
+pub(crate) fn default_toolchains() -> Vec<Toolchain> {
+    let t = |bin: &str, trees: &[&str]| Toolchain {
+        bin: PathBuf::from(bin),
+        trees: trees.iter().map(PathBuf::from).collect(),
+    };
+    vec![
+        t(".cargo/bin", &[".cargo", ".rustup"]),
+        t(".rustup", &[".rustup"]),
+        t(".pyenv", &[".pyenv"]),
+        t(".rbenv", &[".rbenv"]),
+        t(".nvm", &[".nvm"]),
+        t(".volta", &[".volta"]),
+        t(".bun/bin", &[".bun"]),
+        t(".deno/bin", &[".deno"]),
+        t(
+            ".local/bin",
+            &[".local/bin", ".local/lib", ".local/share/pipx"],
+        ),
+        t("go/bin", &["go/bin"]),
+        t(".go/bin", &[".go"]),
+        t(".sdkman", &[".sdkman"]),
+    ]
+}
+
+/// The default secrets: never readable, even below a directory that is read entry by entry.
+/// `~` is `$HOME`; `*` matches within one path component.
+pub(crate) fn default_hidden_paths() -> Vec<String> {
+    [
+        "/etc/shadow",
+        "/etc/shadow-",
+        "/etc/gshadow",
+        "/etc/gshadow-",
+        "/etc/sudoers",
+        "/etc/sudoers.d",
+        "/etc/ssh/ssh_host_*_key",
+        "/etc/ssl/private",
+        "/etc/security/opasswd",
+        "/etc/krb5.keytab",
+        "/etc/ipsec.secrets",
+        "/etc/ppp/chap-secrets",
+        "/etc/ppp/pap-secrets",
+        "/etc/wireguard",
+        "/etc/NetworkManager/system-connections",
+        "/etc/libvirt",
+        "/etc/credstore",
+        "/etc/credstore.encrypted",
+        "/etc/docker/key.json",
+        "~/.cargo/credentials",
+        "~/.cargo/credentials.toml",
+        "~/.local/share/keyrings",
+        "~/.ssh",
+        "~/.aws",
+        "~/.gnupg",
+        "~/.kube",
+        "~/.docker/config.json",
+        "~/.config/gh",
+        "~/.netrc",
+        "~/.npmrc",
+        "~/.pypirc",
+        "~/.git-credentials",
+    ]
+    .iter()
+    .map(|s| (*s).to_string())
+    .collect()
+}
+
+/// Paths of the profile, ready for Landlock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FsProfile {
+    /// Readable (and executable) beneath.
+    pub(crate) read: Vec<PathBuf>,
+    /// Directories whose listing alone is readable (the parents of entry-by-entry reads).
+    pub(crate) list_only: Vec<PathBuf>,
+    /// Toolchain directories that were added, for the report.
+    pub(crate) toolchains: Vec<PathBuf>,
+    /// Why a `PATH` entry was left out.
+    pub(crate) notes: Vec<String>,
+}
+
+/// Expands a leading `~/` to `home`; `None` when the pattern needs a home and there is none.
+fn expand(pattern: &str, home: Option<&Path>) -> Option<String> {
+    match pattern.strip_prefix("~/") {
+        Some(rest) => home.map(|h| format!("{}/{rest}", h.display())),
+        None => Some(pattern.to_string()),
+    }
+}
+
+fn components(path: &str) -> Vec<&str> {
+    path.split('/').filter(|c| !c.is_empty()).collect()
+}
+
+/// How `pattern` relates to `path`, component by component.
+#[derive(Debug, PartialEq, Eq)]
+enum Relation {
+    /// The pattern names `path` (or an ancestor of it): hide it.
+    Hides,
+    /// The pattern names something below `path`: read `path` entry by entry.
+    Below,
+    Unrelated,
+}
+
+fn relate(pattern: &str, path: &Path) -> Relation {
+    let text = path.to_string_lossy();
+    let p = components(pattern);
+    let q = components(&text);
+    let common = p.len().min(q.len());
+    let prefix_matches = p
+        .iter()
+        .zip(q.iter())
+        .take(common)
+        .all(|(pc, qc)| glob_match(pc, qc) && (pc.contains('*') || pc == qc));
+    if !prefix_matches {
+        Relation::Unrelated
+    } else if p.len() <= q.len() {
+        Relation::Hides
+    } else {
+        Relation::Below
+    }
+}
+
+/// Adds `dir` to `profile`: whole when no hidden pattern touches it, entry by entry (recursing
+/// only where a pattern lies below) otherwise. A directory that cannot be listed while a secret
+/// lies below it is left out: fail closed.
+fn add_filtered(dir: &Path, hidden: &[String], profile: &mut FsProfile, depth: u32) {
+    let mut below = false;
+    for pattern in hidden {
+        match relate(pattern, dir) {
+            Relation::Hides => return,
+            Relation::Below => below = true,
+            Relation::Unrelated => {}
+        }
+    }
+    if !below {
+        profile.read.push(dir.to_path_buf());
+        return;
+    }
+    // The patterns are a handful of components deep; a deeper tree is a configuration error.
+    if depth > 16 || !dir.is_dir() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    profile.list_only.push(dir.to_path_buf());
+    let mut names: Vec<(PathBuf, bool)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| (e.path(), e.file_type().is_ok_and(|t| t.is_symlink())))
+        .collect();
+    names.sort();
+    for (entry, is_link) in names {
+        // A rule follows a symlink to its target: a link to a secret is a secret.
+        if is_link {
+            match std::fs::canonicalize(&entry) {
+                Ok(target) if !hidden.iter().any(|p| relate(p, &target) == Relation::Hides) => {}
+                _ => continue,
+            }
+        }
+        add_filtered(&entry, hidden, profile, depth + 1);
+    }
+}
+
+/// True when `path` is `/`, `home` or an ancestor of `home`: granting it would expose the home.
+fn too_wide(path: &Path, home: Option<&Path>) -> bool {
+    path.parent().is_none() || home.is_some_and(|h| h.starts_with(path))
+}
+
+/// Builds the file-system profile: each of `filtered` read entry by entry minus `hidden`, and the
+/// toolchains on `path_var` (the child's `PATH`) that `system` does not already cover.
+pub(crate) fn build(
+    filtered: &[PathBuf],
+    hidden: &[String],
+    toolchains: &[Toolchain],
+    system: &[PathBuf],
+    path_var: Option<&str>,
+    home: Option<&Path>,
+) -> FsProfile {
+    let home = home.and_then(|h| std::fs::canonicalize(h).ok());
+    let home = home.as_deref();
+    let hidden: Vec<String> = hidden.iter().filter_map(|p| expand(p, home)).collect();
+    let mut profile = FsProfile::default();
+    for dir in filtered {
+        if let Ok(dir) = std::fs::canonicalize(dir) {
+            add_filtered(&dir, &hidden, &mut profile, 0);
+        }
+    }
+    let covered = |p: &Path, profile: &FsProfile| {
+        system.iter().any(|s| p.starts_with(s))
+            || profile.read.iter().any(|s| p.starts_with(s))
+            || profile.toolchains.iter().any(|s| p.starts_with(s))
+    };
+    for entry in path_var.unwrap_or_default().split(':') {
+        let entry = Path::new(entry);
+        // A relative entry (`.`, `bin`) names the cwd's files, which the roots already govern.
+        if !entry.is_absolute() || entry.components().any(|c| c == Component::ParentDir) {
+            continue;
+        }
+        let Ok(dir) = std::fs::canonicalize(entry) else {
+            continue;
+        };
+        if covered(&dir, &profile) {
+            continue;
+        }
+        if too_wide(&dir, home) {
+            profile.notes.push(format!(
+                "PATH entry `{}` left unreadable: it would expose the home directory",
+                dir.display()
+            ));
+            continue;
+        }
+        let rel = home.and_then(|h| dir.strip_prefix(h).ok());
+        let trees: Vec<PathBuf> =
+            match rel.and_then(|r| toolchains.iter().find(|t| r.starts_with(&t.bin))) {
+                Some(t) => t
+                    .trees
+                    .iter()
+                    .filter_map(|tree| home.map(|h| h.join(tree)))
+                    .filter_map(|p| std::fs::canonicalize(p).ok())
+                    .collect(),
+                None => vec![dir],
+            };
+        for tree in trees {
+            if covered(&tree, &profile) || too_wide(&tree, home) {
+                continue;
+            }
+            let before = profile.read.len();
+            add_filtered(&tree, &hidden, &mut profile, 0);
+            let added: Vec<PathBuf> = profile.read.drain(before..).collect();
+            profile.toolchains.extend(added);
+        }
+    }
+    profile
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+
+    #[test]
+    fn relations_are_component_wise() {
+        let hides = |p: &str, q: &str| relate(p, Path::new(q));
+        assert_eq!(hides("/etc/shadow", "/etc/shadow"), Relation::Hides);
+        assert_eq!(hides("/etc/shadow", "/etc/shadow.bak"), Relation::Unrelated);
+        assert_eq!(hides("/etc/shadow", "/etc"), Relation::Below);
+        assert_eq!(hides("/etc/sudoers.d", "/etc/sudoers.d/x"), Relation::Hides);
+        assert_eq!(
+            hides("/etc/ssh/ssh_host_*_key", "/etc/ssh/ssh_host_rsa_key"),
+            Relation::Hides
+        );
+        assert_eq!(
+            hides("/etc/ssh/ssh_host_*_key", "/etc/ssh/ssh_host_rsa_key.pub"),
+            Relation::Unrelated
+        );
+        assert_eq!(
+            hides("/etc/ssh/ssh_host_*_key", "/etc/ssh"),
+            Relation::Below
+        );
+        assert_eq!(
+            hides("/etc/ssh/ssh_host_*_key", "/usr"),
+            Relation::Unrelated
+        );
+    }
+
+    /// Every default secret of /etc is hidden by the default list, and its neighbours are not.
+    #[test]
+    fn each_default_hidden_path_hides_itself_only() {
+        let home = Path::new("/home/u");
+        for pattern in default_hidden_paths() {
+            let path = expand(&pattern, Some(home)).unwrap().replace('*', "rsa");
+            assert_eq!(
+                relate(&pattern.replace('~', "/home/u"), Path::new(&path)),
+                Relation::Hides,
+                "{pattern}"
+            );
+            let sibling = format!("{path}.notsecret-sibling");
+            assert_eq!(
+                relate(&pattern.replace('~', "/home/u"), Path::new(&sibling)),
+                Relation::Unrelated,
+                "{pattern}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tree_is_read_entry_by_entry_around_a_secret() {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
+        touch(&etc.join("passwd"));
+        touch(&etc.join("shadow"));
+        touch(&etc.join("ssh/ssh_config"));
+        touch(&etc.join("ssh/ssh_host_ed25519_key"));
+        touch(&etc.join("ssh/ssh_host_ed25519_key.pub"));
+        touch(&etc.join("apt/sources.list"));
+        let hidden = vec![
+            format!("{}/shadow", etc.display()),
+            format!("{}/ssh/ssh_host_*_key", etc.display()),
+        ];
+        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let mut read = p.read.clone();
+        read.sort();
+        assert_eq!(
+            read,
+            vec![
+                etc.join("apt"),
+                etc.join("passwd"),
+                etc.join("ssh/ssh_config"),
+                etc.join("ssh/ssh_host_ed25519_key.pub"),
+            ]
+        );
+        assert_eq!(p.list_only, vec![etc.clone(), etc.join("ssh")]);
+    }
+
+    #[test]
+    fn a_symlink_to_a_secret_is_hidden_too() {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
+        touch(&etc.join("shadow"));
+        touch(&etc.join("hosts"));
+        std::os::unix::fs::symlink(etc.join("shadow"), etc.join("innocent")).unwrap();
+        std::os::unix::fs::symlink(etc.join("hosts"), etc.join("hosts.link")).unwrap();
+        std::os::unix::fs::symlink(etc.join("missing"), etc.join("dangling")).unwrap();
+        let hidden = vec![format!("{}/shadow", etc.display())];
+        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let mut read = p.read.clone();
+        read.sort();
+        assert_eq!(read, vec![etc.join("hosts"), etc.join("hosts.link")]);
+    }
+
+    #[test]
+    fn toolchains_on_path_widen_to_their_install_trees() {
+        let t = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(t.path()).unwrap();
+        touch(&home.join(".cargo/bin/cargo"));
+        touch(&home.join(".cargo/credentials.toml"));
+        touch(&home.join(".cargo/registry/index"));
+        touch(&home.join(".rustup/toolchains/x/bin/rustc"));
+        touch(&home.join(".ssh/id_ed25519"));
+        touch(&home.join("tools/bin/mytool"));
+        let path = format!(
+            "{h}/.cargo/bin:{h}/tools/bin:relative:/usr/bin:{h}",
+            h = home.display()
+        );
+        let p = build(
+            &[],
+            &default_hidden_paths(),
+            &default_toolchains(),
+            &[PathBuf::from("/usr")],
+            Some(&path),
+            Some(&home),
+        );
+        let mut got = p.toolchains.clone();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                home.join(".cargo/bin"),
+                home.join(".cargo/registry"),
+                home.join(".rustup"),
+                home.join("tools/bin"),
+            ]
+        );
+        assert!(!p.read.iter().any(|r| r.ends_with("credentials.toml")));
+        assert!(
+            !p.read
+                .iter()
+                .chain(&p.toolchains)
+                .any(|r| r.starts_with(home.join(".ssh")))
+        );
+        assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+        assert!(p.notes[0].contains("home directory"));
+    }
+
+    #[test]
+    fn a_symlinked_path_entry_is_resolved() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        touch(&base.join("real/bin/x"));
+        std::os::unix::fs::symlink(base.join("real/bin"), base.join("link")).unwrap();
+        let path = format!("{}", base.join("link").display());
+        let p = build(&[], &[], &[], &[], Some(&path), Some(&base.join("nohome")));
+        assert_eq!(p.toolchains, vec![base.join("real/bin")]);
+    }
+}
