@@ -45,6 +45,8 @@ enum Command {
     Lint(cmd::lint::Args),
     /// Explain a decision with a human trace of every layer.
     Explain(cmd::explain::Args),
+    /// Install the guard as the hook of Claude Code, Codex or Gemini CLI (merging settings).
+    Init(cmd::init::Args),
     /// The sandbox trampoline `exec` re-executes itself as (internal).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(cmd::exec::TrampolineArgs),
@@ -92,6 +94,7 @@ fn main() -> ExitCode {
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::Init(args) => cmd::init::run(args),
         Command::SandboxExec(args) => return cmd::exec::trampoline(args),
     };
     match result {

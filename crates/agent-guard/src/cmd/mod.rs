@@ -8,6 +8,7 @@ mod claude_post;
 pub mod demo;
 pub mod exec;
 pub mod explain;
+pub mod init;
 pub mod lint;
 pub mod path;
 pub mod run;
