@@ -6,6 +6,7 @@ pub mod check;
 pub mod claude_hook;
 mod claude_post;
 pub mod demo;
+pub mod doctor;
 pub mod exec;
 pub mod explain;
 pub mod init;
