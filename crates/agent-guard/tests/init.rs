@@ -363,3 +363,28 @@ fn project_and_user_conflict() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_symlinked_settings_file_is_written_through() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let dotfiles = tempfile::tempdir().unwrap();
+    let real = dotfiles.path().join("claude.json");
+    std::fs::write(&real, "{\"model\": \"opus\"}\n").unwrap();
+    std::fs::create_dir(project.path().join(".claude")).unwrap();
+    let link = project.path().join(".claude/settings.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    init(home.path(), project.path())
+        .args(["claude", "--binary", "/bin/agent-guard"])
+        .assert()
+        .success();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let doc = read_json(&real);
+    assert_eq!(doc["model"], "opus");
+    assert_eq!(commands(&doc, "PreToolUse").len(), 1);
+}

@@ -453,8 +453,8 @@ fn run_hook(
 fn covers_every_tool(name: ClientName, matcher: Option<&str>) -> bool {
     match matcher.map(str::trim) {
         None | Some("" | ".*" | "^.*$") => true,
-        // Claude Code's wildcard; a regex-reading client would not compile it.
-        Some("*") => name == ClientName::Claude,
+        // Claude Code's and Codex's match-all; as a regex (Gemini CLI) it does not compile.
+        Some("*") => name != ClientName::Gemini,
         Some(_) => false,
     }
 }
@@ -849,6 +849,7 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
             }
             failed += usize::from(!check.ok);
         }
+        println!("  note: {}", spec.note);
     }
     match failed {
         0 => println!("all checks passed"),
@@ -979,7 +980,8 @@ mod tests {
         assert!(covers_every_tool(ClientName::Claude, Some("*")));
         assert!(covers_every_tool(ClientName::Codex, None));
         assert!(covers_every_tool(ClientName::Gemini, Some(".*")));
-        assert!(!covers_every_tool(ClientName::Codex, Some("*")));
+        assert!(covers_every_tool(ClientName::Codex, Some("*")));
+        assert!(!covers_every_tool(ClientName::Gemini, Some("*")));
         assert!(!covers_every_tool(ClientName::Claude, Some("Bash")));
         assert!(!covers_every_tool(
             ClientName::Codex,

@@ -115,8 +115,9 @@ pub(crate) struct ClientSpec {
     pub note: &'static str,
 }
 
-/// Claude Code's `"*"` matches every tool; Codex and Gemini read matchers as regexes, where
-/// `*` alone does not compile (a hook whose matcher is invalid never runs), so they get `.*`.
+/// Claude Code's `"*"` matches every tool. Codex reads a matcher as a regex with `""` and `*`
+/// as match-all; Gemini CLI reads it as a regex, where `*` alone does not compile (and a hook
+/// whose matcher never matches never runs): `.*` matches every tool in every reading.
 pub(crate) static CLIENTS: [&ClientSpec; 3] = [&CLAUDE, &CODEX, &GEMINI];
 
 static CLAUDE: ClientSpec = ClientSpec {
@@ -814,7 +815,9 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
                 })?;
                 println!("backup: {}", backup.display());
             }
-            write_atomically(&path, &text)?;
+            // A settings file that is a symlink (dotfiles) is written through, not replaced.
+            let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            write_atomically(&target, &text)?;
             println!("wrote {}", path.display());
         }
     }
