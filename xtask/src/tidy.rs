@@ -3,6 +3,9 @@
 //! - Dependency direction (docs/architecture.md): the leaf layers depend on no sibling,
 //!   `perm-hooks` only on `perm-rules`, nothing depends on the CLI.
 //! - Every crate has a README that is its crate documentation, and inherits the workspace lints.
+//! - One composition: only agent-core's `Guard::evaluate` (`src/verdict.rs`) combines layers.
+//!   No other source file of agent-core or of the CLI's deciding front ends resolves rule
+//!   precedence, applies a mode, or runs bash-guard or the sandbox judge to reach a verdict.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,6 +21,78 @@ const ALLOWED: &[(&str, &[&str])] = &[("perm-hooks", &["perm-rules"])];
 
 /// The binary crate: nothing may depend on it.
 const CLI: &str = "agent-guard";
+
+/// Calls that combine layers into a verdict; only [`COMPOSER`] may make them.
+const COMPOSING: &[&str] = &[
+    "resolve_permission_precedence(",
+    ".apply_mode(",
+    ".transform(",
+    "Analyzer::new(",
+    "SandboxJudge::new(",
+    ".analyze(",
+];
+/// The one file that composes the layers.
+const COMPOSER: &str = "crates/agent-core/src/verdict.rs";
+/// Files that may use those calls for something else: the rules-only helper `resolve`
+/// (executor), and the tools that build their analyzer and judge (bash.rs); the CLI's
+/// single-layer commands (`check`, `bash`, `path`, `exec`, `lint`) are not deciding front ends.
+const COMPOSING_ALLOWED: &[&str] = &[
+    "crates/agent-core/src/executor.rs",
+    "crates/agent-core/src/tools/bash.rs",
+    "crates/agent-guard/src/cmd/check.rs",
+    "crates/agent-guard/src/cmd/bash.rs",
+    "crates/agent-guard/src/cmd/path.rs",
+    "crates/agent-guard/src/cmd/exec.rs",
+    "crates/agent-guard/src/cmd/lint.rs",
+];
+
+/// Source files under `dir` (recursively), as paths relative to `root`.
+fn rust_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(root, &path, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && let Ok(rel) = path.strip_prefix(root)
+        {
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// The one-composition rule over agent-core's and the CLI's sources (tests excluded).
+fn composition_problems(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for krate in ["agent-core", "agent-guard"] {
+        rust_files(
+            root,
+            &root.join("crates").join(krate).join("src"),
+            &mut files,
+        );
+    }
+    let mut problems = Vec::new();
+    for file in files {
+        if file == COMPOSER || COMPOSING_ALLOWED.contains(&file.as_str()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root.join(&file)) else {
+            continue;
+        };
+        // Unit tests at the bottom of a file may build whatever they check.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for call in COMPOSING {
+            if code.contains(call) {
+                problems.push(format!(
+                    "`{file}` calls `{call}`: only `{COMPOSER}` (Guard::evaluate) combines layers; decide through it"
+                ));
+            }
+        }
+    }
+    problems
+}
 
 /// Checks every rule and reports all violations at once.
 pub fn check(root: &Path) -> anyhow::Result<()> {
@@ -83,6 +158,8 @@ pub fn check(root: &Path) -> anyhow::Result<()> {
             }
         }
     }
+
+    problems.extend(composition_problems(root));
 
     if problems.is_empty() {
         Ok(())
@@ -194,6 +271,32 @@ mod tests {
         let err = check(tmp.path()).unwrap_err().to_string();
         assert!(err.contains("lacks `[lints] workspace = true`"), "{err}");
         assert!(err.contains("has no README.md"), "{err}");
+    }
+
+    #[test]
+    fn a_front_end_composing_layers_fails() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_crate(tmp.path(), "agent-guard", &[], true, true);
+        let cmd = tmp.path().join("crates/agent-guard/src/cmd");
+        std::fs::create_dir_all(&cmd).unwrap();
+        std::fs::write(
+            cmd.join("claude_hook.rs"),
+            "fn f() { let r = resolve_permission_precedence(&i); }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            cmd.join("check.rs"),
+            "fn f() { let r = checker.apply_mode(r, t, false); }\n",
+        )
+        .unwrap();
+        let err = check(tmp.path()).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "`crates/agent-guard/src/cmd/claude_hook.rs` calls `resolve_permission_precedence(`"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("check.rs"), "{err}");
     }
 
     #[test]

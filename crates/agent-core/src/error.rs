@@ -20,6 +20,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The policy file could not be read or parsed.
+    #[error("{message}")]
+    Policy {
+        /// What is wrong, naming the file.
+        message: String,
+    },
     /// A layer rejected its configuration.
     #[error("bad {layer} configuration: {message}")]
     Config {

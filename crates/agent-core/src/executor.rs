@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use perm_hooks::{AuditLog, AuditRow, HookRegistry, PostToolUseContext, PreToolUseContext};
+use bash_guard::CachedAnalyzer;
+use fs_sandbox::Sandbox;
+use perm_hooks::{AuditLog, AuditRow, HookRegistry, PostToolUseContext};
 use perm_rules::{
     ContentSubjects, Decision, HookBlock, HookPermissionRequest, PermissionChecker,
     PermissionResult, PermissionRule, PrecedenceInputs, Resolution, resolve_permission_precedence,
@@ -22,6 +24,7 @@ use crate::output::shrink_output;
 use crate::registry::ToolRegistry;
 use crate::schema;
 use crate::tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput};
+use crate::verdict::Call;
 
 /// The default per-tool timeout (`AGENT_TOOL_TIMEOUT_SECS`), 120 s.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -88,6 +91,9 @@ pub struct ToolCallResult {
     pub executed: bool,
     /// The arguments the tool ran with (after hooks).
     pub final_args: Value,
+    /// The layer whose verdict decided a refused or asked call (`fs-sandbox`, `bash-guard`,
+    /// `perm-rules`, ...); `None` when the call ran or never reached the verdict.
+    pub layer: Option<String>,
 }
 
 impl ToolCallResult {
@@ -107,7 +113,8 @@ struct Queued {
     call_id: String,
     tool: Arc<dyn AgentTool>,
     args: Value,
-    resolution: Resolution,
+    decision: Decision,
+    code: String,
     additional_context: String,
 }
 
@@ -136,6 +143,9 @@ struct Inner {
     approver: Option<Arc<dyn Approver>>,
     audit: Option<AuditLog>,
     config: ExecutorConfig,
+    sandbox: Option<Arc<Sandbox>>,
+    bash: Option<Arc<CachedAnalyzer>>,
+    home: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -163,6 +173,9 @@ impl Executor {
                 approver: None,
                 audit: None,
                 config: ExecutorConfig::default(),
+                sandbox: None,
+                bash: None,
+                home: None,
             }),
         }
     }
@@ -216,6 +229,42 @@ impl Executor {
         self
     }
 
+    /// With the filesystem sandbox every path argument is judged by (without one, every path
+    /// argument is refused).
+    pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
+        Arc::make_mut(&mut self.inner).sandbox = Some(sandbox);
+        self
+    }
+
+    /// With the bash analyzer `run_bash` commands are judged by (without one, every command is
+    /// refused).
+    pub fn with_bash(mut self, analyzer: Arc<CachedAnalyzer>) -> Self {
+        Arc::make_mut(&mut self.inner).bash = Some(analyzer);
+        self
+    }
+
+    /// With the home directory `~` means in path arguments (the environment's `HOME`; never
+    /// the working directory).
+    pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
+        Arc::make_mut(&mut self.inner).home = home;
+        self
+    }
+
+    /// The sandbox path arguments are judged by.
+    pub fn sandbox(&self) -> Option<&Arc<Sandbox>> {
+        self.inner.sandbox.as_ref()
+    }
+
+    /// The bash analyzer.
+    pub fn bash(&self) -> Option<&Arc<CachedAnalyzer>> {
+        self.inner.bash.as_ref()
+    }
+
+    /// The home directory.
+    pub fn home(&self) -> Option<&std::path::Path> {
+        self.inner.home.as_deref()
+    }
+
     /// Adds a session rule (P2 / P5), e.g. from an API call during the run.
     pub fn add_session_rule(&self, rule: PermissionRule) {
         let mut session = self
@@ -266,14 +315,7 @@ impl Executor {
     ) -> Resolution {
         let name = tool.name();
         let config = self.inner.checker.check(name, Some(args));
-        let session = {
-            let session = self
-                .inner
-                .session
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            (session.rules().next().is_some()).then(|| session.check(name, Some(args)))
-        };
+        let session = self.session_result(name, args);
         let tool_level = self.tool_level(tool, args);
         resolve_permission_precedence(&PrecedenceInputs {
             tool: name.to_owned(),
@@ -287,7 +329,21 @@ impl Executor {
         })
     }
 
-    fn tool_level(&self, tool: &dyn AgentTool, args: &Value) -> Option<PermissionResult> {
+    /// The session rules' result, when there are session rules.
+    pub(crate) fn session_result(&self, name: &str, args: &Value) -> Option<PermissionResult> {
+        let session = self
+            .inner
+            .session
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (session.rules().next().is_some()).then(|| session.check(name, Some(args)))
+    }
+
+    pub(crate) fn tool_level(
+        &self,
+        tool: &dyn AgentTool,
+        args: &Value,
+    ) -> Option<PermissionResult> {
         let rules = tool.check_permissions(args);
         if rules.is_empty() {
             return None;
@@ -373,6 +429,29 @@ impl Executor {
         screen: &mut Option<&mut dyn CallScreen>,
     ) -> Result<Queued, ToolCallResult> {
         let Some(tool) = self.inner.registry.get(&call.name).cloned() else {
+            // The verdict still decides a refusal's reason: a call the guard denies is reported
+            // as denied (with the same code a hook would give), whether or not the tool exists.
+            let verdict = self
+                .evaluate(&Call {
+                    tool: call.name.clone(),
+                    args: call.arguments.clone(),
+                    session_id: ctx.session_id.clone(),
+                    agent_name: ctx.agent_name.clone(),
+                    call_id: call.id.clone(),
+                    step: ctx.step,
+                    cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
+                    read_only: false,
+                    client: Vec::new(),
+                })
+                .await;
+            if verdict.decision == Decision::Deny {
+                let msg = format!("`{}` was denied: {}", call.name, verdict.summary());
+                let mut r = self
+                    .refuse(call, ctx, verdict.code(), &msg, Some(Decision::Deny))
+                    .await;
+                r.layer = Some(verdict.layer().to_owned());
+                return Err(r);
+            }
             let msg = format!(
                 "unknown tool `{}`; it is not available to this agent",
                 call.name
@@ -389,21 +468,20 @@ impl Executor {
         {
             return Err(self.refuse(call, ctx, &code, &msg, None).await);
         }
-        let pre = self
-            .inner
-            .hooks
-            .run_pre_tool_use(PreToolUseContext {
-                session_id: ctx.session_id.clone(),
-                step: ctx.step,
-                agent_name: ctx.agent_name.clone(),
-                tool_name: call.name.clone(),
-                tool_call_id: call.id.clone(),
+        let verdict = self
+            .evaluate(&Call {
+                tool: call.name.clone(),
                 args: call.arguments.clone(),
+                session_id: ctx.session_id.clone(),
+                agent_name: ctx.agent_name.clone(),
+                call_id: call.id.clone(),
+                step: ctx.step,
                 cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
-                transcript_path: None,
+                read_only: tool.is_read_only(),
+                client: Vec::new(),
             })
             .await;
-        let final_args = pre.final_args;
+        let final_args = verdict.final_args.clone();
         // A hook may rewrite the arguments into something the schema forbids.
         if let Err(why) = schema::validate(&schema, &final_args) {
             let msg = format!(
@@ -416,30 +494,19 @@ impl Executor {
             r.final_args = final_args;
             return Err(r);
         }
-        let hook_block = pre.blocked.map(|b| HookBlock {
-            hook: b.hook,
-            reason: b.reason,
-        });
-        let hook_requests = pre
-            .permission_requests
-            .into_iter()
-            .map(|r| HookPermissionRequest {
-                hook: r.hook,
-                message: r.message,
-            })
-            .collect();
-        let resolution = self.resolve(tool.as_ref(), &final_args, hook_block, hook_requests);
-        let code = resolution.decided_by.priority.code();
-        match resolution.decision {
+        let code = verdict.code().to_owned();
+        let reason = verdict
+            .deciding()
+            .map(|s| format!("[{}] {}", s.layer, s.message))
+            .unwrap_or_default();
+        match verdict.decision {
             Decision::Deny => {
-                let msg = format!(
-                    "`{}` was denied: {}",
-                    call.name, resolution.decided_by.message
-                );
+                let msg = format!("`{}` was denied: {reason}", call.name);
                 let mut r = self
-                    .refuse(call, ctx, code, &msg, Some(Decision::Deny))
+                    .refuse(call, ctx, &code, &msg, Some(Decision::Deny))
                     .await;
                 r.final_args = final_args;
+                r.layer = Some(verdict.layer().to_owned());
                 return Err(r);
             }
             Decision::Ask => {
@@ -448,7 +515,7 @@ impl Executor {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                     args: final_args.clone(),
-                    message: resolution.decided_by.message.clone(),
+                    message: reason.clone(),
                 };
                 if !ctx.silent {
                     ctx.emit(AgentEvent::PermissionRequest {
@@ -466,15 +533,12 @@ impl Executor {
                 )
                 .await;
                 if !outcome.is_approved() {
-                    let msg = format!(
-                        "{} ({})",
-                        outcome.message(&call.name),
-                        resolution.decided_by.message
-                    );
+                    let msg = format!("{} ({reason})", outcome.message(&call.name));
                     let mut r = self
                         .refuse(call, ctx, outcome.code(), &msg, Some(Decision::Ask))
                         .await;
                     r.final_args = final_args;
+                    r.layer = Some(verdict.layer().to_owned());
                     return Err(r);
                 }
             }
@@ -485,8 +549,9 @@ impl Executor {
             call_id: call.id.clone(),
             tool,
             args: final_args,
-            resolution,
-            additional_context: pre.additional_context,
+            decision: verdict.decision,
+            code,
+            additional_context: verdict.additional_context,
         })
     }
 
@@ -584,13 +649,7 @@ impl Executor {
             arguments: q.args.clone(),
         };
         let mut r = self
-            .refuse(
-                &call,
-                ctx,
-                err.code(),
-                &err.to_string(),
-                Some(q.resolution.decision),
-            )
+            .refuse(&call, ctx, err.code(), &err.to_string(), Some(q.decision))
             .await;
         r.final_args = q.args.clone();
         r
@@ -644,11 +703,8 @@ impl Executor {
                 is_error,
                 ..post_ctx
             });
-            row.decision = Some(q.resolution.decision);
-            row.reason_code = Some(
-                code.clone()
-                    .unwrap_or_else(|| q.resolution.decided_by.priority.code().to_owned()),
-            );
+            row.decision = Some(q.decision);
+            row.reason_code = Some(code.clone().unwrap_or_else(|| q.code.clone()));
             audit.record(row).await;
         }
         ctx.emit(AgentEvent::ToolResult {
@@ -663,9 +719,10 @@ impl Executor {
             content,
             is_error,
             code,
-            decision: Some(q.resolution.decision),
+            decision: Some(q.decision),
             executed: true,
             final_args: q.args.clone(),
+            layer: None,
         }
     }
 }
@@ -685,6 +742,7 @@ fn refused(
         decision,
         executed: false,
         final_args: call.arguments.clone(),
+        layer: None,
     }
 }
 

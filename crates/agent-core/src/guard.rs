@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
-use perm_hooks::{AgentHook, AuditLog, HookRegistry, HooksConfig, RedactionHook};
+use perm_hooks::{
+    AgentHook, AuditLog, HookOptions, HookRegistry, HooksConfig, OnError, RedactionHook,
+};
 use perm_rules::PermissionChecker;
 use runtime_limits::{CancellationRegistry, LimitsConfig};
 
@@ -23,6 +25,7 @@ use crate::tools::{
     GlobFilesTool, GrepFilesTool, ReadFileTool, RunBashTool, SaveMemoryTool, SubagentSpawner,
     SubagentTool, TodoList, TodoWriteTool, UserChannel,
 };
+use crate::verdict::{Call, Verdict};
 
 /// Builds a [`Guard`]. Every layer has a default; set what the policy says.
 pub struct GuardBuilder {
@@ -203,7 +206,15 @@ impl GuardBuilder {
             hooks.register_with(hook, options);
         }
         if self.hooks.redact_secrets {
-            hooks.register(Arc::new(RedactionHook));
+            // A redaction that fails must withhold the output, never pass it through unredacted.
+            hooks.register_with(
+                Arc::new(RedactionHook),
+                HookOptions {
+                    pre_on_error: OnError::Deny,
+                    post_on_error: OnError::Deny,
+                    ..HookOptions::default()
+                },
+            );
         }
         for hook in self.extra_hooks {
             hooks.register(hook);
@@ -227,6 +238,7 @@ impl GuardBuilder {
         if let Some((exe, args)) = self.trampoline {
             runner = runner.with_trampoline_args(exe, args);
         }
+        let bash_tool = Arc::new(RunBashTool::new(self.bash, Arc::clone(&sandbox), runner));
         let ask = match self.user {
             Some(ch) => AskUserTool::new(ch),
             None => AskUserTool::default(),
@@ -241,7 +253,7 @@ impl GuardBuilder {
             Arc::new(FileEditTool {
                 max_file_size: self.max_file_size,
             }),
-            Arc::new(RunBashTool::new(self.bash, Arc::clone(&sandbox), runner)),
+            Arc::clone(&bash_tool) as Arc<dyn AgentTool>,
             Arc::new(ask),
             Arc::new(TodoWriteTool {
                 todos: Arc::clone(&todos),
@@ -264,6 +276,9 @@ impl GuardBuilder {
             .with_checker(Arc::new(checker))
             .with_subjects(Arc::new(BashSubjects))
             .with_hooks(Arc::new(hooks))
+            .with_sandbox(Arc::clone(&sandbox))
+            .with_bash(Arc::clone(bash_tool.analyzer()))
+            .with_home(std::env::var_os("HOME").map(PathBuf::from))
             .with_config(self.executor);
         if let Some(approver) = self.approver {
             executor = executor.with_approver(approver);
@@ -301,6 +316,12 @@ impl Guard {
     /// The executor (every guard of layers 1-5).
     pub fn executor(&self) -> &Executor {
         &self.executor
+    }
+
+    /// Takes `call` through every layer and returns the verdict: the one composition the
+    /// runtime's executor and every front end (hooks, `test`, `explain`) decide by.
+    pub async fn evaluate(&self, call: &Call) -> Verdict {
+        self.executor.evaluate(call).await
     }
 
     /// The sandbox.

@@ -2,20 +2,24 @@
 
 pub mod apply_patch;
 mod approver;
+pub mod clients;
 mod context;
 mod error;
 mod event;
 mod executor;
 mod guard;
 mod model;
+pub mod network;
 #[cfg(feature = "openai")]
 mod openai;
 mod output;
+mod policy;
 mod registry;
 mod runtime;
 mod schema;
 mod tool;
 pub mod tools;
+mod verdict;
 
 pub use approver::{
     Approval, ApprovalOutcome, ApprovalReceiver, ApprovalRequest, Approver, ChannelApprover,
@@ -35,9 +39,13 @@ pub use model::{
 #[cfg(feature = "openai")]
 pub use openai::OpenAiModel;
 pub use output::{result_path, safe_file_stem, shrink_output, truncate_chars};
+pub use policy::{Policy, PolicyDoc};
 pub use registry::ToolRegistry;
 pub use runtime::{
     AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,
 };
 pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use tools::{SubagentRequest, SubagentSpawner};
+pub use verdict::{
+    Call, ClientFinding, PATH_ARGS, PATTERN_ARGS, PathArg, PatternArg, Step, URL_ARGS, Verdict,
+};

@@ -1,6 +1,7 @@
 //! The `agent-guard` command line. See the workspace README for a tour.
 
 mod cmd;
+mod front;
 mod policy;
 mod report;
 
@@ -35,10 +36,16 @@ enum Command {
     Bash(cmd::bash::Args),
     /// List audit-log rows and a per-tool summary (layer 3).
     Audit(cmd::audit::Args),
+    /// Stop a session (or all) on every guard sharing the audit database (the kill switch).
+    Cancel(cmd::cancel::Args),
     /// Validate a bash command, then run it confined (layer 5).
     Exec(cmd::exec::Args),
-    /// A drop-in Claude Code PreToolUse/PostToolUse hook: hook JSON on stdin, decision on stdout.
+    /// A drop-in Claude Code hook for every event: hook JSON on stdin, decision on stdout.
     ClaudeHook(cmd::claude_hook::Args),
+    /// A Codex CLI hook (PreToolUse, PermissionRequest, PostToolUse; apply_patch parsed).
+    CodexHook(cmd::codex_hook::Args),
+    /// A Gemini CLI hook (BeforeTool, AfterTool).
+    GeminiHook(cmd::gemini_hook::Args),
     /// Run policy test cases: expected decisions for tool calls; non-zero exit on any failure.
     Test(cmd::test::Args),
     /// Find rules that can never decide, allow rules that allow everything, unknown tools.
@@ -91,8 +98,11 @@ fn main() -> ExitCode {
         Command::Path(args) => cmd::path::run(args),
         Command::Bash(args) => cmd::bash::run(args),
         Command::Audit(args) => cmd::audit::run(args),
+        Command::Cancel(args) => cmd::cancel::run(args),
         Command::Exec(args) => cmd::exec::run(args),
-        Command::ClaudeHook(args) => cmd::claude_hook::run(args),
+        Command::ClaudeHook(args) => return cmd::claude_hook::run(args),
+        Command::CodexHook(args) => return cmd::codex_hook::run(args),
+        Command::GeminiHook(args) => return cmd::gemini_hook::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),

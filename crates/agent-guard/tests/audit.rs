@@ -111,3 +111,98 @@ fn bad_status_is_rejected() {
         .assert()
         .failure();
 }
+
+/// The PostgreSQL server's URL (`AGENT_GUARD_TEST_PG_URL`); under `CI` its absence fails the
+/// test, otherwise the PostgreSQL half is reported as skipped on the terminal.
+pub fn pg_url(test: &str) -> Option<String> {
+    use std::io::Write;
+    match std::env::var("AGENT_GUARD_TEST_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("AGENT_GUARD_TEST_PG_URL is not set but CI is: `{test}` needs PostgreSQL")
+        }
+        _ => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: the PostgreSQL half of `{test}` (AGENT_GUARD_TEST_PG_URL is not set)"
+            );
+            None
+        }
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+#[test]
+fn decision_and_age_filters_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dbs = vec![dir.path().join("audit.db").display().to_string()];
+    dbs.extend(pg_url("decision_and_age_filters_on_both_backends"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for db in dbs {
+        // A shared PostgreSQL database holds other tests' rows: filter on a fresh session id.
+        let session = unique("filters");
+        rt.block_on(async {
+            let log = AuditLog::open(&db).await.unwrap();
+            log.record(AuditRow::tool_call(&PostToolUseContext {
+                session_id: session.clone(),
+                tool_name: "read_file".into(),
+                ..Default::default()
+            }))
+            .await;
+            log.record(AuditRow::denied(
+                &session,
+                2,
+                "lead",
+                "run_bash",
+                perm_rules::Decision::Deny,
+                "bash_destructive",
+                "rm -rf /",
+            ))
+            .await;
+            log.shutdown().await.unwrap();
+        });
+        let json = |extra: &[&str]| -> serde_json::Value {
+            let out = Command::cargo_bin("agent-guard")
+                .unwrap()
+                .args(["audit", "--json", "--audit-db", &db, "--session", &session])
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let denied = json(&["--decision", "deny"]);
+        assert_eq!(denied["rows"].as_array().unwrap().len(), 1, "{db}");
+        assert_eq!(denied["rows"][0]["reason_code"], "bash_destructive");
+        assert!(!denied["db"].as_str().unwrap().is_empty());
+        assert_eq!(
+            json(&["--since", "1h"])["rows"].as_array().unwrap().len(),
+            2
+        );
+        assert_eq!(
+            json(&["--until", "1h"])["rows"].as_array().unwrap().len(),
+            0
+        );
+        let summary = json(&["--tool", "run_bash"]);
+        assert_eq!(summary["summary"][0]["denied"], 1, "{db}");
+    }
+    Command::cargo_bin("agent-guard")
+        .unwrap()
+        .args(["audit", "--since", "yesterday"])
+        .assert()
+        .failure();
+}

@@ -89,7 +89,7 @@ fn pre_tool_use_decisions_for_documented_shapes() {
         ("pre_bash_pipe_sh", "deny", "[bash-guard]"),
         ("pre_read_src", "allow", "rule `read_file`"),
         ("pre_read_env", "deny", "read_file(**/.env)"),
-        ("pre_read_ssh_key", "deny", "[credentials]"),
+        ("pre_read_ssh_key", "deny", "sensitive_path"),
         ("pre_read_outside", "ask", "[fs-sandbox] outside_roots"),
         ("pre_write_src", "allow", "file_write(./src/**)"),
         ("pre_write_etc", "deny", "file_write(/etc/**)"),
@@ -214,7 +214,9 @@ fn blocked(args: &[&str], stdin: &str, needle: &str) {
     assert!(err.starts_with("agent-guard: "), "{err}");
     assert!(err.contains(needle), "`{needle}` not in {err}");
     assert!(!err.contains("panicked"), "{err}");
-    assert!(out.stdout.is_empty(), "nothing on stdout when blocking");
+    // The JSON answer denies too, so the block holds even where the exit status is not read.
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON deny on stdout");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
 }
 
 #[test]
@@ -245,13 +247,29 @@ fn malformed_hook_json_blocks() {
 }
 
 #[test]
-fn unsupported_event_and_bad_policy_block() {
+fn other_events_pass_and_a_bad_policy_blocks() {
     let s = Session::new();
-    let prompt = format!(
-        r#"{{"session_id":"abc123","cwd":"{}","hook_event_name":"UserPromptSubmit","tool_name":"x","tool_input":{{}},"prompt":"hi"}}"#,
-        s.project()
-    );
-    blocked(&[], &prompt, "unsupported hook event `UserPromptSubmit`");
+    // Every event that does not judge a call, known or future, is exit 0 with no decision,
+    // even under a broken policy: the hook installed for every event must not block prompts.
+    for event in [
+        "UserPromptSubmit",
+        "SessionStart",
+        "Notification",
+        "SomeFutureEvent",
+    ] {
+        let stdin = format!(
+            r#"{{"session_id":"abc123","cwd":"{}","hook_event_name":"{event}","prompt":"hi"}}"#,
+            s.project()
+        );
+        let out = hook()
+            .args(["--policy", &format!("{DATA}/bad-key.toml")])
+            .write_stdin(stdin)
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        assert!(out.stdout.is_empty(), "{event}: {:?}", out.stdout);
+    }
     blocked(
         &["--policy", &format!("{DATA}/bad-rule.toml")],
         &s.fixture("pre_read_src"),

@@ -96,12 +96,12 @@ fn bash_shows_the_deciding_rule() {
         .stdout(predicate::str::contains("rule:    `run_bash(rm:*)` at "))
         .stdout(predicate::str::contains("hook-policy.toml:5"))
         .stdout(predicate::str::contains(
-            "decision: deny (decided by perm-rules: rule-deny)",
+            "decision: deny (decided by perm-rules: p0-config-deny)",
         ));
 }
 
 #[test]
-fn path_traces_credentials_and_sandbox() {
+fn path_traces_a_credential_store_as_sensitive() {
     let dir = tempfile::tempdir().unwrap();
     let v = json(explain(&dir).args([
         "path",
@@ -112,18 +112,14 @@ fn path_traces_credentials_and_sandbox() {
         "/home/user/.ssh/id_rsa",
     ]));
     assert_eq!(v["decision"], "deny");
-    assert_eq!(v["layer"], "credentials");
+    assert_eq!(v["layer"], "fs-sandbox");
     let codes: Vec<&str> = v["trace"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["code"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        codes,
-        ["default-allow", "credential-path", "outside_roots"],
-        "{v}"
-    );
+    assert_eq!(codes, ["p8-default", "sensitive_path"], "{v}");
 
     let root = dir.path().join("extra");
     std::fs::create_dir(&root).unwrap();
@@ -189,7 +185,7 @@ fn unknown_tool_is_judged_by_the_rules() {
     ]));
     assert_eq!(v["decision"], "ask");
     assert_eq!(v["trace"].as_array().unwrap().len(), 1);
-    assert_eq!(v["trace"][0]["code"], "default-ask");
+    assert_eq!(v["trace"][0]["code"], "p8-default");
 }
 
 #[test]

@@ -14,6 +14,8 @@ use crate::sandbox::{Access, Sandbox, SandboxBuilder};
 /// read_only_roots = ["/opt/skills"]
 /// # protected = [".git/config"]       # replaces the default protected list
 /// extra_protected = ["secrets/**"]    # extends it
+/// home = "/home/me"                   # anchors `~/` sensitive patterns (default: $HOME)
+/// sensitive = ["~/.config/acme/token", "*.secret"]  # extends the sensitive list
 /// ```
 ///
 /// With neither `roots` nor `read_only_roots`, the cwd is the one writable root.
@@ -32,6 +34,13 @@ pub struct SandboxConfig {
     /// Patterns added to the protected list (the default or `protected`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_protected: Vec<String>,
+    /// The home directory `~/` sensitive patterns are anchored at (default: `$HOME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<PathBuf>,
+    /// Patterns added to [`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE) (`~/x` = below the
+    /// home directory, `/x` absolute, anything else at any depth, `dir/**` a whole tree).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive: Vec<String>,
 }
 
 impl SandboxConfig {
@@ -52,6 +61,12 @@ impl SandboxConfig {
         }
         for pattern in &self.extra_protected {
             builder = builder.protected(pattern);
+        }
+        if let Some(home) = &self.home {
+            builder = builder.home(home.clone());
+        }
+        for pattern in &self.sensitive {
+            builder = builder.sensitive(pattern);
         }
         builder
     }

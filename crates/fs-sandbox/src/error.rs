@@ -62,6 +62,39 @@ pub enum SandboxError {
         /// The protected pattern it matched.
         pattern: String,
     },
+    /// The path (as given or where it physically leads) is a credential store or a key.
+    #[error("`{path}` is {what}; reading, writing or listing it is refused (secrets are not handed to the agent)", path = .path.display())]
+    Sensitive {
+        /// The path that matched: the physical one, or the one given when only that matched.
+        path: PathBuf,
+        /// What it holds (`an SSH key or configuration`).
+        what: String,
+    },
+    /// The path is not a regular file or a directory (a FIFO would block a reader forever; a
+    /// socket or a device is not a file).
+    #[error("`{resolved}` is {kind}; only regular files and directories are opened", resolved = .resolved.display())]
+    SpecialFile {
+        /// Where the path really leads.
+        resolved: PathBuf,
+        /// What it is (`a FIFO (named pipe)`).
+        kind: &'static str,
+    },
+    /// The path leads onto another filesystem (a mount) below a root that is not itself a root.
+    #[error("`{resolved}` is on another filesystem mounted below the root `{root}`; add the mount as a root to allow it", resolved = .resolved.display(), root = .root.display())]
+    OtherFilesystem {
+        /// Where the path really leads.
+        resolved: PathBuf,
+        /// The root it is below.
+        root: PathBuf,
+    },
+    /// A `..` follows a name that does not exist, so the path cannot be resolved physically.
+    #[error("`{path}` has a `..` after `{missing}`, which does not exist; what `..` means there depends on what gets created, so give the path without it", path = .path.display(), missing = .missing.display())]
+    Unresolvable {
+        /// The path as given.
+        path: PathBuf,
+        /// The first missing name, resolved up to it.
+        missing: PathBuf,
+    },
     /// A write to a regular file with more than one hard link was asked.
     #[error("`{resolved}` has {nlink} hard links; a write through one of them would change a file that may live outside the roots, so it is refused", resolved = .resolved.display())]
     HardLink {
@@ -139,6 +172,10 @@ impl SandboxError {
             SandboxError::ReadOnlyRoot { .. } => "read_only_root",
             SandboxError::Protected { .. } => "protected_path",
             SandboxError::HardLink { .. } => "hard_link",
+            SandboxError::Sensitive { .. } => "sensitive_path",
+            SandboxError::SpecialFile { .. } => "special_file",
+            SandboxError::OtherFilesystem { .. } => "other_filesystem",
+            SandboxError::Unresolvable { .. } => "unresolvable",
             SandboxError::SymlinkLoop { .. } => "symlink_loop",
             SandboxError::MagicLink { .. } => "magic_link",
             SandboxError::Changed { .. } => "changed",

@@ -10,7 +10,22 @@ use crate::sandbox::{Op, Sandbox};
 
 const META: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
 
+/// What a confined glob found, and how many sensitive matches it left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GlobOutcome {
+    /// The matches, base-joined (not resolved), sorted.
+    pub paths: Vec<PathBuf>,
+    /// Matches (or directories on the way) left out because they are sensitive.
+    pub skipped_sensitive: usize,
+}
+
 impl Sandbox {
+    /// [`glob_outcome`](Sandbox::glob_outcome)'s paths, for callers that do not report skips.
+    pub fn glob(&self, pattern: &str, base: Option<&Path>) -> Result<Vec<PathBuf>, SandboxError> {
+        self.glob_outcome(pattern, base)
+            .map(|outcome| outcome.paths)
+    }
+
     /// Finds the paths matching `pattern` (globset syntax, `*` does not cross `/`, `**` does).
     ///
     /// A relative pattern is rooted at `base` (default: the cwd); an absolute one at its literal
@@ -18,7 +33,14 @@ impl Sandbox {
     /// `..` component, and the walk never descends through a symlink: a symlinked entry is
     /// returned only when it matches and its target passes the check for reading. Matches are
     /// returned as base-joined paths (not resolved), sorted.
-    pub fn glob(&self, pattern: &str, base: Option<&Path>) -> Result<Vec<PathBuf>, SandboxError> {
+    ///
+    /// Sensitive files and directories are left out and counted; a base or literal pattern that
+    /// names one is refused with code `sensitive_path`.
+    pub fn glob_outcome(
+        &self,
+        pattern: &str,
+        base: Option<&Path>,
+    ) -> Result<GlobOutcome, SandboxError> {
         if pattern.is_empty() {
             return Err(SandboxError::Empty);
         }
@@ -44,10 +66,14 @@ impl Sandbox {
         }
         let start = base.unwrap_or(self.cwd()).join(&literal);
         if rest.is_empty() {
-            return Ok(match self.check(&start, Op::Read) {
-                Ok(found) if found.exists() => vec![start],
-                Ok(_) => Vec::new(),
-                Err(err) => return Err(err),
+            let checked = self.check(&start, Op::Read)?;
+            return Ok(GlobOutcome {
+                paths: if checked.exists() {
+                    vec![start]
+                } else {
+                    Vec::new()
+                },
+                skipped_sensitive: 0,
             });
         }
         let rest = rest.join("/");
@@ -67,6 +93,7 @@ impl Sandbox {
         };
         let start_dir = self.check(&start, Op::List)?;
         let mut found = Vec::new();
+        let mut skipped_sensitive = 0usize;
         let mut stack = vec![(start_dir.path().to_owned(), PathBuf::new(), 0usize)];
         while let Some((dir, relative, depth)) = stack.pop() {
             let Ok(entries) = self.read_dir(&dir) else {
@@ -76,10 +103,22 @@ impl Sandbox {
                 let rel = relative.join(&entry.name);
                 let logical = start.join(&rel);
                 let wanted = matcher.is_match(&rel);
+                if entry.kind != EntryKind::Symlink && self.sensitive(&entry.path).is_some() {
+                    // Counted whether or not it matched: a sensitive directory on the way hides
+                    // matches below it too.
+                    if wanted || entry.kind == EntryKind::Dir {
+                        skipped_sensitive += 1;
+                    }
+                    continue;
+                }
                 match entry.kind {
                     EntryKind::Symlink => {
-                        if wanted && self.check(&entry.path, Op::Read).is_ok() {
-                            found.push(logical);
+                        if wanted {
+                            match self.check(&entry.path, Op::Read) {
+                                Ok(_) => found.push(logical),
+                                Err(SandboxError::Sensitive { .. }) => skipped_sensitive += 1,
+                                Err(_) => {}
+                            }
                         }
                     }
                     EntryKind::Dir => {
@@ -99,6 +138,9 @@ impl Sandbox {
             }
         }
         found.sort();
-        Ok(found)
+        Ok(GlobOutcome {
+            paths: found,
+            skipped_sensitive,
+        })
     }
 }

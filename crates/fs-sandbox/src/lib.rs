@@ -6,14 +6,17 @@ mod error;
 pub mod fuzz;
 mod glob;
 mod open;
+mod protected;
 mod sandbox;
+mod sensitive;
 
 pub use config::SandboxConfig;
 pub use error::SandboxError;
+pub use glob::GlobOutcome;
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
-pub use sandbox::{
-    Access, DEFAULT_PROTECTED, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath,
-};
+pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED};
+pub use sandbox::{Access, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath};
+pub use sensitive::{DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen};
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::error::SandboxError;
-use crate::sandbox::{Op, Root, Sandbox, SandboxPath};
+use crate::sandbox::{Op, Root, Sandbox, SandboxPath, fd_mount, file_type_name};
 
 /// How [`Sandbox::open_write`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,9 +61,21 @@ const DIR_MODE: u32 = 0o777;
 
 impl Sandbox {
     /// Opens a file for reading, race-free.
+    ///
+    /// Opened `O_NONBLOCK` and refused unless the fd is a regular file or a directory, so a FIFO
+    /// swapped in after the check never blocks and a device is never read.
     pub fn open_read(&self, path: impl AsRef<Path>) -> Result<File, SandboxError> {
         let checked = self.check(path, Op::Read)?;
-        let fd = self.open_beneath(&checked, OFlags::RDONLY | OFlags::NOCTTY, Mode::empty())?;
+        let fd = self.open_beneath(
+            &checked,
+            OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )?;
+        let file_type = fd_type(&fd, &checked)?;
+        if !matches!(file_type, FileType::RegularFile | FileType::Directory) {
+            return Err(special(&checked, file_type));
+        }
+        blocking(&fd, &checked)?;
         Ok(File::from(fd))
     }
 
@@ -80,12 +92,18 @@ impl Sandbox {
             WriteMode::Create => OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
             WriteMode::Truncate => OFlags::WRONLY | OFlags::CREATE,
             WriteMode::Append => OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND,
-        } | OFlags::NOCTTY;
+        } | OFlags::NOCTTY
+            | OFlags::NONBLOCK;
         let fd = self.open_beneath(&checked, flags, Mode::from_raw_mode(FILE_MODE))?;
         let stat =
             rustix::fs::fstat(&fd).map_err(|err| SandboxError::io("stat", checked.path(), err))?;
+        let file_type = FileType::from_raw_mode(stat.st_mode);
+        if file_type != FileType::RegularFile {
+            return Err(special(&checked, file_type));
+        }
+        blocking(&fd, &checked)?;
         let nlink = stat.st_nlink;
-        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile && nlink > 1 {
+        if nlink > 1 {
             return Err(SandboxError::HardLink {
                 resolved: checked.path,
                 nlink,
@@ -179,7 +197,8 @@ impl Sandbox {
     ) -> Result<OwnedFd, SandboxError> {
         let flags = flags | OFlags::CLOEXEC;
         let relative = checked.relative();
-        if self.use_openat2 {
+        // A relative path longer than PATH_MAX cannot go to one syscall: walk it instead.
+        if self.use_openat2 && relative.as_os_str().len() < PATH_MAX {
             let target = if relative.as_os_str().is_empty() {
                 Path::new(".")
             } else {
@@ -190,7 +209,10 @@ impl Sandbox {
                 target,
                 flags,
                 mode,
-                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | ResolveFlags::NO_SYMLINKS,
+                ResolveFlags::BENEATH
+                    | ResolveFlags::NO_MAGICLINKS
+                    | ResolveFlags::NO_SYMLINKS
+                    | ResolveFlags::NO_XDEV,
             )
             .map_err(|err| changed_or_io(err, checked, "open"))
         } else {
@@ -238,7 +260,40 @@ fn walk_open(
             });
         }
     }
+    // The walk has no RESOLVE_NO_XDEV; a mount that appeared after the check lands the fd on
+    // another mount than the root's.
+    if let (Some(root_mount), Some(mount)) = (root.mount(), fd_mount(&fd))
+        && mount != root_mount
+    {
+        return Err(SandboxError::Changed {
+            resolved: checked.path.clone(),
+        });
+    }
     Ok(fd)
+}
+
+/// `PATH_MAX`, including the terminating NUL.
+const PATH_MAX: usize = 4096;
+
+fn fd_type(fd: &OwnedFd, checked: &SandboxPath) -> Result<FileType, SandboxError> {
+    rustix::fs::fstat(fd)
+        .map(|stat| FileType::from_raw_mode(stat.st_mode))
+        .map_err(|err| SandboxError::io("stat", checked.path(), err))
+}
+
+fn special(checked: &SandboxPath, file_type: FileType) -> SandboxError {
+    SandboxError::SpecialFile {
+        resolved: checked.path.clone(),
+        kind: file_type_name(file_type),
+    }
+}
+
+/// Clears the `O_NONBLOCK` the open used, so the caller gets an ordinary blocking file.
+fn blocking(fd: &OwnedFd, checked: &SandboxPath) -> Result<(), SandboxError> {
+    let flags = rustix::fs::fcntl_getfl(fd)
+        .map_err(|err| SandboxError::io("read the flags of", checked.path(), err))?;
+    rustix::fs::fcntl_setfl(fd, flags - OFlags::NONBLOCK)
+        .map_err(|err| SandboxError::io("set the flags of", checked.path(), err))
 }
 
 fn names(relative: &Path) -> Vec<OsString> {

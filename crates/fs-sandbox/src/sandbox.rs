@@ -4,33 +4,16 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
 use crate::error::SandboxError;
-
-/// The protected patterns used unless the builder or the config replaces them.
-///
-/// Gitignore-ish: a pattern without a `/` matches that name at any depth below a root; one with
-/// a `/` is anchored at the root; `dir/**` also protects `dir` itself.
-pub const DEFAULT_PROTECTED: &[&str] = &[
-    ".git/config",
-    ".git/hooks/**",
-    ".claude/**",
-    ".agent/**",
-    ".bashrc",
-    ".zshrc",
-    ".profile",
-    ".bash_profile",
-    ".zprofile",
-    ".bash_login",
-];
+use crate::protected::{DEFAULT_PROTECTED, Protected};
+use crate::sensitive::{Sensitive, home_forms};
 
 /// How many symlinks one resolution may follow, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINKS: u32 = 40;
@@ -90,6 +73,7 @@ struct RootInner {
     path: PathBuf,
     access: Access,
     fd: OwnedFd,
+    mount: Option<MountKey>,
 }
 
 /// One allowed directory: its canonical path, its access and an open directory fd.
@@ -111,6 +95,10 @@ impl Root {
 
     pub(crate) fn fd(&self) -> &OwnedFd {
         &self.inner.fd
+    }
+
+    pub(crate) fn mount(&self) -> Option<MountKey> {
+        self.inner.mount
     }
 }
 
@@ -152,10 +140,26 @@ pub struct SandboxBuilder {
     cwd: PathBuf,
     roots: Vec<(PathBuf, Access)>,
     protected: Vec<String>,
+    sensitive: Vec<String>,
+    home: Option<PathBuf>,
     mode: ResolveMode,
 }
 
 impl SandboxBuilder {
+    /// The home directory `~/` sensitive patterns are anchored at (default: `$HOME`, else the
+    /// user's entry in the password database; never the cwd). It must be absolute.
+    pub fn home(mut self, path: impl Into<PathBuf>) -> Self {
+        self.home = Some(path.into());
+        self
+    }
+
+    /// EXTENDS the sensitive list ([`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE)) with one
+    /// pattern; the defaults cannot be removed.
+    pub fn sensitive(mut self, pattern: &str) -> Self {
+        self.sensitive.push(pattern.to_owned());
+        self
+    }
+
     /// Adds a root. Relative roots resolve against the builder's cwd.
     pub fn root(mut self, path: impl Into<PathBuf>, access: Access) -> Self {
         self.roots.push((path.into(), access));
@@ -209,15 +213,25 @@ impl SandboxBuilder {
                 root: path.clone(),
                 message: format!("it is not an openable directory: {err}"),
             })?;
+            let mount = fd_mount(&fd);
             roots.push(Root {
                 inner: Arc::new(RootInner {
                     path: canonical,
                     access,
                     fd,
+                    mount,
                 }),
             });
         }
         let protected = Protected::compile(&self.protected)?;
+        if let Some(home) = self.home.as_ref().filter(|h| !h.is_absolute()) {
+            return Err(SandboxError::BadRoot {
+                root: home.clone(),
+                message: "the home directory must be an absolute path".to_owned(),
+            });
+        }
+        let home = self.home.or_else(std::env::home_dir);
+        let sensitive = Sensitive::compile(&self.sensitive, &home_forms(home.as_deref()))?;
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -227,6 +241,7 @@ impl SandboxBuilder {
             cwd,
             roots,
             protected,
+            sensitive,
             use_openat2,
         })
     }
@@ -245,68 +260,6 @@ fn probe_openat2(root: Option<&Root>) -> bool {
     .is_ok()
 }
 
-#[derive(Debug)]
-struct Protected {
-    patterns: Vec<String>,
-    set: GlobSet,
-}
-
-impl Protected {
-    fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
-        let mut builder = GlobSetBuilder::new();
-        // Each compiled glob maps back to the pattern the person wrote.
-        let mut owners = Vec::new();
-        for pattern in patterns {
-            let trimmed = pattern.trim_start_matches('/').trim_end_matches('/');
-            if trimmed.is_empty() {
-                return Err(SandboxError::BadPattern {
-                    pattern: pattern.clone(),
-                    message: "an empty protected pattern would protect nothing".to_owned(),
-                });
-            }
-            let anchored = pattern.trim_end_matches('/').contains('/');
-            let mut forms = Vec::new();
-            if anchored {
-                forms.push(trimmed.to_owned());
-            } else {
-                forms.push(trimmed.to_owned());
-                forms.push(format!("**/{trimmed}"));
-            }
-            // `dir/**` protects the directory itself too, so it cannot be replaced wholesale.
-            let extra: Vec<String> = forms
-                .iter()
-                .filter_map(|f| f.strip_suffix("/**").map(str::to_owned))
-                .collect();
-            forms.extend(extra);
-            for form in forms {
-                let glob = GlobBuilder::new(&form)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|err| SandboxError::BadPattern {
-                        pattern: pattern.clone(),
-                        message: err.kind().to_string(),
-                    })?;
-                builder.add(glob);
-                owners.push(pattern.clone());
-            }
-        }
-        let set = builder.build().map_err(|err| SandboxError::BadPattern {
-            pattern: patterns.join(", "),
-            message: err.to_string(),
-        })?;
-        Ok(Protected {
-            patterns: owners,
-            set,
-        })
-    }
-
-    fn matching(&self, relative: &Path) -> Option<&str> {
-        let first = self.set.matches(relative).into_iter().next()?;
-        self.patterns.get(first).map(String::as_str)
-    }
-}
-
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
 /// `Send + Sync`; share it in an `Arc`.
@@ -315,6 +268,7 @@ pub struct Sandbox {
     cwd: PathBuf,
     roots: Vec<Root>,
     protected: Protected,
+    sensitive: Sensitive,
     pub(crate) use_openat2: bool,
 }
 
@@ -322,9 +276,16 @@ pub struct Sandbox {
 struct Resolved {
     path: PathBuf,
     exists: bool,
-    /// Metadata of the final component when it exists (not following a final symlink: there is
-    /// none left after resolution).
-    nlink: Option<(bool, u64)>,
+    /// Type and link count of the final component when it exists (there is no final symlink
+    /// left after resolution).
+    meta: Option<(FileType, u64)>,
+    /// The mount the object is on, or for a missing path the mount of its deepest existing
+    /// ancestor; `None` when the kernel could not say (the fast path leaves it to
+    /// `RESOLVE_NO_XDEV`).
+    mount: Option<MountKey>,
+    /// The names the path had on the way: after each symlink met, the symlink's path joined with
+    /// what remained to resolve (lexical).
+    views: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -334,6 +295,8 @@ impl Sandbox {
             cwd: cwd.into(),
             roots: Vec::new(),
             protected: DEFAULT_PROTECTED.iter().map(|s| (*s).to_owned()).collect(),
+            sensitive: Vec::new(),
+            home: None,
             mode: ResolveMode::Auto,
         }
     }
@@ -358,21 +321,52 @@ impl Sandbox {
         self.use_openat2
     }
 
+    /// What `path` holds when it is a credential store or key (see
+    /// [`DEFAULT_SENSITIVE`](crate::DEFAULT_SENSITIVE)), else `None`.
+    ///
+    /// The path is matched as given (joined to the cwd when relative, not resolved): pass a
+    /// resolved path, e.g. [`SandboxPath::path`]; [`check`](Sandbox::check) matches both the given
+    /// and the physical path. The filesystem is touched only after a pattern matched (a
+    /// directory never matches a file pattern; a `.pem` is judged by its content).
+    pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
+        if path.is_absolute() {
+            self.sensitive.matching(path)
+        } else {
+            self.sensitive.matching(&self.cwd.join(path))
+        }
+    }
+
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
     ///
-    /// Returns where the path really leads, or why it is refused.
+    /// Returns where the path really leads, or why it is refused. A sensitive path (as given or
+    /// physically) is refused for every op, inside the roots or not.
     pub fn check(&self, path: impl AsRef<Path>, op: Op) -> Result<SandboxPath, SandboxError> {
         let path = path.as_ref();
         validate(path)?;
-        let absolute = self.cwd.join(path);
+        // `.` and a trailing `/` dropped, `..` kept: the path as given, for the sensitive match.
+        let absolute: PathBuf = self.cwd.join(path).components().collect();
+        if let Some(what) = self.sensitive.matching(&absolute) {
+            return Err(SandboxError::Sensitive {
+                path: absolute,
+                what: what.to_owned(),
+            });
+        }
         let resolved = self.fast_resolve(&absolute).map_or_else(
             || {
                 // A root's path is canonical, so resolution may start there instead of `/`.
-                let start = self.containing_root(&absolute).map(Root::path);
+                let start = self.containing_root(&absolute);
                 resolve(&absolute, path, start)
             },
             Ok,
         )?;
+        if resolved.path != absolute
+            && let Some(what) = self.sensitive.matching(&resolved.path)
+        {
+            return Err(SandboxError::Sensitive {
+                path: resolved.path,
+                what: what.to_owned(),
+            });
+        }
         let Some(root) = self.containing_root(&resolved.path) else {
             return Err(SandboxError::OutsideRoots {
                 path: path.to_owned(),
@@ -380,6 +374,23 @@ impl Sandbox {
                 roots: self.roots_display(),
             });
         };
+        if let (Some(mount), Some(root_mount)) = (resolved.mount, root.mount())
+            && mount != root_mount
+        {
+            return Err(SandboxError::OtherFilesystem {
+                resolved: resolved.path,
+                root: root.path().to_owned(),
+            });
+        }
+        if let Some((file_type, _)) = resolved.meta
+            && !matches!(file_type, FileType::RegularFile | FileType::Directory)
+            && resolved.path != Path::new("/dev/null")
+        {
+            return Err(SandboxError::SpecialFile {
+                resolved: resolved.path,
+                kind: file_type_name(file_type),
+            });
+        }
         if op == Op::Write {
             if root.access() == Access::ReadOnly {
                 return Err(SandboxError::ReadOnlyRoot {
@@ -387,18 +398,16 @@ impl Sandbox {
                     root: root.path().to_owned(),
                 });
             }
-            let relative = resolved
-                .path
-                .strip_prefix(root.path())
-                .unwrap_or(Path::new(""));
-            if let Some(pattern) = self.protected.matching(relative) {
+            let mut views = resolved.views.clone();
+            views.push(absolute);
+            if let Some(pattern) = self.protected.judge(&resolved.path, &views, root.path()) {
                 return Err(SandboxError::Protected {
                     resolved: resolved.path.clone(),
                     root: root.path().to_owned(),
-                    pattern: pattern.to_owned(),
+                    pattern,
                 });
             }
-            if let Some((true, nlink)) = resolved.nlink
+            if let Some((FileType::RegularFile, nlink)) = resolved.meta
                 && nlink > 1
             {
                 return Err(SandboxError::HardLink {
@@ -450,7 +459,12 @@ impl Sandbox {
         } else {
             relative
         };
-        let flags = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        // NO_XDEV: a mount below the root (even a bind mount of the same filesystem) makes the
+        // kernel refuse, and the slow path then says which filesystem it is.
+        let flags = ResolveFlags::BENEATH
+            | ResolveFlags::NO_SYMLINKS
+            | ResolveFlags::NO_MAGICLINKS
+            | ResolveFlags::NO_XDEV;
         let fd = match rustix::fs::openat2(
             root.fd(),
             relative,
@@ -477,19 +491,34 @@ impl Sandbox {
                 return Some(Resolved {
                     path: normalise_lexically(absolute),
                     exists: false,
-                    nlink: None,
+                    meta: None,
+                    mount: None,
+                    views: Vec::new(),
                 });
             }
             Err(_) => return None,
         };
         let stat = rustix::fs::fstat(&fd).ok()?;
-        let regular =
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile;
         Some(Resolved {
             path: normalise_lexically(absolute),
             exists: true,
-            nlink: Some((regular, stat.st_nlink)),
+            meta: Some((FileType::from_raw_mode(stat.st_mode), stat.st_nlink)),
+            mount: None,
+            views: Vec::new(),
         })
+    }
+}
+
+pub(crate) fn file_type_name(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symlink",
+        FileType::Fifo => "a FIFO (named pipe)",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "a file of unknown type",
     }
 }
 
@@ -551,93 +580,189 @@ fn is_magic_link(candidate: &Path) -> bool {
         && components.count() >= 2
 }
 
+/// Which mount an object is on: the mount id when the kernel reports it (it tells bind mounts
+/// of one filesystem apart), and the device.
+pub(crate) type MountKey = (u64, u32, u32);
+
+pub(crate) fn mount_key(stx: &rustix::fs::Statx) -> MountKey {
+    let mnt_id = if StatxFlags::from_bits_retain(stx.stx_mask).contains(StatxFlags::MNT_ID) {
+        stx.stx_mnt_id
+    } else {
+        0
+    };
+    (mnt_id, stx.stx_dev_major, stx.stx_dev_minor)
+}
+
+const STATX_MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::MNT_ID);
+
+/// The mount key of an open directory.
+pub(crate) fn fd_mount(fd: &OwnedFd) -> Option<MountKey> {
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, STATX_MASK)
+        .ok()
+        .map(|stx| mount_key(&stx))
+}
+
+fn open_dir_path(path: &Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
 /// Resolves `absolute` as the kernel would, component by component, following symlinks.
-fn resolve(absolute: &Path, given: &Path, start: Option<&Path>) -> Result<Resolved, SandboxError> {
+///
+/// The walk holds a directory fd per resolved component and looks each name up relative to its
+/// parent's fd, so a path longer than `PATH_MAX` once joined to the cwd still resolves, and each
+/// object's mount is known (`statx`).
+fn resolve(absolute: &Path, given: &Path, start: Option<&Root>) -> Result<Resolved, SandboxError> {
+    let io = |op: &'static str| move |err: std::io::Error| SandboxError::io(op, given, err);
     let mut pending: VecDeque<OsString> = VecDeque::new();
-    let (mut resolved, rest) =
-        match start.and_then(|root| Some((root, absolute.strip_prefix(root).ok()?))) {
-            Some((root, rest)) => (root.to_owned(), rest),
-            None => (PathBuf::from("/"), absolute),
+    let (mut resolved, rest, base) =
+        match start.and_then(|root| Some((root, absolute.strip_prefix(root.path()).ok()?))) {
+            Some((root, rest)) => (
+                root.path().to_owned(),
+                rest,
+                rustix::io::fcntl_dupfd_cloexec(root.fd(), 0)
+                    .map_err(|err| io("resolve")(err.into()))?,
+            ),
+            None => (
+                PathBuf::from("/"),
+                absolute,
+                open_dir_path(Path::new("/")).map_err(io("resolve"))?,
+            ),
         };
     push_front_components(&mut pending, rest);
+    let mut base_mount = fd_mount(&base);
+    let mut base = base;
+    // One entry per component of `resolved` below `base`: its fd and mount.
+    let mut stack: Vec<(OwnedFd, Option<MountKey>)> = Vec::new();
     let mut hops = 0u32;
-    let mut last_meta: Option<(bool, u64)> = None;
+    let mut views = Vec::new();
     while let Some(name) = pending.pop_front() {
         if name == ".." {
-            resolved.pop();
-            last_meta = None;
+            if stack.pop().is_none() {
+                resolved.pop();
+                base = open_dir_path(&resolved).map_err(io("resolve"))?;
+                base_mount = fd_mount(&base);
+            } else {
+                resolved.pop();
+            }
             continue;
         }
-        let candidate = resolved.join(&name);
-        match std::fs::symlink_metadata(&candidate) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                if is_magic_link(&candidate) {
-                    return Err(SandboxError::MagicLink {
-                        path: given.to_owned(),
-                        link: candidate,
+        let dir = stack.last().map_or(&base, |(fd, _)| fd);
+        let stx =
+            match rustix::fs::statx(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW, STATX_MASK) {
+                Ok(stx) => stx,
+                Err(Errno::NOENT) => {
+                    // Judged by the deepest existing ancestor (`resolved`, physical) plus the rest.
+                    // A `..` after a missing name cannot be resolved physically (`mkdir -p` then
+                    // `open` would go through whatever is created there), so it is refused.
+                    pending.push_front(name);
+                    if pending.iter().any(|n| n == "..") {
+                        return Err(SandboxError::Unresolvable {
+                            path: given.to_owned(),
+                            missing: resolved.join(pending.front().map_or(OsStr::new(""), |n| n)),
+                        });
+                    }
+                    let mount = stack.last().map_or(base_mount, |(_, m)| *m);
+                    resolved.extend(pending);
+                    return Ok(Resolved {
+                        path: resolved,
+                        exists: false,
+                        meta: None,
+                        mount,
+                        views,
                     });
                 }
-                hops += 1;
-                if hops > MAX_SYMLINKS {
+                Err(Errno::LOOP) => {
                     return Err(SandboxError::SymlinkLoop {
                         path: given.to_owned(),
                     });
                 }
-                let target = std::fs::read_link(&candidate)
-                    .map_err(|err| SandboxError::io("read the symlink", &candidate, err))?;
-                if target.as_os_str().is_empty() {
-                    return Err(SandboxError::io(
-                        "follow the symlink",
-                        &candidate,
-                        std::io::Error::from(std::io::ErrorKind::NotFound),
-                    ));
-                }
-                if target.is_absolute() {
-                    resolved = PathBuf::from("/");
-                }
-                push_front_components(&mut pending, &target);
-                last_meta = None;
-            }
-            Ok(meta) => {
-                if !meta.is_dir() && !pending.is_empty() {
-                    return Err(SandboxError::io(
-                        "resolve",
-                        given,
-                        std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
-                    ));
-                }
-                resolved = candidate;
-                last_meta = Some((meta.is_file(), meta.nlink()));
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                // Judged by the deepest existing ancestor (`resolved`, physical) plus the rest,
-                // normalised lexically.
-                pending.push_front(name);
-                for rest in pending {
-                    if rest == ".." {
-                        resolved.pop();
-                    } else {
-                        resolved.push(rest);
-                    }
-                }
-                return Ok(Resolved {
-                    path: resolved,
-                    exists: false,
-                    nlink: None,
+                Err(err) => return Err(io("resolve")(err.into())),
+            };
+        let file_type = FileType::from_raw_mode(u32::from(stx.stx_mode));
+        let candidate = resolved.join(&name);
+        if file_type == FileType::Symlink {
+            if is_magic_link(&candidate) {
+                return Err(SandboxError::MagicLink {
+                    path: given.to_owned(),
+                    link: candidate,
                 });
             }
-            Err(err) if err.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
+            hops += 1;
+            if hops > MAX_SYMLINKS {
                 return Err(SandboxError::SymlinkLoop {
                     path: given.to_owned(),
                 });
             }
-            Err(err) => return Err(SandboxError::io("resolve", given, err)),
+            let target = rustix::fs::readlinkat(dir, name.as_os_str(), Vec::new())
+                .map_err(|err| SandboxError::io("read the symlink", &candidate, err))?;
+            let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+            if target.as_os_str().is_empty() {
+                return Err(SandboxError::io(
+                    "follow the symlink",
+                    &candidate,
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                ));
+            }
+            let mut view = candidate;
+            view.extend(pending.iter());
+            views.push(view);
+            if target.is_absolute() {
+                resolved = PathBuf::from("/");
+                stack.clear();
+                base = open_dir_path(&resolved).map_err(io("resolve"))?;
+                base_mount = fd_mount(&base);
+            }
+            push_front_components(&mut pending, &target);
+            continue;
         }
+        if file_type != FileType::Directory && !pending.is_empty() {
+            return Err(SandboxError::io(
+                "resolve",
+                given,
+                std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
+            ));
+        }
+        let mount = Some(mount_key(&stx));
+        if pending.is_empty() {
+            resolved = candidate;
+            return Ok(Resolved {
+                path: resolved,
+                exists: true,
+                meta: Some((file_type, u64::from(stx.stx_nlink))),
+                mount,
+                views,
+            });
+        }
+        let fd = rustix::fs::openat(
+            dir,
+            name.as_os_str(),
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|err| io("resolve")(err.into()))?;
+        stack.push((fd, mount));
+        resolved = candidate;
     }
+    // Only reached when the path ends at the start or after a `..`: describe `resolved`.
+    let dir = stack.last().map_or(&base, |(fd, _)| fd);
+    let stx = rustix::fs::statx(dir, "", AtFlags::EMPTY_PATH, STATX_MASK)
+        .map_err(|err| io("resolve")(err.into()))?;
     Ok(Resolved {
         path: resolved,
         exists: true,
-        nlink: last_meta,
+        meta: Some((
+            FileType::from_raw_mode(u32::from(stx.stx_mode)),
+            u64::from(stx.stx_nlink),
+        )),
+        mount: Some(mount_key(&stx)),
+        views,
     })
 }
 

@@ -152,8 +152,12 @@ const CASES: &[(&str, Op, Result<&str, &str>)] = &[
     // non-existent paths
     ("new.txt", Op::Write, Ok("proj/new.txt")),
     ("new/dir/file", Op::Write, Ok("proj/new/dir/file")),
-    ("new/../file2", Op::Write, Ok("proj/file2")),
-    ("new/../../outside/x", Op::Write, Err("outside_roots")),
+    // a `..` after a missing name cannot be resolved physically
+    ("new/../file2", Op::Write, Err("unresolvable")),
+    ("new/../../outside/x", Op::Write, Err("unresolvable")),
+    ("new/..", Op::List, Err("unresolvable")),
+    ("src/new/../main.rs", Op::Read, Err("unresolvable")),
+    ("dangling_in/../file.txt", Op::Read, Err("unresolvable")),
     ("link_src/new.rs", Op::Write, Ok("proj/src/new.rs")),
     // loops and magic links
     ("loop_a", Op::Read, Err("symlink_loop")),
@@ -188,7 +192,10 @@ const CASES: &[(&str, Op, Result<&str, &str>)] = &[
     (".profile", Op::Write, Err("protected_path")),
     (".bash_profile", Op::Write, Err("protected_path")),
     (".bashrc.bak", Op::Write, Ok("proj/.bashrc.bak")),
-    ("src/.git/config", Op::Write, Ok("proj/src/.git/config")),
+    // nested repositories are protected too
+    ("src/.git/config", Op::Write, Err("protected_path")),
+    ("src/.git", Op::Write, Err("protected_path")),
+    ("src/.git/HEAD", Op::Write, Ok("proj/src/.git/HEAD")),
     // hard links
     ("hard", Op::Read, Ok("proj/hard")),
     ("hard", Op::Write, Err("hard_link")),
@@ -418,6 +425,7 @@ fn toml_like(_t: &Tree) -> SandboxConfig {
         read_only_roots: vec![PathBuf::from("../ro")],
         protected: Some(vec!["secrets/**".into()]),
         extra_protected: vec!["*.txt".into()],
+        ..SandboxConfig::default()
     }
 }
 
@@ -540,5 +548,646 @@ proptest! {
     #[test]
     fn check_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
         fs_sandbox::fuzz::check_path(&bytes);
+    }
+}
+
+/// `base/{home/.ssh/id_rsa, home/.aws/credentials, proj/...}` with links to the secrets.
+fn sensitive_tree() -> (tempfile::TempDir, PathBuf, PathBuf, Sandbox) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let home = base.join("home");
+    let proj = base.join("proj");
+    for d in [
+        "home/.ssh",
+        "home/.aws",
+        "proj/src",
+        "proj/.venv/.env",
+        "proj/tls",
+    ] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    for (f, text) in [
+        ("home/.ssh/id_rsa", "KEY"),
+        ("home/.aws/credentials", "AKIA"),
+        ("proj/.env", "TOKEN=1"),
+        ("proj/.env.local", "TOKEN=2"),
+        ("proj/.env.example", "TOKEN="),
+        ("proj/src/main.rs", "fn main() {}"),
+        ("proj/tls/ca.pem", "-----BEGIN CERTIFICATE-----\n"),
+        ("proj/tls/server.pem", "-----BEGIN EC PRIVATE KEY-----\n"),
+        ("proj/.npmrc", "//registry.npmjs.org/:_authToken=x"),
+    ] {
+        std::fs::write(base.join(f), text).unwrap();
+    }
+    symlink(home.join(".ssh/id_rsa"), proj.join("innocent.txt")).unwrap();
+    symlink(home.join(".ssh"), proj.join("keys")).unwrap();
+    symlink(".env", proj.join("settings.txt")).unwrap();
+    symlink("src/main.rs", proj.join(".env.production")).unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .root(&home, Access::ReadWrite)
+        .home(&home)
+        .sensitive("*.secret")
+        .build()
+        .unwrap();
+    (dir, home, proj, sb)
+}
+
+#[test]
+fn sensitive_paths_are_refused_by_physical_path_and_by_path_as_given() {
+    let (_dir, home, proj, sb) = sensitive_tree();
+    let h = home.display().to_string();
+    let cases: &[(String, Op, Option<&str>)] = &[
+        (format!("{h}/.ssh/id_rsa"), Op::Read, Some("sensitive_path")),
+        (
+            format!("{h}/.ssh/id_rsa"),
+            Op::Write,
+            Some("sensitive_path"),
+        ),
+        (format!("{h}/.ssh"), Op::List, Some("sensitive_path")),
+        (format!("{h}/.ssh/"), Op::List, Some("sensitive_path")),
+        (
+            format!("{h}/.ssh/new_key"),
+            Op::Write,
+            Some("sensitive_path"),
+        ),
+        (
+            format!("{h}/.aws/credentials"),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        (
+            format!("{h}/./.aws/../.aws/credentials"),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        (h.clone(), Op::List, None),
+        // A symlink to a key, under an innocent name: the physical path is judged.
+        ("innocent.txt".into(), Op::Read, Some("sensitive_path")),
+        ("keys/id_rsa".into(), Op::Read, Some("sensitive_path")),
+        ("keys".into(), Op::List, Some("sensitive_path")),
+        ("settings.txt".into(), Op::Read, Some("sensitive_path")),
+        // A secret-looking name that links to an ordinary file: the given path is judged.
+        (".env.production".into(), Op::Read, Some("sensitive_path")),
+        (".env".into(), Op::Read, Some("sensitive_path")),
+        ("./.env".into(), Op::Read, Some("sensitive_path")),
+        ("src/../.env".into(), Op::Read, Some("sensitive_path")),
+        (".env".into(), Op::Write, Some("sensitive_path")),
+        (".env.local".into(), Op::Read, Some("sensitive_path")),
+        (".npmrc".into(), Op::Read, Some("sensitive_path")),
+        ("src/new.secret".into(), Op::Write, Some("sensitive_path")),
+        ("tls/server.pem".into(), Op::Read, Some("sensitive_path")),
+        ("tls/ca.pem".into(), Op::Read, None),
+        ("tls/new.pem".into(), Op::Write, None),
+        (".env.example".into(), Op::Read, None),
+        (".venv/.env".into(), Op::List, None),
+        ("src/main.rs".into(), Op::Read, None),
+        // Outside the roots, a secret is a secret first: the refusal says why.
+        ("/etc/shadow".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/gshadow".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/sudoers".into(), Op::Write, Some("sensitive_path")),
+        (
+            "/proc/self/environ".into(),
+            Op::Read,
+            Some("sensitive_path"),
+        ),
+        ("/proc/1/environ".into(), Op::Read, Some("sensitive_path")),
+        ("/etc/passwd".into(), Op::Read, Some("outside_roots")),
+    ];
+    let mut failures = Vec::new();
+    for (path, op, expected) in cases {
+        let got = sb.check(path, *op);
+        let code = got.as_ref().err().map(|e| e.code());
+        if code != *expected {
+            failures.push(format!("{path} {op:?}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The refusal names what the file is.
+    let err = sb.check("innocent.txt", Op::Read).unwrap_err();
+    assert!(err.to_string().contains("an SSH key"), "{err}");
+    assert_eq!(
+        sb.sensitive(&home.join(".ssh/id_rsa")),
+        Some("an SSH key or configuration")
+    );
+    assert_eq!(sb.sensitive(&proj.join("src/main.rs")), None);
+    assert_eq!(
+        sb.open_read("innocent.txt").unwrap_err().code(),
+        "sensitive_path"
+    );
+}
+
+#[test]
+fn glob_skips_sensitive_files_and_counts_them() {
+    let (_dir, home, proj, sb) = sensitive_tree();
+    let outcome = sb.glob_outcome("*", None).unwrap();
+    let names: Vec<_> = outcome
+        .paths
+        .iter()
+        .map(|p| p.strip_prefix(&proj).unwrap().to_str().unwrap().to_owned())
+        .collect();
+    for hidden in [
+        ".env",
+        ".env.local",
+        ".npmrc",
+        "innocent.txt",
+        "keys",
+        "settings.txt",
+        ".env.production",
+    ] {
+        assert!(
+            !names.contains(&hidden.to_owned()),
+            "{hidden} listed: {names:?}"
+        );
+    }
+    assert!(names.contains(&".env.example".to_owned()), "{names:?}");
+    assert!(names.contains(&"src".to_owned()), "{names:?}");
+    assert_eq!(outcome.skipped_sensitive, 7, "{names:?}");
+    let pem = sb.glob_outcome("tls/*.pem", None).unwrap();
+    assert_eq!(pem.paths, vec![proj.join("tls/ca.pem")]);
+    assert_eq!(pem.skipped_sensitive, 1);
+    // A glob that names a secret, or starts inside a secret directory, is refused.
+    assert_eq!(sb.glob(".env", None).unwrap_err().code(), "sensitive_path");
+    assert_eq!(
+        sb.glob("*", Some(&home.join(".ssh"))).unwrap_err().code(),
+        "sensitive_path"
+    );
+    let from_home = sb.glob_outcome("**/*", Some(&home)).unwrap();
+    assert!(from_home.paths.is_empty(), "{:?}", from_home.paths);
+    assert_eq!(from_home.skipped_sensitive, 2);
+}
+
+#[test]
+fn config_home_and_sensitive_keys() {
+    let (_dir, home, proj, _) = sensitive_tree();
+    let config: SandboxConfig = SandboxConfig {
+        home: Some(home.clone()),
+        sensitive: vec!["src/main.rs".into()],
+        ..SandboxConfig::default()
+    };
+    let sb = Sandbox::from_config(&config, &proj).unwrap();
+    assert_eq!(
+        sb.check("src/main.rs", Op::Read).unwrap_err().code(),
+        "sensitive_path"
+    );
+    assert_eq!(
+        sb.check(home.join(".aws/credentials"), Op::Read)
+            .unwrap_err()
+            .code(),
+        "sensitive_path"
+    );
+    let relative = SandboxConfig {
+        home: Some("home".into()),
+        ..SandboxConfig::default()
+    };
+    assert_eq!(
+        Sandbox::from_config(&relative, &proj).unwrap_err().code(),
+        "bad_root"
+    );
+}
+
+fn make_git_dir(dir: &Path) {
+    for d in ["objects", "refs/heads", "hooks", "info"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(dir.join("config"), "[core]\n").unwrap();
+}
+
+#[test]
+fn protected_files_are_judged_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    // A symlinked `.git`.
+    make_git_dir(&proj.join("realgit"));
+    symlink("realgit", proj.join(".git")).unwrap();
+    symlink("realgit/config", proj.join("cfg_link")).unwrap();
+    // A worktree whose `.git` is a `gitdir:` pointer into another git directory.
+    make_git_dir(&proj.join("gitstore"));
+    let wt_git = proj.join("gitstore/worktrees/wt");
+    std::fs::create_dir_all(&wt_git).unwrap();
+    std::fs::write(wt_git.join("HEAD"), "ref: refs/heads/wt\n").unwrap();
+    std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+    std::fs::create_dir_all(proj.join("wt")).unwrap();
+    std::fs::write(proj.join("wt/.git"), "gitdir: ../gitstore/worktrees/wt\n").unwrap();
+    // A nested repository with a submodule.
+    make_git_dir(&proj.join("nested/.git"));
+    make_git_dir(&proj.join("nested/.git/modules/sub"));
+    std::fs::create_dir_all(proj.join("nested/sub")).unwrap();
+    std::fs::write(
+        proj.join("nested/sub/.git"),
+        "gitdir: ../.git/modules/sub\n",
+    )
+    .unwrap();
+    // A bare repository used as a test fixture.
+    make_git_dir(&proj.join("fixtures/repo.git"));
+    // Symlinked agent and editor settings.
+    std::fs::create_dir_all(proj.join("store/claude")).unwrap();
+    symlink("store/claude", proj.join(".claude")).unwrap();
+    symlink(".claude", proj.join("alias")).unwrap();
+    std::fs::create_dir_all(proj.join("editor")).unwrap();
+    symlink("editor", proj.join(".vscode")).unwrap();
+    std::fs::create_dir_all(proj.join("pkg/src")).unwrap();
+    symlink("../editor", proj.join("pkg/.vscode")).unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    let refused = [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "realgit/config",
+        "realgit/hooks/pre-commit",
+        "realgit/hooks",
+        "realgit/info/attributes",
+        "cfg_link",
+        "wt/.git",
+        "gitstore/config",
+        "gitstore/worktrees/wt/commondir",
+        "gitstore/worktrees/wt/config.worktree",
+        "nested/.git/config",
+        "nested/.git/modules/sub/config",
+        "nested/.git/modules/sub/hooks/post-checkout",
+        "nested/sub/.git",
+        "fixtures/repo.git/config",
+        "fixtures/repo.git/hooks/update",
+        ".claude/settings.json",
+        "alias/settings.json",
+        "store/claude/settings.json",
+        "store/claude/commands/x.md",
+        "editor/tasks.json",
+        "editor/settings.json",
+        ".mcp.json",
+        "pkg/.envrc",
+        "pkg/.cargo/config.toml",
+        ".gitconfig",
+    ];
+    let allowed = [
+        "realgit/HEAD",
+        "realgit/refs/heads/main",
+        "gitstore/worktrees/wt/HEAD",
+        "nested/.git/modules/sub/HEAD",
+        "nested/sub/lib.rs",
+        "wt/main.rs",
+        "fixtures/repo.git/description",
+        "editor/notes.md",
+        "store/other.json",
+        "Makefile",
+        ".gitattributes",
+        "pkg/src/lib.rs",
+    ];
+    let mut failures = Vec::new();
+    for path in refused {
+        match sb.check(path, Op::Write) {
+            Err(err) if err.code() == "protected_path" => {}
+            other => failures.push(format!("{path}: expected protected_path, got {other:?}")),
+        }
+        if sb.check(path, Op::Read).is_err() {
+            failures.push(format!("{path}: a protected file must stay readable"));
+        }
+    }
+    for path in allowed {
+        if let Err(err) = sb.check(path, Op::Write) {
+            failures.push(format!("{path}: expected allowed, got {err:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let err = sb
+        .check("store/claude/settings.json", Op::Write)
+        .unwrap_err();
+    assert!(err.to_string().contains("through the link"), "{err}");
+    let err = sb.check("gitstore/config", Op::Write).unwrap_err();
+    assert!(err.to_string().contains("git directory"), "{err}");
+}
+
+/// How a generated repository's `.git` is made.
+#[derive(Debug, Clone, Copy)]
+enum GitKind {
+    Dir,
+    Symlink,
+    Pointer,
+}
+
+fn git_kind() -> impl Strategy<Value = GitKind> {
+    prop::sample::select(vec![GitKind::Dir, GitKind::Symlink, GitKind::Pointer])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Whatever a repository's `.git` is (directory, symlink, `gitdir:` pointer), however deep it
+    /// is nested, and whichever name the write uses (through `.git`, the physical store, an
+    /// alias symlink), its config and hooks are refused and its work tree is writable.
+    #[test]
+    fn git_config_and_hooks_are_protected_whatever_the_layout(
+        depth in 0usize..3,
+        kind in git_kind(),
+        nested in any::<bool>(),
+        target in prop::sample::select(vec!["config", "hooks/pre-commit", "hooks/post-merge", "info/attributes", "config.worktree"]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = std::fs::canonicalize(dir.path()).unwrap();
+        let work = (0..depth).fold(proj.clone(), |p, i| p.join(format!("d{i}")));
+        let work = if nested { work.join("inner") } else { work };
+        std::fs::create_dir_all(&work).unwrap();
+        let store = proj.join("store.d");
+        let git_dir = match kind {
+            GitKind::Dir => work.join(".git"),
+            GitKind::Symlink | GitKind::Pointer => store.clone(),
+        };
+        make_git_dir(&git_dir);
+        match kind {
+            GitKind::Dir => {}
+            GitKind::Symlink => symlink(&store, work.join(".git")).unwrap(),
+            GitKind::Pointer => std::fs::write(work.join(".git"), format!("gitdir: {}\n", store.display())).unwrap(),
+        }
+        symlink(&git_dir, proj.join("alias")).unwrap();
+        let sb = Sandbox::builder(&proj).root(&proj, Access::ReadWrite).build().unwrap();
+        let mut names = vec![git_dir.join(target), proj.join("alias").join(target)];
+        if !matches!(kind, GitKind::Pointer) {
+            names.push(work.join(".git").join(target));
+        }
+        for name in names {
+            let got = sb.check(&name, Op::Write);
+            prop_assert_eq!(got.as_ref().err().map(|e| e.code()), Some("protected_path"), "{:?} {:?}", name, got);
+        }
+        prop_assert_eq!(sb.check(work.join(".git"), Op::Write).err().map(|e| e.code()), Some("protected_path"));
+        prop_assert!(sb.check(work.join("src/main.rs"), Op::Write).is_ok());
+        prop_assert!(sb.check(git_dir.join("HEAD"), Op::Write).is_ok());
+    }
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
+#[test]
+fn only_regular_files_and_directories_are_allowed() {
+    let t = tree();
+    mkfifo(&t.proj.join("fifo"));
+    symlink("fifo", t.proj.join("to_fifo")).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(t.proj.join("sock")).unwrap();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        for (path, op) in [
+            ("fifo", Op::Read),
+            ("fifo", Op::Write),
+            ("to_fifo", Op::Read),
+            ("sock", Op::Read),
+            ("sock", Op::Write),
+            ("fifo", Op::List),
+        ] {
+            let got = sb.check(path, op);
+            assert_eq!(
+                got.as_ref().err().map(|e| e.code()),
+                Some("special_file"),
+                "{path} {op:?}: {got:?}"
+            );
+        }
+        // Never blocks: the check refuses before any open.
+        assert_eq!(sb.open_read("fifo").unwrap_err().code(), "special_file");
+        assert_eq!(
+            sb.open_write("fifo", WriteMode::Append).unwrap_err().code(),
+            "special_file"
+        );
+        let err = sb.check("fifo", Op::Read).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+    }
+}
+
+/// A FIFO swapped in between the check and the open never blocks the reader: the open is
+/// non-blocking and the fd's type is checked before it is handed out.
+#[test]
+fn fifo_swapped_in_after_the_check_never_blocks() {
+    let t = tree();
+    let sb = Arc::new(sandbox(&t, ResolveMode::Auto));
+    let target = t.proj.join("flip");
+    std::fs::write(&target, "plain").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        let proj = t.proj.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let tmp = proj.join("flip.tmp");
+                let _ = std::fs::remove_file(&tmp);
+                if n.is_multiple_of(2) {
+                    mkfifo(&tmp);
+                } else {
+                    std::fs::write(&tmp, "plain").unwrap();
+                }
+                std::fs::rename(&tmp, proj.join("flip")).unwrap();
+                n += 1;
+            }
+        })
+    };
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = {
+        let sb = sb.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let (mut opened, mut refused) = (0, 0);
+            while start.elapsed() < Duration::from_millis(700) {
+                match sb.open_read("flip") {
+                    Ok(mut f) => {
+                        let mut s = String::new();
+                        f.read_to_string(&mut s).unwrap();
+                        assert_eq!(s, "plain");
+                        opened += 1;
+                    }
+                    Err(err) => {
+                        assert!(
+                            ["special_file", "io", "changed"].contains(&err.code()),
+                            "{err:?}"
+                        );
+                        refused += 1;
+                    }
+                }
+            }
+            done_tx.send((opened, refused)).unwrap();
+        })
+    };
+    let outcome = done_rx.recv_timeout(Duration::from_secs(20));
+    stop.store(true, Ordering::Relaxed);
+    let (opened, refused) = outcome.expect("open_read blocked on a FIFO");
+    reader.join().unwrap();
+    flipper.join().unwrap();
+    assert!(
+        opened > 0 && refused > 0,
+        "opened {opened}, refused {refused}"
+    );
+}
+
+/// Creates `count` nested directories named `name` below `base` (through fds: the absolute path
+/// may exceed PATH_MAX) and a file `f` at the bottom; returns the relative path of `f`.
+fn deep_tree(base: &Path, name: &str, count: usize) -> PathBuf {
+    use rustix::fs::{Mode, OFlags};
+    let mut dir = rustix::fs::open(base, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+    let mut rel = PathBuf::new();
+    for _ in 0..count {
+        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)).unwrap();
+        dir = rustix::fs::openat(&dir, name, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+            .unwrap();
+        rel.push(name);
+    }
+    let dir =
+        rustix::fs::openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+    let f = rustix::fs::openat(
+        &dir,
+        "f",
+        OFlags::WRONLY | OFlags::CREATE,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    rustix::io::write(&f, b"deep").unwrap();
+    rel.join("f")
+}
+
+#[test]
+fn long_relative_paths_resolve_through_directory_fds() {
+    let t = tree();
+    let name = "d".repeat(200);
+    // cwd = proj/<200>/<200>, then 19 more levels: the relative path is ~3.8 KB, the absolute
+    // one ~4.3 KB, over PATH_MAX.
+    let cwd_rel = deep_tree(&t.proj, &name, 2);
+    let cwd = t.proj.join(cwd_rel.parent().unwrap());
+    let rel = deep_tree(&cwd, &name, 19);
+    assert!(rel.as_os_str().len() < 4096);
+    assert!(cwd.join(&rel).as_os_str().len() > 4096);
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = Sandbox::builder(&cwd)
+            .root(&t.proj, Access::ReadWrite)
+            .resolve_mode(mode)
+            .build()
+            .unwrap();
+        let checked = sb.check(&rel, Op::Read).unwrap();
+        assert_eq!(checked.path(), cwd.join(&rel));
+        assert!(checked.exists());
+        let mut s = String::new();
+        sb.open_read(&rel).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "deep");
+        let new = rel.with_file_name("new");
+        sb.open_write(&new, WriteMode::Truncate)
+            .unwrap()
+            .write_all(b"x")
+            .unwrap();
+        // `..` inside a long path resolves too.
+        let up = rel.parent().unwrap().join("..").join(&name).join("f");
+        assert_eq!(sb.check(&up, Op::Read).unwrap().path(), cwd.join(&rel));
+    }
+}
+
+const MOUNT_CHILD: &str = "FS_SANDBOX_MOUNT_NS_CHILD";
+
+fn run(cmd: &str, args: &[&str]) {
+    let out = std::process::Command::new(cmd).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Mounts below a root, in a private mount namespace: this test re-runs itself under
+/// `unshare -m` (root or CAP_SYS_ADMIN needed; without it the test FAILS, saying so).
+#[test]
+fn mounts_below_a_root_are_not_crossed() {
+    if std::env::var_os(MOUNT_CHILD).is_none() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("unshare")
+            .args(["-m", "--propagation", "private", "--"])
+            .arg(&exe)
+            .args([
+                "--exact",
+                "mounts_below_a_root_are_not_crossed",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(MOUNT_CHILD, "1")
+            .output()
+            .unwrap_or_else(|err| panic!("cannot start `unshare -m` for the mount test: {err}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the mount test failed or could not run in a private mount namespace (needs root or \
+             CAP_SYS_ADMIN for `unshare -m`):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let t = tree();
+    let p = |s: &str| t.proj.join(s);
+    for d in ["mnt", "bind", "rootmnt"] {
+        std::fs::create_dir(p(d)).unwrap();
+    }
+    let p_mnt = p("mnt").display().to_string();
+    let p_bind = p("bind").display().to_string();
+    let p_rootmnt = p("rootmnt").display().to_string();
+    let outside = t.base.join("outside").display().to_string();
+    run("mount", &["-t", "tmpfs", "tmpfs", &p_mnt]);
+    run("mount", &["-t", "tmpfs", "tmpfs", &p_rootmnt]);
+    // A bind mount of the same filesystem: st_dev is equal, the mount id is not.
+    run("mount", &["--bind", &outside, &p_bind]);
+    std::fs::write(p("mnt/file"), "tmpfs").unwrap();
+    std::fs::write(p("rootmnt/file"), "root").unwrap();
+    symlink("mnt/file", p("to_mnt")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p("null_dev"),
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        rustix::fs::makedev(1, 3),
+    )
+    .unwrap();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = Sandbox::builder(&t.proj)
+            .root(&t.proj, Access::ReadWrite)
+            .root(p("rootmnt"), Access::ReadWrite)
+            .resolve_mode(mode)
+            .build()
+            .unwrap();
+        let cases: &[(&str, Op, Option<&str>)] = &[
+            ("mnt/file", Op::Read, Some("other_filesystem")),
+            ("mnt/file", Op::Write, Some("other_filesystem")),
+            ("mnt/new", Op::Write, Some("other_filesystem")),
+            ("mnt/new/deeper", Op::Write, Some("other_filesystem")),
+            ("mnt", Op::List, Some("other_filesystem")),
+            ("to_mnt", Op::Read, Some("other_filesystem")),
+            ("bind/secret", Op::Read, Some("other_filesystem")),
+            ("bind", Op::List, Some("other_filesystem")),
+            ("src/../mnt/file", Op::Read, Some("other_filesystem")),
+            ("rootmnt/file", Op::Read, None),
+            ("rootmnt/new", Op::Write, None),
+            ("file.txt", Op::Read, None),
+            ("null_dev", Op::Read, Some("special_file")),
+            ("null_dev", Op::Write, Some("special_file")),
+        ];
+        let mut failures = Vec::new();
+        for (path, op, expected) in cases {
+            let got = sb.check(path, *op);
+            if got.as_ref().err().map(|e| e.code()) != *expected {
+                failures.push(format!(
+                    "{mode:?} {path} {op:?}: expected {expected:?}, got {got:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert_eq!(
+            sb.open_read("bind/secret").unwrap_err().code(),
+            "other_filesystem"
+        );
+        let mut s = String::new();
+        sb.open_read("rootmnt/file")
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert_eq!(s, "root");
     }
 }

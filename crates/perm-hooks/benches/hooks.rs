@@ -150,5 +150,130 @@ fn audit(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, pipeline, audit);
+/// Connections on both sides of the PostgreSQL comparison: the log's own pool size.
+const PG_POOL: u32 = 4;
+
+/// A fresh `ag_bench` database on the server named by `AGENT_GUARD_TEST_PG_URL`.
+async fn pg_bench_db(admin: &str) -> String {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(admin).await.unwrap();
+    sqlx::raw_sql("DROP DATABASE IF EXISTS ag_bench WITH (FORCE)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::raw_sql("CREATE DATABASE ag_bench")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let (base, query) = admin.split_once('?').unwrap_or((admin, ""));
+    let host_end = base.rfind('/').unwrap();
+    let url = format!("{}/ag_bench?{query}", &base[..host_end]);
+    // Create the schema once, through the log itself.
+    AuditLog::open(&url)
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
+    url
+}
+
+async fn pg_batched(url: &str, rows: u64) -> Duration {
+    // Back-pressure instead of refusal: this measures the writer, not the enqueue timeout.
+    let log = AuditLog::open_with(
+        url,
+        AuditOptions {
+            enqueue_timeout: Duration::from_secs(30),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let start = Instant::now();
+    for i in 0..rows {
+        log.record(row(i)).await;
+    }
+    log.shutdown().await.unwrap();
+    let t = start.elapsed();
+    assert_eq!(log.written(), rows);
+    t
+}
+
+/// One INSERT (its own transaction) per row, PG_POOL at a time.
+async fn pg_per_row(pool: &sqlx::PgPool, rows: u64) -> Duration {
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(rows as usize);
+    for i in 0..rows {
+        let pool = pool.clone();
+        let r = row(i);
+        tasks.push(tokio::spawn(async move {
+            sqlx::query(
+                "INSERT INTO agent_audit_log (session_id, step, tool_name, status, elapsed_ms, \
+                 output_preview, agent_name, ts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(r.session_id)
+            .bind(i64::from(r.step))
+            .bind(r.tool_name)
+            .bind(r.status.as_str())
+            .bind(r.elapsed_ms as i64)
+            .bind(r.output_preview)
+            .bind(r.agent_name)
+            .bind(r.ts)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn audit_postgres(c: &mut Criterion) {
+    let Ok(admin) = std::env::var("AGENT_GUARD_TEST_PG_URL") else {
+        eprintln!(
+            "SKIPPED audit_rows_pg: AGENT_GUARD_TEST_PG_URL is not set (.ci/pg.sh start DIR)"
+        );
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = rt.block_on(pg_bench_db(&admin));
+    let pool = rt
+        .block_on(
+            sqlx::postgres::PgPoolOptions::new()
+                .max_connections(PG_POOL)
+                .connect(&url),
+        )
+        .unwrap();
+    let mut g = c.benchmark_group("audit_rows_pg");
+    g.measurement_time(Duration::from_secs(3)).sample_size(10);
+    let rows = 20_000u64;
+    g.throughput(Throughput::Elements(rows));
+    g.bench_function("batched_writer", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| rt.block_on(pg_batched(&url, rows)))
+                .sum()
+        })
+    });
+    let per = 1_000u64;
+    g.throughput(Throughput::Elements(per));
+    g.bench_function("per_row_insert", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| rt.block_on(pg_per_row(&pool, per)))
+                .sum()
+        })
+    });
+    g.finish();
+    rt.block_on(pool.close());
+}
+
+criterion_group!(benches, pipeline, audit, audit_postgres);
 criterion_main!(benches);

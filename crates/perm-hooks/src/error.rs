@@ -45,4 +45,39 @@ pub enum Error {
     /// The audit writer has shut down.
     #[error("the audit log writer has shut down")]
     Closed,
+    /// The audit database server could not be reached (PostgreSQL down, wrong socket or host).
+    #[error("cannot reach audit database `{target}`: {source} (is the server running?)")]
+    Unreachable {
+        /// The database, password removed.
+        target: String,
+        /// What sqlx reported.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The audit database failed its integrity check when it was opened.
+    #[error(
+        "audit database `{target}` is corrupt ({detail}); move it aside and a new one is created"
+    )]
+    Corrupt {
+        /// The database.
+        target: String,
+        /// What the check reported.
+        detail: String,
+    },
+    /// Rows meant for the audit log are not in it: `lost` were acknowledged by
+    /// [`crate::AuditLog::record`] but could not be written, `refused` were never queued.
+    #[error(
+        "audit log `{target}` is incomplete: {lost} acknowledged row(s) not written, \
+         {refused} refused (last error: {cause})"
+    )]
+    Incomplete {
+        /// The database, password removed.
+        target: String,
+        /// Acknowledged rows whose write failed.
+        lost: u64,
+        /// Rows `record` refused (queue full past the timeout, or after shutdown).
+        refused: u64,
+        /// The last write error, or why rows were refused.
+        cause: String,
+    },
 }

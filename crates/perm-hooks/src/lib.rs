@@ -13,7 +13,8 @@ mod registry;
 pub use async_trait::async_trait;
 pub use audit::{
     AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord, AuditRow,
-    AuditStatus, DEFAULT_AUDIT_DB, OUTPUT_PREVIEW_CHARS, Recorded, ToolSummary, output_preview,
+    AuditStatus, AuditTarget, DEFAULT_AUDIT_DB, KillSwitch, OUTPUT_PREVIEW_CHARS, Recorded,
+    ToolSummary, is_postgres_url, output_preview,
 };
 pub use builtin::{
     CancellationHook, CancellationSource, CancelledSet, MetricsHook, MetricsSnapshot, ToolMetrics,

@@ -10,9 +10,7 @@ use bash_guard::{
     PathJudge, PathVerdict, Runner, Verdict,
 };
 use fs_sandbox::{Access, Op, Sandbox, SandboxError};
-use perm_rules::{
-    ContentSubjects, DefaultSubjects, PermissionRule, RuleKind, RuleSource, Subjects,
-};
+use perm_rules::{ContentSubjects, DefaultSubjects, Subjects};
 use serde_json::{Value, json};
 
 use super::{sandbox_denied, str_arg};
@@ -48,6 +46,7 @@ impl PathJudge for SandboxJudge {
             Ok(checked) if checked.path() == checked.root().path() => PathVerdict::Root,
             Ok(_) => PathVerdict::Inside,
             Err(SandboxError::OutsideRoots { .. }) => PathVerdict::OutsideRoots,
+            Err(SandboxError::Sensitive { .. }) => PathVerdict::Sensitive,
             Err(err) => PathVerdict::Denied {
                 code: err.code().to_owned(),
                 message: err.to_string(),
@@ -88,8 +87,8 @@ impl ContentSubjects for BashSubjects {
     }
 }
 
-/// Runs a bash command: bash-guard's analysis decides the tool-level rule (Allow = no opinion,
-/// Ask = P6, Deny = P1), and the guarded runner executes it in its own process group under a
+/// Runs a bash command: bash-guard's verdict is one step of [`crate::Executor::evaluate`], and
+/// the guarded runner executes it in its own process group under a
 /// Landlock confinement compiled from the same sandbox roots. Serial, Block.
 #[derive(Debug, Clone)]
 pub struct RunBashTool {
@@ -112,17 +111,18 @@ impl RunBashTool {
         }
     }
 
+    /// The analyzer (with its verdict cache) this tool judges commands with; the executor's
+    /// permission phase shares it, so a command is parsed once per decision.
+    pub fn analyzer(&self) -> &Arc<CachedAnalyzer> {
+        &self.analyzer
+    }
+
     fn cwd(&self, args: &Value) -> PathBuf {
         match args.get("working_dir").and_then(Value::as_str) {
             Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
             Some(dir) => self.sandbox.cwd().join(dir),
             None => self.sandbox.cwd().to_path_buf(),
         }
-    }
-
-    fn verdict(&self, args: &Value) -> Option<Arc<Verdict>> {
-        let cmd = args.get("command").and_then(Value::as_str)?;
-        Some(self.analyzer.analyze(cmd, &self.cwd(args)))
     }
 
     fn confinement(&self) -> Confinement {
@@ -162,23 +162,6 @@ impl AgentTool for RunBashTool {
     }
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Block
-    }
-    fn check_permissions(&self, args: &Value) -> Vec<PermissionRule> {
-        let source = RuleSource::Tool {
-            name: "run_bash".into(),
-        };
-        let (kind, message) = match self.verdict(args) {
-            // No command: the schema check refuses it before this runs; fail closed anyway.
-            None => (RuleKind::Deny, "no command to analyse".to_owned()),
-            Some(v) => match v.decision {
-                Decision::Allow => return Vec::new(),
-                Decision::Ask => (RuleKind::Ask, describe(&v)),
-                Decision::Deny => (RuleKind::Deny, describe(&v)),
-            },
-        };
-        PermissionRule::parse(kind, "run_bash", source)
-            .map(|r| vec![r.with_message(format!("bash-guard: {message}"))])
-            .unwrap_or_default()
     }
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let command = str_arg(&args, "command")?;

@@ -88,9 +88,10 @@ impl AgentTool for GlobFilesTool {
         let sandbox = ctx.require_sandbox()?;
         let pattern = str_arg(&args, "pattern")?;
         let base = args.get("path").and_then(Value::as_str).map(Path::new);
-        let found = sandbox
-            .glob(pattern, base)
+        let outcome = sandbox
+            .glob_outcome(pattern, base)
             .map_err(|e| sandbox_denied(&e))?;
+        let found = outcome.paths;
         let total = found.len();
         let mut lines: Vec<String> = found
             .iter()
@@ -99,6 +100,9 @@ impl AgentTool for GlobFilesTool {
             .collect();
         if total > MAX_GLOB_RESULTS {
             lines.push(format!("[{} more not shown]", total - MAX_GLOB_RESULTS));
+        }
+        if outcome.skipped_sensitive > 0 {
+            lines.push(skipped_note(outcome.skipped_sensitive));
         }
         Ok(ToolOutput::text(lines.join("\n")))
     }
@@ -135,11 +139,14 @@ impl AgentTool for GrepFilesTool {
         let checked = sandbox
             .check(&base, Op::Read)
             .map_err(|e| sandbox_denied(&e))?;
+        let mut skipped = 0;
         let files = if sandbox.metadata(&base).map(|m| m.is_dir()).unwrap_or(false) {
             let glob = args.get("glob").and_then(Value::as_str).unwrap_or("**/*");
-            sandbox
-                .glob(glob, Some(&base))
-                .map_err(|e| sandbox_denied(&e))?
+            let outcome = sandbox
+                .glob_outcome(glob, Some(&base))
+                .map_err(|e| sandbox_denied(&e))?;
+            skipped = outcome.skipped_sensitive;
+            outcome.paths
         } else {
             vec![checked.path().to_path_buf()]
         };
@@ -170,8 +177,16 @@ impl AgentTool for GrepFilesTool {
                 }
             }
         }
+        if skipped > 0 {
+            hits.push(skipped_note(skipped));
+        }
         Ok(ToolOutput::text(hits.join("\n")))
     }
+}
+
+/// Says how many sensitive files a search left out, so the model knows the listing is partial.
+fn skipped_note(count: usize) -> String {
+    format!("[{count} sensitive file(s) skipped: credential stores are never read by an agent]")
 }
 
 fn write_whole(ctx: &ToolContext, path: &str, content: &str) -> Result<(), ToolError> {

@@ -28,6 +28,27 @@ fn redact_value(value: &mut Value) -> usize {
     }
 }
 
+/// A tool response with its secrets redacted, as text, and how many fields changed; `None`
+/// when nothing changed (or `redact` is off). Codex's and Gemini's hooks answer with it.
+pub(crate) fn redacted_text(
+    response: &Value,
+    redact: bool,
+) -> anyhow::Result<Option<(usize, String)>> {
+    if !redact {
+        return Ok(None);
+    }
+    let mut redacted = response.clone();
+    let changed = redact_value(&mut redacted);
+    if changed == 0 {
+        return Ok(None);
+    }
+    let text = match &redacted {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string(other)?,
+    };
+    Ok(Some((changed, text)))
+}
+
 /// The answer to a `PostToolUse` event; `redact` is the policy's `[hooks] redact_secrets`.
 pub(crate) fn post_tool_use(input: &HookInput, redact: bool) -> anyhow::Result<Value> {
     let Some(response) = &input.tool_response else {

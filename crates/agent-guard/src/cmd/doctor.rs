@@ -690,7 +690,7 @@ fn check_policy(command: &str, project: &Path, checks: &mut Vec<Check>) -> bool 
         Err(e) => {
             checks.push(Check::fail(
                 "policy",
-                format!("{}: {}", path.display(), super::trace::one_line(e)),
+                format!("{}: {}", path.display(), crate::front::one_line(e)),
                 format!(
                     "fix the policy; `agent-guard lint {}` shows it",
                     shell_quote(&policy)
@@ -811,7 +811,7 @@ fn self_test(
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    run_inner(args).map_err(super::trace::one_line)
+    run_inner(args).map_err(crate::front::one_line)
 }
 
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {

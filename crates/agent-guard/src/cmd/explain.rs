@@ -1,28 +1,27 @@
 //! `agent-guard explain`: a decision with a human trace of every layer consulted.
 //!
 //! `explain check`, `explain bash` and `explain path` take the arguments of `check`, `bash`
-//! and `path`, run the call through the same composed layers as `claude-hook` (`trace.rs`),
-//! and print what each layer saw and decided. Colour is used when stdout is a terminal and
-//! `NO_COLOR` is unset.
+//! and `path`, decide the call through agent-core's `Guard::evaluate` (the one composition the
+//! runtime and the hooks use), and print what each layer saw and decided. Colour is used when
+//! stdout is a terminal and `NO_COLOR` is unset.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agent_core::clients::{self, Client};
+use agent_core::{Call, Verdict};
 use anyhow::Context as _;
-use fs_sandbox::{Access, Sandbox};
 use perm_rules::Decision;
 use serde_json::{Value, json};
 
-use bash_guard::Analyzer;
-
-use super::trace::{Call, Guard, Trace, bash_config};
+use crate::front::{Front, FrontOptions, KNOWN_TOOLS, parse_mode, refusal, report};
 use crate::policy::Policy;
 
 const AFTER_HELP: &str = "\
-Every layer that applies is consulted and shown: perm-rules (the rules and mode), the built-in
-credential paths, fs-sandbox (path tools) and bash-guard (run_bash). The overall decision is the
-strictest one; the first layer that gave it is the one that decided.
+Every layer that applies is consulted and shown: hooks, perm-rules, fs-sandbox (every path,
+sensitive files included), bash-guard (run_bash), the network policy (URLs), then the mode. The
+overall decision is the strictest one; the first layer that gave it is the one that decided.
 
 Colour: when stdout is a terminal, unless NO_COLOR is set.
 
@@ -57,7 +56,7 @@ fn current_dir() -> anyhow::Result<PathBuf> {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    run_inner(args).map_err(super::trace::one_line)
+    run_inner(args).map_err(crate::front::one_line)
 }
 
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
@@ -73,17 +72,21 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     if json {
-        println!("{}", serde_json::to_string(&trace.report()?)?);
+        println!("{}", serde_json::to_string(&report(&trace)?)?);
     } else {
         print!("{}", render(&trace, Style::detect()));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn explain_check(a: &super::check::Args) -> anyhow::Result<Trace> {
+fn explain_check(a: &super::check::Args) -> anyhow::Result<Verdict> {
     let policy = Policy::load(a.policy.as_deref())?;
     let cwd = current_dir()?;
-    let guard = Guard::load(&policy, a.mode.as_deref(), &cwd)?;
+    let opts = FrontOptions {
+        mode: a.mode.as_deref().map(parse_mode).transpose()?,
+        ..FrontOptions::default()
+    };
+    let front = Front::load(&policy, &cwd, &opts)?;
     let input = match &a.input {
         Some(text) => {
             let value: Value = serde_json::from_str(text)
@@ -96,97 +99,87 @@ fn explain_check(a: &super::check::Args) -> anyhow::Result<Trace> {
         }
         None => json!({}),
     };
-    Ok(
-        match super::claude_hook::from_claude(&a.tool, &input, &cwd) {
-            Ok(mut call) => {
-                call.read_only = a.read_only;
-                guard.evaluate(&call, true)
+    let calls = if KNOWN_TOOLS.contains(&a.tool.as_str()) {
+        let mut call = Call::new(a.tool.clone(), input).with_cwd(&cwd);
+        call.read_only = a.read_only;
+        vec![call]
+    } else {
+        match clients::translate(Client::ClaudeCode, &a.tool, &input, &cwd) {
+            Ok(mut calls) => {
+                for c in &mut calls {
+                    c.read_only |= a.read_only;
+                }
+                calls
             }
-            Err(_) => super::claude_hook::evaluate_claude(&guard, &a.tool, &input, &cwd, true),
-        },
-    )
-}
-
-fn explain_bash(a: super::bash::Args) -> anyhow::Result<Trace> {
-    let policy = Policy::load(a.policy.as_deref())?;
-    let cwd = match a.cwd {
-        Some(cwd) => cwd,
-        None => current_dir()?,
+            Err(message) => {
+                return Ok(refusal(&a.tool, "client-input", "bad-tool-input", message));
+            }
+        }
     };
-    let mut guard = Guard::load(&policy, None, &cwd)?;
-    guard.set_sandbox(Ok(sandbox_with_roots(
-        &policy,
-        &cwd,
-        a.roots,
-        a.read_only_roots,
-    )?));
-    let mut config = bash_config(&policy);
-    if a.allow_network {
-        config.block_network = false;
-    }
-    guard.set_analyzer(Analyzer::new(config));
-    let call = Call {
-        tool: "run_bash".to_owned(),
-        input: json!({ "command": a.command.join(" ") }),
-        read_only: false,
-    };
-    Ok(guard.evaluate(&call, true))
-}
-
-/// The sandbox exactly as `agent-guard path` and `agent-guard bash` build it: the policy's
-/// roots plus the `--root`/`--read-only-root` flags.
-fn sandbox_with_roots(
-    policy: &Policy,
-    cwd: &std::path::Path,
-    roots: Vec<PathBuf>,
-    read_only_roots: Vec<PathBuf>,
-) -> anyhow::Result<Sandbox> {
-    let mut builder = policy.doc.sandbox.builder(cwd);
-    for root in roots {
-        builder = builder.root(root, Access::ReadWrite);
-    }
-    for root in read_only_roots {
-        builder = builder.root(root, Access::ReadOnly);
-    }
-    builder.build().map_err(|err| {
-        anyhow::anyhow!(
-            "bad sandbox configuration ({}): {err}",
-            policy.source_name()
+    Ok(front.evaluate(&calls).unwrap_or_else(|| {
+        refusal(
+            &a.tool,
+            "client-input",
+            "no-call",
+            "nothing to judge".into(),
         )
-    })
+    }))
 }
 
-fn explain_path(a: super::path::Args) -> anyhow::Result<Trace> {
+fn explain_bash(a: super::bash::Args) -> anyhow::Result<Verdict> {
     let policy = Policy::load(a.policy.as_deref())?;
     let cwd = match a.cwd {
         Some(cwd) => cwd,
         None => current_dir()?,
     };
-    let tool = match a.op.as_str() {
-        "read" => "read_file",
-        "write" => "file_write",
-        "list" | "execute-dir" => "glob_files",
+    let opts = FrontOptions {
+        roots: a.roots,
+        read_only_roots: a.read_only_roots,
+        allow_network: a.allow_network,
+        ..FrontOptions::default()
+    };
+    let front = Front::load(&policy, &cwd, &opts)?;
+    let call = Call::new("run_bash", json!({ "command": a.command.join(" ") })).with_cwd(&cwd);
+    Ok(front.evaluate(&[call]).unwrap_or_else(|| {
+        refusal(
+            "run_bash",
+            "client-input",
+            "no-call",
+            "nothing to judge".into(),
+        )
+    }))
+}
+
+fn explain_path(a: super::path::Args) -> anyhow::Result<Verdict> {
+    let policy = Policy::load(a.policy.as_deref())?;
+    let cwd = match a.cwd {
+        Some(cwd) => cwd,
+        None => current_dir()?,
+    };
+    let (tool, key) = match a.op.as_str() {
+        "read" => ("read_file", "file_path"),
+        "write" => ("file_write", "file_path"),
+        "list" => ("glob_files", "path"),
+        "execute-dir" => ("run_bash", "working_dir"),
         other => anyhow::bail!("unknown op `{other}`; expected read, write, list or execute-dir"),
     };
-    let mut guard = Guard::load(&policy, None, &cwd)?;
-    guard.set_sandbox(Ok(sandbox_with_roots(
-        &policy,
-        &cwd,
-        a.roots,
-        a.read_only_roots,
-    )?));
+    let opts = FrontOptions {
+        roots: a.roots,
+        read_only_roots: a.read_only_roots,
+        ..FrontOptions::default()
+    };
+    let front = Front::load(&policy, &cwd, &opts)?;
     let path = a.path.display().to_string();
-    let key = if tool == "glob_files" {
-        "path"
-    } else {
-        "file_path"
-    };
-    let call = Call {
-        tool: tool.to_owned(),
-        input: json!({ key: path }),
-        read_only: false,
-    };
-    Ok(guard.evaluate(&call, true))
+    let mut input = json!({ key: path });
+    if tool == "run_bash"
+        && let Some(obj) = input.as_object_mut()
+    {
+        obj.insert("command".to_owned(), json!("true"));
+    }
+    let call = Call::new(tool, input).with_cwd(&cwd);
+    Ok(front
+        .evaluate(&[call])
+        .unwrap_or_else(|| refusal(tool, "client-input", "no-call", "nothing to judge".into())))
 }
 
 /// ANSI styling, or none.
@@ -221,7 +214,7 @@ impl Style {
     }
 }
 
-fn render(trace: &Trace, style: Style) -> String {
+fn render(trace: &Verdict, style: Style) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{} `{}` (mode {})\n",
@@ -229,9 +222,9 @@ fn render(trace: &Trace, style: Style) -> String {
         trace.tool,
         trace.mode
     ));
-    let deciding = trace.deciding().map(|s| s.layer);
+    let deciding = trace.deciding();
     for (i, step) in trace.steps.iter().enumerate() {
-        let marker = if Some(step.layer) == deciding && step.decision == trace.decision() {
+        let marker = if deciding.is_some_and(|d| std::ptr::eq(d, step)) {
             "*"
         } else {
             " "
@@ -258,7 +251,7 @@ fn render(trace: &Trace, style: Style) -> String {
         .unwrap_or_default();
     out.push_str(&format!(
         "decision: {}{by}\n",
-        style.decision(trace.decision())
+        style.decision(trace.decision)
     ));
     out
 }
@@ -266,9 +259,9 @@ fn render(trace: &Trace, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::trace::Step;
+    use agent_core::Step;
 
-    fn trace() -> Trace {
+    fn trace() -> Verdict {
         let step = |layer, decision, code: &str| Step {
             layer,
             saw: "x".into(),
@@ -278,13 +271,17 @@ mod tests {
             rule: None,
             source: None,
         };
-        Trace {
+        Verdict {
             tool: "run_bash".into(),
-            mode: "default".into(),
+            mode: perm_rules::PermissionMode::Default,
+            decision: Decision::Deny,
             steps: vec![
                 step("perm-rules", Decision::Allow, "rule-allow"),
                 step("bash-guard", Decision::Deny, "network"),
             ],
+            final_args: Value::Null,
+            additional_context: String::new(),
+            resolution: None,
         }
     }
 

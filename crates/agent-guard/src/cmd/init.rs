@@ -772,7 +772,7 @@ fn backup_path(path: &Path) -> PathBuf {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    run_inner(args).map_err(super::trace::one_line)
+    run_inner(args).map_err(crate::front::one_line)
 }
 
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {

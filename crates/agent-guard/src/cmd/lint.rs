@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use perm_rules::{ConfigLayer, Origin, PermissionChecker, PermissionRule, RuleKind};
 use serde::Serialize;
 
-use super::trace::{KNOWN_TOOLS, absolutize, sandbox_config};
+use crate::front::{KNOWN_TOOLS, absolutize, sandbox_config};
 use crate::policy::Policy;
 
 const AFTER_HELP: &str = "\
@@ -375,7 +375,7 @@ fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) 
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    run_inner(args).map_err(super::trace::one_line)
+    run_inner(args).map_err(crate::front::one_line)
 }
 
 /// Lints the policy file at `path`; hook commands are resolved as if run in `project`, and

@@ -2,17 +2,20 @@
 
 pub mod audit;
 pub mod bash;
+pub mod cancel;
 pub mod check;
 pub mod claude_hook;
 mod claude_post;
+pub mod codex_hook;
 pub mod demo;
 pub mod doctor;
 pub mod exec;
 pub mod explain;
+pub mod gemini_hook;
+mod hook;
 pub mod init;
 pub mod lint;
 pub mod path;
 pub mod run;
 pub mod session;
 pub mod test;
-mod trace;

@@ -87,7 +87,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 fs_sandbox::SandboxError::OutsideRoots { resolved, .. }
                 | fs_sandbox::SandboxError::ReadOnlyRoot { resolved, .. }
                 | fs_sandbox::SandboxError::Protected { resolved, .. }
-                | fs_sandbox::SandboxError::HardLink { resolved, .. } => {
+                | fs_sandbox::SandboxError::HardLink { resolved, .. }
+                | fs_sandbox::SandboxError::Sensitive { path: resolved, .. } => {
                     serde_json::Value::from(resolved.display().to_string())
                 }
                 _ => serde_json::Value::Null,

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use agent_core::{
-    Approval, ApprovalRequest, Approver, AssistantMessage, FixedApprover, Guard, Message, Model,
+    Approval, ApprovalRequest, Approver, AssistantMessage, FixedApprover, Message, Model,
     ScriptedModel, ToolCallResult, TurnOutcome,
 };
 use anyhow::Context as _;
@@ -98,7 +98,10 @@ impl Approver for PromptApprover {
 }
 
 /// The layer a refusal or result code belongs to, for the printed trace.
-pub fn layer_of(result: &ToolCallResult) -> &'static str {
+pub fn layer_of(result: &ToolCallResult) -> &str {
+    if let Some(layer) = &result.layer {
+        return layer;
+    }
     let code = result.code.as_deref().unwrap_or("");
     if result.content.contains("bash-guard:") || code.starts_with("bash-") {
         "bash-guard"
@@ -206,7 +209,6 @@ pub fn run(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
 
 async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     let env: HashMap<String, String> = std::env::vars().collect();
-    let checker = opts.policy.checker(&env)?;
     let doc = &opts.policy.doc;
     if let Some(dir) = opts.audit_db.parent() {
         std::fs::create_dir_all(dir)
@@ -230,12 +232,9 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         ApproveMode::Prompt => Arc::new(PromptApprover),
     };
     let spawner = subagent::SubAgentRunner::new(child).with_limits(doc.limits.clone());
-    let mut builder = Guard::builder(&opts.cwd)
-        .permissions(checker)
-        .sandbox(doc.sandbox.clone())
-        .bash(doc.bash.clone())
-        .hooks(doc.hooks.clone())
-        .limits(doc.limits.clone())
+    let mut builder = opts
+        .policy
+        .guard_builder(&opts.cwd, &env)?
         .approver(approver)
         .subagents(Arc::new(spawner))
         .audit(audit.clone());

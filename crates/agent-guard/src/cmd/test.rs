@@ -1,8 +1,8 @@
 //! `agent-guard test`: policy tests, so a team can keep its policy under CI.
 //!
-//! Each case is evaluated by the same composed layers as `claude-hook` (see `trace.rs`): the
-//! rules always, then every other layer that applies to the tool. A case may name a guard tool
-//! (`run_bash`) or a Claude Code tool (`Bash`), which is translated exactly as the hook does.
+//! Each case is decided by agent-core's `Guard::evaluate`, the one composition the runtime and
+//! the hooks use. A case may name a guard tool (`run_bash`) or a client's tool (`Bash`, Codex's
+//! `apply_patch`, Gemini's `run_shell_command`), translated by the same table the hooks use.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,25 +12,29 @@ use perm_rules::Decision;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::claude_hook::evaluate_claude;
-use super::trace::{Guard, KNOWN_TOOLS, Trace};
+use agent_core::Verdict;
+use agent_core::clients::{self, Client};
+
+use crate::front::{Front, FrontOptions, KNOWN_TOOLS, parse_mode, refusal};
 use crate::policy::Policy;
 
 const AFTER_HELP: &str = "\
 Cases file: TOML (an array of [[case]] tables) or JSONL (one JSON object a line; chosen by a
 .jsonl or .json extension). Fields of a case:
   name    = \"rm is denied\"             (optional; defaults to `case N`)
-  tool    = \"run_bash\"                 (a guard tool, a Claude Code tool such as \"Bash\", or mcp__*;
+  tool    = \"run_bash\"                 (a guard tool, a client's tool such as \"Bash\", or mcp__*;
                                          any other name is refused as a typo, exit 2)
+  client  = \"claude\"                   (optional: claude (default), codex or gemini: whose tool
+                                         names `tool` uses)
   input   = { command = \"rm -rf /\" }   (the tool's arguments)
   expect  = \"deny\"                     (allow, ask or deny)
   rule    = \"run_bash(rm:*)\"           (optional: the rule that must decide)
   mode    = \"plan\"                     (optional: override the policy's mode for this case)
   cwd     = \"/repo\"                    (optional: the session directory; default the current one)
-  bash    = false                      (optional: judge a run_bash case by the rules only)
 
-Every case goes through the same layers as `claude-hook`: perm-rules, the built-in credential
-paths, fs-sandbox for path tools, and bash-guard for run_bash (unless `bash = false`).
+Every case is decided exactly as the runtime and the hooks decide it (agent-core's
+Guard::evaluate): hooks, perm-rules, fs-sandbox for every path, bash-guard for commands, the
+network policy, then the mode.
 As in the hook, `AGENT_PERMISSIONS_*` rules and `AGENT_BLOCK_NETWORK` apply on top of the policy.
 
 Exit status:
@@ -62,8 +66,8 @@ struct Case {
     rule: Option<String>,
     mode: Option<String>,
     cwd: Option<PathBuf>,
-    /// `false` leaves bash-guard out of a `run_bash` case (rules only); default `true`.
-    bash: Option<bool>,
+    /// Whose tool names `tool` uses: `claude` (default), `codex` or `gemini`.
+    client: Option<String>,
 }
 
 fn empty_object() -> Value {
@@ -142,35 +146,53 @@ fn load_cases(path: &Path) -> anyhow::Result<Vec<Case>> {
     Ok(cases)
 }
 
-/// Claude Code's tool names (a case may use them; they are translated as the hook does).
-const CLAUDE_TOOLS: &[&str] = &[
-    "Bash",
-    "Read",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-    "NotebookRead",
-    "Glob",
-    "Grep",
-    "LS",
-    "WebFetch",
-    "WebSearch",
-    "Task",
-    "TodoWrite",
-    "BashOutput",
-    "KillShell",
-    "ExitPlanMode",
-    "SlashCommand",
-];
-
 /// A typo in a case's tool would silently test the default decision instead: refuse it.
 fn is_known_tool(tool: &str) -> bool {
-    KNOWN_TOOLS.contains(&tool) || CLAUDE_TOOLS.contains(&tool) || tool.starts_with("mcp__")
+    KNOWN_TOOLS.contains(&tool)
+        || clients::TOOL_MAP.iter().any(|m| m.name == tool)
+        || tool.starts_with("mcp__")
+        || tool.starts_with("mcp_")
 }
 
-fn outcome(index: usize, case: &Case, trace: &Trace) -> Outcome {
-    let decision = trace.decision();
+fn client_of(case: &Case) -> anyhow::Result<Client> {
+    Ok(match case.client.as_deref() {
+        None | Some("claude") => Client::ClaudeCode,
+        Some("codex") => Client::Codex,
+        Some("gemini") => Client::Gemini,
+        Some(other) => anyhow::bail!("unknown client `{other}`; expected claude, codex or gemini"),
+    })
+}
+
+/// Decides one case: guard tool names are judged as they are; client tool names are
+/// translated by the hooks' table.
+fn decide(front: &Front, case: &Case, cwd: &Path) -> anyhow::Result<Verdict> {
+    let calls = if KNOWN_TOOLS.contains(&case.tool.as_str()) {
+        vec![agent_core::Call::new(case.tool.clone(), case.input.clone()).with_cwd(cwd)]
+    } else {
+        match clients::translate(client_of(case)?, &case.tool, &case.input, cwd) {
+            Ok(calls) => calls,
+            Err(message) => {
+                return Ok(refusal(
+                    &case.tool,
+                    "client-input",
+                    "bad-tool-input",
+                    message,
+                ));
+            }
+        }
+    };
+    Ok(front.evaluate(&calls).unwrap_or_else(|| {
+        refusal(
+            &case.tool,
+            "client-input",
+            "no-call",
+            "nothing to judge".into(),
+        )
+    }))
+}
+
+fn outcome(index: usize, case: &Case, trace: &Verdict) -> Outcome {
+    let decision = trace.decision;
     let deciding = trace.deciding();
     let rule = deciding.and_then(|s| s.rule.clone());
     let rule_ok = case
@@ -197,34 +219,33 @@ fn outcome(index: usize, case: &Case, trace: &Trace) -> Outcome {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    run_inner(args).map_err(super::trace::one_line)
+    run_inner(args).map_err(crate::front::one_line)
 }
 
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(Some(&args.policy))?;
     let cases = load_cases(&args.cases)?;
     let here = std::env::current_dir().context("cannot read the current directory")?;
-    let default_guard = Guard::load(&policy, None, &here)?;
+    let default_front = Front::load(&policy, &here, &FrontOptions::default())?;
     let mut outcomes = Vec::with_capacity(cases.len());
     for (i, case) in cases.iter().enumerate() {
         let special;
-        let guard = if case.mode.is_some() || case.cwd.is_some() {
+        let front = if case.mode.is_some() || case.cwd.is_some() {
             let cwd = case.cwd.clone().unwrap_or_else(|| here.clone());
-            special = Guard::load(&policy, case.mode.as_deref(), &cwd)
+            let opts = FrontOptions {
+                mode: case.mode.as_deref().map(parse_mode).transpose()?,
+                ..FrontOptions::default()
+            };
+            special = Front::load(&policy, &cwd, &opts)
                 .with_context(|| format!("case {} (`{}`)", i + 1, case.tool))?;
             &special
         } else {
-            &default_guard
+            &default_front
         };
         let cwd = case.cwd.as_deref().unwrap_or(&here);
-        let trace = evaluate_claude(
-            guard,
-            &case.tool,
-            &case.input,
-            cwd,
-            case.bash.unwrap_or(true),
-        );
-        outcomes.push(outcome(i, case, &trace));
+        let verdict = decide(front, case, cwd)
+            .with_context(|| format!("case {} (`{}`)", i + 1, case.tool))?;
+        outcomes.push(outcome(i, case, &verdict));
     }
     let failed = outcomes.iter().filter(|o| !o.pass).count();
     let passed = outcomes.len() - failed;

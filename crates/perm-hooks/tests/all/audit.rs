@@ -4,6 +4,8 @@ use std::process::{Command, Stdio};
 use perm_hooks::*;
 use perm_rules::Decision;
 
+use crate::backends::targets;
+
 fn row(session: &str, step: u32) -> AuditRow {
     AuditRow::tool_call(&PostToolUseContext {
         session_id: session.into(),
@@ -18,10 +20,14 @@ fn row(session: &str, step: u32) -> AuditRow {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_sessions_all_rows_survive_shutdown() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a/audit.db");
+    for t in targets("concurrent_sessions").await {
+        concurrent_sessions(&t.url).await;
+    }
+}
+
+async fn concurrent_sessions(path: &str) {
     let log = AuditLog::open_with(
-        &path,
+        path,
         AuditOptions {
             queue_capacity: 64,
             max_batch: 32,
@@ -57,18 +63,32 @@ async fn concurrent_sessions_all_rows_survive_shutdown() {
         t.await.unwrap();
     }
     log.shutdown().await.unwrap();
-    assert_eq!(log.dropped(), 0);
+    assert_eq!(log.dropped(), 0, "{path}");
+    assert_eq!(log.written(), u64::from(n * m + n), "{path}");
     assert_eq!(
         log.record(row("late", 0)).await,
         Recorded::Dropped,
         "rows after shutdown are counted"
     );
     assert_eq!(log.dropped(), 1);
+    assert_eq!(log.lost(), 0, "a refused row was never acknowledged");
+    let err = log.shutdown().await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Incomplete {
+                lost: 0,
+                refused: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
 
-    let reopened = AuditLog::open(&path).await.unwrap();
+    let reopened = AuditLog::open(path).await.unwrap();
     let reader = reopened.reader();
     let all = reader.query(&AuditQuery::default()).await.unwrap();
-    assert_eq!(all.len() as u32, n * m + n);
+    assert_eq!(all.len() as u32, n * m + n, "{path}");
     let stops = reader
         .query(&AuditQuery {
             status: Some(AuditStatus::SessionStop),
@@ -91,9 +111,18 @@ async fn concurrent_sessions_all_rows_survive_shutdown() {
 
 #[tokio::test]
 async fn query_filters_summary_and_preview() {
+    for t in targets("query_filters").await {
+        query_filters(&t.url).await;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("audit.db");
-    let log = AuditLog::open(&path).await.unwrap();
+    assert!(matches!(
+        AuditReader::open(dir.path().join("missing.db")).await,
+        Err(Error::MissingDatabase(_))
+    ));
+}
+
+async fn query_filters(path: &str) {
+    let log = AuditLog::open(path).await.unwrap();
     for step in 0..6 {
         assert_eq!(log.record(row("s", step)).await, Recorded::Queued);
     }
@@ -107,9 +136,19 @@ async fn query_filters_summary_and_preview() {
         "no",
     ))
     .await;
+    log.record(AuditRow::denied(
+        "s",
+        8,
+        "lead",
+        "web_fetch",
+        Decision::Ask,
+        "ask_rule",
+        "ask first",
+    ))
+    .await;
     log.flush().await.unwrap();
-    assert_eq!(log.written(), 7);
-    let reader = AuditReader::open(&path).await.unwrap();
+    assert_eq!(log.written(), 8);
+    let reader = AuditReader::open(path).await.unwrap();
     let fails = reader
         .query(&AuditQuery {
             status: Some(AuditStatus::Fail),
@@ -131,15 +170,26 @@ async fn query_filters_summary_and_preview() {
     let denied = reader
         .query(&AuditQuery {
             status: Some(AuditStatus::Denied),
+            decision: Some(Decision::Deny),
             ..Default::default()
         })
         .await
         .unwrap();
+    assert_eq!(denied.len(), 1, "{path}");
     assert_eq!(denied[0].row.decision, Some(Decision::Deny));
     assert_eq!(
         denied[0].row.reason_code.as_deref(),
         Some("bash_destructive")
     );
+    let asked = reader
+        .query(&AuditQuery {
+            decision: Some(Decision::Ask),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].row.tool_name, "web_fetch");
     let future = reader
         .query(&AuditQuery {
             since: Some(i64::MAX - 1),
@@ -148,6 +198,17 @@ async fn query_filters_summary_and_preview() {
         .await
         .unwrap();
     assert!(future.is_empty());
+    let limited = reader
+        .query(&AuditQuery {
+            limit: Some(2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        limited.iter().map(|r| r.row.step).collect::<Vec<_>>(),
+        [0, 1]
+    );
     let summary = reader.summary(&AuditQuery::default()).await.unwrap();
     let names: Vec<_> = summary
         .iter()
@@ -159,14 +220,38 @@ async fn query_filters_summary_and_preview() {
             ("run_bash", 1, 0, 0, 1),
             ("tool0", 2, 1, 1, 0),
             ("tool1", 2, 1, 1, 0),
-            ("tool2", 2, 1, 1, 0)
-        ]
+            ("tool2", 2, 1, 1, 0),
+            ("web_fetch", 1, 0, 0, 1),
+        ],
+        "{path}"
     );
+    reader.close().await;
     log.shutdown().await.unwrap();
-    assert!(matches!(
-        AuditReader::open(dir.path().join("missing.db")).await,
-        Err(Error::MissingDatabase(_))
-    ));
+}
+
+#[tokio::test]
+async fn special_characters_round_trip() {
+    for t in targets("special_characters").await {
+        let log = AuditLog::open(&t.url).await.unwrap();
+        let mut r = row("s\tq", 1);
+        r.output_preview = "tab\there\nnew\r\\back \\N quote' \"dq\" é 🦀 nul\0end".into();
+        r.reason_code = Some("code\\N".into());
+        log.record(r.clone()).await;
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let back = reader.query(&AuditQuery::default()).await.unwrap();
+        let back = &back[0].row;
+        let expected = if t.is_postgres() {
+            // PostgreSQL text cannot hold NUL.
+            r.output_preview.replace('\0', "\u{fffd}")
+        } else {
+            r.output_preview.clone()
+        };
+        assert_eq!(back.output_preview, expected, "{}", t.kind);
+        assert_eq!(back.session_id, "s\tq");
+        assert_eq!(back.reason_code.as_deref(), Some("code\\N"));
+        reader.close().await;
+    }
 }
 
 #[tokio::test]

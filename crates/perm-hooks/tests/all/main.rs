@@ -8,5 +8,8 @@
 //! Behaviour tests of perm-hooks: pipeline semantics, audit log durability, command hooks.
 
 mod audit;
+mod backends;
 mod command;
+mod faults;
+mod killswitch;
 mod pipeline;

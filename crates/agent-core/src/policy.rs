@@ -1,0 +1,143 @@
+//! The policy file: one TOML document with a section per layer, and the whole stack built
+//! from it. Another Rust agent embeds the guard with [`Policy::load`] and
+//! [`Policy::guard_builder`] (see the crate docs' example).
+//!
+//! Each layer crate owns the type of its section (and rejects unknown keys in it); this module
+//! only reads the file and rejects unknown sections, naming the file in every error.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::guard::GuardBuilder;
+
+/// The whole policy document. Sections are optional; an absent section is the layer's default.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyDoc {
+    /// Layer 2: rules and mode.
+    #[serde(default)]
+    pub permissions: perm_rules::PermissionsConfig,
+    /// Layer 4: roots and protected paths.
+    #[serde(default)]
+    pub sandbox: fs_sandbox::SandboxConfig,
+    /// Layer 5: bash analysis and execution.
+    #[serde(default)]
+    pub bash: bash_guard::BashConfig,
+    /// Layer 3: command hooks, redaction, audit.
+    #[serde(default)]
+    pub hooks: perm_hooks::HooksConfig,
+    /// Layer 7: runtime limits.
+    #[serde(default)]
+    pub limits: runtime_limits::LimitsConfig,
+}
+
+/// A loaded policy: the parsed document and where it came from.
+#[derive(Debug, Default, Clone)]
+pub struct Policy {
+    /// The file, when one was given.
+    pub path: Option<PathBuf>,
+    /// Its text (empty when no file was given), kept to turn spans into line numbers.
+    pub text: String,
+    /// The parsed document.
+    pub doc: PolicyDoc,
+}
+
+impl Policy {
+    /// Loads `path`, or an empty policy (every layer's default) when `None`.
+    pub fn load(path: Option<&Path>) -> Result<Policy, Error> {
+        let Some(path) = path else {
+            return Ok(Policy::default());
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Policy {
+            message: format!("cannot read policy file `{}`: {e}", path.display()),
+        })?;
+        let doc: PolicyDoc = toml::from_str(&text).map_err(|err| Error::Policy {
+            message: format!("bad policy file `{}`: {err}", path.display()),
+        })?;
+        Ok(Policy {
+            path: Some(path.to_owned()),
+            text,
+            doc,
+        })
+    }
+
+    /// Parses a policy held in memory; `name` is used in errors.
+    pub fn from_text(name: &str, text: &str) -> Result<Policy, Error> {
+        let doc: PolicyDoc = toml::from_str(text).map_err(|err| Error::Policy {
+            message: format!("bad policy `{name}`: {err}"),
+        })?;
+        Ok(Policy {
+            path: Some(PathBuf::from(name)),
+            text: text.to_owned(),
+            doc,
+        })
+    }
+
+    /// The layer-2 checker: the policy's `[permissions]` as the project layer, with the
+    /// `AGENT_PERMISSIONS_*` variables of `env` on top.
+    pub fn checker(
+        &self,
+        env: &HashMap<String, String>,
+    ) -> Result<perm_rules::PermissionChecker, Error> {
+        let mut layers = Vec::new();
+        if let Some(path) = &self.path {
+            layers.push(perm_rules::ConfigLayer {
+                origin: perm_rules::Origin::Project,
+                path: path.display().to_string(),
+                text: self.text.clone(),
+                config: self.doc.permissions.clone(),
+            });
+        }
+        let mut checker =
+            perm_rules::PermissionChecker::from_config(&layers, env).map_err(|e| {
+                Error::Policy {
+                    message: e.to_string(),
+                }
+            })?;
+        // Content rules on `run_bash` see the simple commands of a real shell parse, exactly as
+        // in the runtime, not the fallback splitter.
+        checker.set_subjects(Arc::new(crate::tools::BashSubjects));
+        Ok(checker)
+    }
+
+    /// The `[bash]` table with `AGENT_BLOCK_NETWORK` from `env` applied on top (anything but an
+    /// explicit false keeps the network blocked).
+    pub fn bash_config(&self, env: &HashMap<String, String>) -> bash_guard::BashConfig {
+        let mut config = self.doc.bash.clone();
+        if let Some(value) = env.get("AGENT_BLOCK_NETWORK") {
+            config.block_network = !matches!(
+                value.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "no" | "off"
+            );
+        }
+        config
+    }
+
+    /// A [`GuardBuilder`] for a session in `cwd` with every layer configured from this policy
+    /// and `env` (`AGENT_PERMISSIONS_*`, `AGENT_BLOCK_NETWORK`). Add an approver, a model's
+    /// subagents or an audit log, then `build()`.
+    pub fn guard_builder(
+        &self,
+        cwd: impl Into<PathBuf>,
+        env: &HashMap<String, String>,
+    ) -> Result<GuardBuilder, Error> {
+        Ok(GuardBuilder::new(cwd)
+            .permissions(self.checker(env)?)
+            .sandbox(self.doc.sandbox.clone())
+            .bash(self.bash_config(env))
+            .hooks(self.doc.hooks.clone())
+            .limits(self.doc.limits.clone()))
+    }
+
+    /// A name for the policy's source in messages.
+    pub fn source_name(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => "<no policy file>".to_owned(),
+        }
+    }
+}

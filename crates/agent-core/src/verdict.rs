@@ -1,0 +1,789 @@
+//! The one composition of the layers: [`Executor::evaluate`] (and [`crate::Guard::evaluate`],
+//! which calls it) takes a [`Call`] through every layer that applies to it and returns a
+//! [`Verdict`]. The executor's permission phase, the Claude Code / Codex / Gemini hooks,
+//! `agent-guard test` and `agent-guard explain` all decide through it, so a call gets the same
+//! verdict whichever door it comes through.
+//!
+//! Order (the combined decision is the strictest step; the mode is applied once, at the end):
+//! 1. PreToolUse hooks (they may rewrite the arguments; later layers judge the final ones);
+//! 2. rules: policy, session and tool-level rules with the hooks' Block / PermissionRequired,
+//!    through perm-rules' P0-P8 resolver (without the mode);
+//! 3. fs-sandbox for every path-bearing argument ([`PATH_ARGS`]) and glob pattern
+//!    ([`PATTERN_ARGS`]), physically resolved, sensitive files included;
+//! 4. bash-guard for `run_bash` commands;
+//! 5. the network policy for URLs (`web_fetch`);
+//! 6. what the client adapter saw in its own input ([`Call::client`]);
+//! 7. the mode, on the combined decision.
+
+use std::path::{Path, PathBuf};
+
+use bash_guard::Decision as BashDecision;
+use fs_sandbox::{Op, SandboxError};
+use perm_hooks::PreToolUseContext;
+use perm_rules::{
+    Decision, HookBlock, HookPermissionRequest, PermissionMode, PrecedenceInputs, Priority,
+    Resolution, resolve_permission_precedence,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::executor::Executor;
+use crate::network;
+
+/// One tool call, in the guard's vocabulary, as any front end hands it to
+/// [`Executor::evaluate`].
+#[derive(Debug, Clone, Default)]
+pub struct Call {
+    /// The guard's tool name (`read_file`, `run_bash`, ... or any other name, judged by the
+    /// rules under that name).
+    pub tool: String,
+    /// The arguments.
+    pub args: Value,
+    /// The session the call belongs to.
+    pub session_id: String,
+    /// `lead`, or a subagent's name.
+    pub agent_name: String,
+    /// The call's id.
+    pub call_id: String,
+    /// The step of the agent loop (0 outside a loop).
+    pub step: u32,
+    /// Where relative paths resolve; `None` = the sandbox's working directory.
+    pub cwd: Option<PathBuf>,
+    /// Whether the caller declares the tool read-only when the guard does not know it
+    /// (for `plan` mode). Tools the guard knows declare it themselves.
+    pub read_only: bool,
+    /// Findings of the client adapter about its own input (a Bash call run in the background,
+    /// a client-side sandbox switched off, a tool that runs code the guard cannot see ...).
+    pub client: Vec<ClientFinding>,
+}
+
+impl Call {
+    /// A call of `tool` with `args` and every other field empty.
+    pub fn new(tool: impl Into<String>, args: Value) -> Self {
+        Call {
+            tool: tool.into(),
+            args,
+            agent_name: "lead".to_owned(),
+            ..Call::default()
+        }
+    }
+
+    /// With the working directory relative paths resolve against.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// With the session id.
+    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+        self.session_id = session.into();
+        self
+    }
+}
+
+/// A finding a client adapter adds about its own input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientFinding {
+    /// What it alone decides.
+    pub decision: Decision,
+    /// Stable code (`background`, `sandbox-disabled`, ...).
+    pub code: String,
+    /// Why, for a person.
+    pub message: String,
+    /// Only raise an Allow to this decision (a client flag that widens an allowed call),
+    /// rather than count as a finding of its own.
+    pub only_upgrades_allow: bool,
+    /// An explicit allow rule for the tool (policy or session) lifts it: the tool is asked
+    /// about by its nature, not because of anything dangerous the guard saw.
+    pub yields_to_allow_rule: bool,
+}
+
+/// One layer's view of a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// `hooks`, `perm-rules`, `fs-sandbox`, `bash-guard`, `network`, `client`, `mode`.
+    pub layer: &'static str,
+    /// What the layer was asked, in words.
+    pub saw: String,
+    /// What this layer alone decided.
+    pub decision: Decision,
+    /// A stable machine-readable reason code.
+    pub code: String,
+    /// Why, in words a person can act on.
+    pub message: String,
+    /// The deciding rule's text, when a rule decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// Where that rule came from (`file:line`, an environment variable, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl Step {
+    fn new(
+        layer: &'static str,
+        saw: String,
+        decision: Decision,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Step {
+        Step {
+            layer,
+            saw,
+            decision,
+            code: code.into(),
+            message: message.into(),
+            rule: None,
+            source: None,
+        }
+    }
+}
+
+/// The guard's answer for one call: the decision and every layer's step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// The tool judged.
+    pub tool: String,
+    /// The mode applied.
+    pub mode: PermissionMode,
+    /// The combined decision, after the mode.
+    pub decision: Decision,
+    /// Every layer consulted, in order; a `mode` step last when the mode changed the decision.
+    pub steps: Vec<Step>,
+    /// The arguments after the PreToolUse hooks (what runs if the call is allowed).
+    pub final_args: Value,
+    /// Context the hooks added for the model.
+    pub additional_context: String,
+    /// The rules layer's resolution (P0-P8, before the mode).
+    #[serde(skip)]
+    pub resolution: Option<Resolution>,
+}
+
+impl Verdict {
+    /// The step that decided: the mode step when the mode changed the decision, else the first
+    /// step whose decision is the verdict's, preferring a finding over the rules' default (the
+    /// weakest reason there is).
+    pub fn deciding(&self) -> Option<&Step> {
+        if let Some(mode) = self.steps.iter().rev().find(|s| s.layer == "mode") {
+            return Some(mode);
+        }
+        let mut agreeing = self.steps.iter().filter(|s| s.decision == self.decision);
+        let first = agreeing.clone().next();
+        agreeing
+            .find(|s| s.code != Priority::Default.code())
+            .or(first)
+    }
+
+    /// The deciding step's code (`denied` for an empty verdict, which cannot happen).
+    pub fn code(&self) -> &str {
+        self.deciding().map_or("no-layer", |s| s.code.as_str())
+    }
+
+    /// The deciding step's layer.
+    pub fn layer(&self) -> &'static str {
+        self.deciding().map_or("guard", |s| s.layer)
+    }
+
+    /// One line for people: `[layer] code: message`.
+    pub fn summary(&self) -> String {
+        match self.deciding() {
+            Some(s) => format!("[{}] {}: {}", s.layer, s.code, s.message),
+            None => "no layer was consulted".to_owned(),
+        }
+    }
+
+    /// The steps that agree with the decision, deciding one first.
+    pub fn reasons(&self) -> Vec<&Step> {
+        let mut out: Vec<&Step> = self.deciding().into_iter().collect();
+        for s in &self.steps {
+            if s.decision == self.decision && !out.iter().any(|o| std::ptr::eq(*o, s)) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// Whether nothing but the configured default decided an Allow (no rule, no finding).
+    /// Hooks leave such a call to the client's own permission flow.
+    pub fn decided_by_default(&self) -> bool {
+        self.decision == Decision::Allow
+            && self
+                .resolution
+                .as_ref()
+                .is_some_and(|r| r.decided_by.priority == Priority::Default)
+    }
+}
+
+/// How a tool uses one of its arguments that names a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathArg {
+    /// The guard's tool name.
+    pub tool: &'static str,
+    /// The argument's key.
+    pub key: &'static str,
+    /// What the tool does with it; `List` on a regular file is judged as `Read`.
+    pub op: Op,
+    /// An absent argument means the working directory (a search scope).
+    pub defaults_to_cwd: bool,
+}
+
+/// Every path-bearing argument of the guard's tools. Knowledge as data: each entry has a test.
+pub const PATH_ARGS: &[PathArg] = &[
+    PathArg {
+        tool: "read_file",
+        key: "file_path",
+        op: Op::Read,
+        defaults_to_cwd: false,
+    },
+    PathArg {
+        tool: "file_write",
+        key: "file_path",
+        op: Op::Write,
+        defaults_to_cwd: false,
+    },
+    PathArg {
+        tool: "file_edit",
+        key: "file_path",
+        op: Op::Write,
+        defaults_to_cwd: false,
+    },
+    PathArg {
+        tool: "glob_files",
+        key: "path",
+        op: Op::List,
+        defaults_to_cwd: true,
+    },
+    PathArg {
+        tool: "grep_files",
+        key: "path",
+        op: Op::List,
+        defaults_to_cwd: true,
+    },
+    PathArg {
+        tool: "run_bash",
+        key: "working_dir",
+        op: Op::ExecuteDir,
+        defaults_to_cwd: false,
+    },
+];
+
+/// A glob pattern argument: the directory its literal prefix reaches is listed, and a pattern
+/// that names a sensitive file is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatternArg {
+    /// The guard's tool name.
+    pub tool: &'static str,
+    /// The pattern's key.
+    pub key: &'static str,
+    /// The key of the directory the pattern is relative to.
+    pub base_key: &'static str,
+    /// Whether the pattern's literal prefix can leave the base (`../../etc/*`).
+    pub walks: bool,
+}
+
+/// Every glob-pattern argument of the guard's tools.
+pub const PATTERN_ARGS: &[PatternArg] = &[
+    PatternArg {
+        tool: "glob_files",
+        key: "pattern",
+        base_key: "path",
+        walks: true,
+    },
+    PatternArg {
+        tool: "grep_files",
+        key: "glob",
+        base_key: "path",
+        walks: false,
+    },
+];
+
+/// Tools whose `url` argument is judged by where it really goes.
+pub const URL_ARGS: &[(&str, &str)] = &[("web_fetch", "url")];
+
+impl Executor {
+    /// Takes `call` through every layer (see the module docs) and returns the verdict. This is
+    /// the only place the layers are combined.
+    pub async fn evaluate(&self, call: &Call) -> Verdict {
+        let tool = self.registry().get(&call.tool).cloned();
+        let read_only = tool.as_ref().map_or(call.read_only, |t| t.is_read_only());
+        let mut steps = Vec::new();
+
+        // Layer 3: PreToolUse hooks. They see the call first and may rewrite it.
+        let pre = self
+            .hooks()
+            .run_pre_tool_use(PreToolUseContext {
+                session_id: call.session_id.clone(),
+                step: call.step,
+                agent_name: call.agent_name.clone(),
+                tool_name: call.tool.clone(),
+                tool_call_id: call.call_id.clone(),
+                args: call.args.clone(),
+                cwd: Some(self.cwd_of(call)),
+                transcript_path: None,
+            })
+            .await;
+        let args = pre.final_args;
+        if !pre.mutations.is_empty() {
+            steps.push(Step::new(
+                "hooks",
+                format!("`{}`", call.tool),
+                Decision::Allow,
+                "hook-rewrote-input",
+                format!(
+                    "rewritten by {}; every later layer judged the rewritten arguments",
+                    pre.mutations
+                        .iter()
+                        .map(|m| m.hook.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let hook_block = pre.blocked.map(|b| HookBlock {
+            hook: b.hook,
+            reason: b.reason,
+        });
+        let hook_requests: Vec<HookPermissionRequest> = pre
+            .permission_requests
+            .into_iter()
+            .map(|r| HookPermissionRequest {
+                hook: r.hook,
+                message: r.message,
+            })
+            .collect();
+
+        // Layer 2 (and 1: the tool's own rules): P0-P8 without the mode.
+        let resolution = self.resolve_rules(
+            &call.tool,
+            tool.as_deref(),
+            read_only,
+            &args,
+            hook_block,
+            hook_requests,
+        );
+        steps.push(rules_step(&call.tool, &args, &resolution));
+
+        // Layer 4: every path the call names.
+        let cwd = self.cwd_of(call);
+        for arg in PATH_ARGS.iter().filter(|a| a.tool == call.tool) {
+            if let Some(step) = self.path_step(arg, &args, &cwd) {
+                steps.push(step);
+            }
+        }
+        for arg in PATTERN_ARGS.iter().filter(|a| a.tool == call.tool) {
+            if let Some(step) = self.pattern_step(arg, &args, &cwd) {
+                steps.push(step);
+            }
+        }
+
+        // Layer 5: bash commands.
+        if call.tool == "run_bash" {
+            steps.push(self.bash_step(&args, &cwd));
+        }
+
+        // Network tools, by where they really go.
+        for (_, key) in URL_ARGS.iter().filter(|(t, _)| *t == call.tool) {
+            steps.push(network_step(&args, key));
+        }
+
+        // What the client adapter saw.
+        let before_client = steps.iter().map(|s| s.decision).max();
+        let explicit_allow = resolution.decision == Decision::Allow
+            && resolution.decided_by.rule.is_some()
+            && resolution.decided_by.priority != Priority::Default;
+        for f in &call.client {
+            let decision = if f.yields_to_allow_rule && explicit_allow {
+                Decision::Allow
+            } else if f.only_upgrades_allow {
+                match before_client {
+                    Some(Decision::Allow) | None => f.decision,
+                    Some(_) => Decision::Allow,
+                }
+            } else {
+                f.decision
+            };
+            steps.push(Step::new(
+                "client",
+                format!("`{}` input", call.tool),
+                decision,
+                f.code.clone(),
+                f.message.clone(),
+            ));
+        }
+
+        // The mode, once, on the combined decision. No step at all fails closed.
+        let combined = steps
+            .iter()
+            .map(|s| s.decision)
+            .max()
+            .unwrap_or(Decision::Deny);
+        let mode = self.checker().mode();
+        let decision = mode.transform(combined, &call.tool, read_only);
+        if decision != combined {
+            steps.push(Step::new(
+                "mode",
+                format!("`{}` in mode `{mode}`", call.tool),
+                decision,
+                format!("mode-{}", mode.as_str()),
+                mode_message(mode, combined, decision, read_only),
+            ));
+        }
+        Verdict {
+            tool: call.tool.clone(),
+            mode,
+            decision,
+            steps,
+            final_args: args,
+            additional_context: pre.additional_context,
+            resolution: Some(resolution),
+        }
+    }
+
+    fn cwd_of(&self, call: &Call) -> PathBuf {
+        match (&call.cwd, self.sandbox()) {
+            (Some(cwd), _) => cwd.clone(),
+            (None, Some(sandbox)) => sandbox.cwd().to_path_buf(),
+            (None, None) => PathBuf::from("/"),
+        }
+    }
+
+    fn resolve_rules(
+        &self,
+        name: &str,
+        tool: Option<&dyn crate::AgentTool>,
+        read_only: bool,
+        args: &Value,
+        hook_block: Option<HookBlock>,
+        hook_requests: Vec<HookPermissionRequest>,
+    ) -> Resolution {
+        let config = self.checker().check(name, Some(args));
+        let session = self.session_result(name, args);
+        let tool_level = tool.and_then(|t| self.tool_level(t, args));
+        resolve_permission_precedence(&PrecedenceInputs {
+            tool: name.to_owned(),
+            read_only,
+            // The mode applies once, to the combined verdict of every layer.
+            mode: PermissionMode::Default,
+            config,
+            session,
+            tool_level,
+            hook_block,
+            hook_requests,
+        })
+    }
+
+    fn path_step(&self, arg: &PathArg, args: &Value, cwd: &Path) -> Option<Step> {
+        let raw = match args.get(arg.key) {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(Value::String(_)) | None if arg.defaults_to_cwd => {
+                cwd.to_string_lossy().into_owned()
+            }
+            None => return None,
+            Some(other) => {
+                return Some(Step::new(
+                    "fs-sandbox",
+                    format!("`{}` = {other}", arg.key),
+                    Decision::Deny,
+                    "bad-path-argument",
+                    format!("`{}` must be a non-empty string path", arg.key),
+                ));
+            }
+        };
+        let path = match self.physical_input(&raw, cwd) {
+            Ok(p) => p,
+            Err(step) => return Some(*step),
+        };
+        let op = if arg.op == Op::List && path.is_file() {
+            Op::Read
+        } else {
+            arg.op
+        };
+        Some(self.sandbox_step(&path, op))
+    }
+
+    fn pattern_step(&self, arg: &PatternArg, args: &Value, cwd: &Path) -> Option<Step> {
+        let pattern = args.get(arg.key).and_then(Value::as_str)?;
+        if pattern.is_empty() {
+            return None;
+        }
+        let base_raw = args
+            .get(arg.base_key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| cwd.to_string_lossy().into_owned(), str::to_owned);
+        let base = match self.physical_input(&base_raw, cwd) {
+            Ok(p) => p,
+            Err(step) => return Some(*step),
+        };
+        let sandbox = self.sandbox()?;
+        // A pattern naming a sensitive file (`**/.env`, `~/.ssh/*`) is refused outright,
+        // wherever it would match.
+        let named = base.join(pattern.trim_start_matches("./"));
+        if let Some(what) = sandbox.sensitive(&named) {
+            return Some(Step::new(
+                "fs-sandbox",
+                format!("pattern `{pattern}` under `{}`", base.display()),
+                Decision::Deny,
+                "sensitive_path",
+                format!("the pattern `{pattern}` names {what}; agents never read it"),
+            ));
+        }
+        if !arg.walks {
+            return None;
+        }
+        let literal = literal_prefix(pattern);
+        if literal.as_os_str().is_empty() {
+            return None;
+        }
+        let reach = if literal.is_absolute() {
+            literal
+        } else {
+            base.join(literal)
+        };
+        Some(self.sandbox_step(&reach, Op::List))
+    }
+
+    /// `raw` as the kernel would see it from `cwd`: `~` is the home directory from the
+    /// environment, relative paths join the cwd, and nothing is normalised lexically (a `..`
+    /// is the sandbox's to resolve after the symlinks before it).
+    fn physical_input(&self, raw: &str, cwd: &Path) -> Result<PathBuf, Box<Step>> {
+        let expanded = if raw == "~" || raw.starts_with("~/") {
+            let Some(home) = self.home() else {
+                return Err(Box::new(Step::new(
+                    "fs-sandbox",
+                    format!("`{raw}`"),
+                    Decision::Deny,
+                    "tilde",
+                    format!("`{raw}` starts with `~` and the home directory is unknown"),
+                )));
+            };
+            home.join(raw.trim_start_matches('~').trim_start_matches('/'))
+        } else {
+            PathBuf::from(raw)
+        };
+        Ok(if expanded.is_absolute() {
+            expanded
+        } else {
+            cwd.join(expanded)
+        })
+    }
+
+    fn sandbox_step(&self, path: &Path, op: Op) -> Step {
+        let saw = format!("{} `{}`", op.as_str(), path.display());
+        let Some(sandbox) = self.sandbox() else {
+            return Step::new(
+                "fs-sandbox",
+                saw,
+                Decision::Deny,
+                "sandbox_unavailable",
+                "no filesystem sandbox is configured, so no path can be judged",
+            );
+        };
+        match sandbox.check(path, op) {
+            Ok(checked) => Step::new(
+                "fs-sandbox",
+                saw,
+                Decision::Allow,
+                "inside_root",
+                format!(
+                    "`{}` is inside the root `{}`",
+                    checked.path().display(),
+                    checked.root().path().display()
+                ),
+            ),
+            // Reading outside the project is sometimes legitimate; a person decides.
+            Err(err @ SandboxError::OutsideRoots { .. }) if op != Op::Write => Step::new(
+                "fs-sandbox",
+                saw,
+                Decision::Ask,
+                err.code(),
+                err.to_string(),
+            ),
+            Err(err) => Step::new(
+                "fs-sandbox",
+                saw,
+                Decision::Deny,
+                err.code(),
+                err.to_string(),
+            ),
+        }
+    }
+
+    fn bash_step(&self, args: &Value, cwd: &Path) -> Step {
+        let Some(command) = args.get("command").and_then(Value::as_str) else {
+            return Step::new(
+                "bash-guard",
+                format!("{args}"),
+                Decision::Deny,
+                "no_command",
+                "`run_bash` input has no string `command`",
+            );
+        };
+        let saw = format!("`{}`", crate::truncate_chars(command, 200).0);
+        let Some(analyzer) = self.bash() else {
+            return Step::new(
+                "bash-guard",
+                saw,
+                Decision::Deny,
+                "bash_guard_unavailable",
+                "no bash analyzer is configured, so no command can be judged",
+            );
+        };
+        let dir = match args.get("working_dir").and_then(Value::as_str) {
+            Some(d) if !d.is_empty() => match self.physical_input(d, cwd) {
+                Ok(p) => p,
+                Err(step) => return *step,
+            },
+            _ => cwd.to_path_buf(),
+        };
+        let verdict = analyzer.analyze(command, &dir);
+        let decision = match verdict.decision {
+            BashDecision::Allow => Decision::Allow,
+            BashDecision::Ask => Decision::Ask,
+            BashDecision::Deny => Decision::Deny,
+        };
+        let deciding: Vec<_> = verdict.deciding().collect();
+        let code = deciding
+            .first()
+            .map_or("no_findings", |f| f.code)
+            .to_owned();
+        let message = if deciding.is_empty() {
+            "no simple command was found".to_owned()
+        } else {
+            deciding
+                .iter()
+                .map(|f| format!("`{}`: {}", f.subcommand, f.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        Step::new("bash-guard", saw, decision, code, message)
+    }
+}
+
+fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
+    let finding = &resolution.decided_by;
+    let rule = finding.rule.as_ref();
+    let mut text = args.to_string();
+    if text.len() > 300 {
+        text = format!("{}...", crate::truncate_chars(&text, 300).0);
+    }
+    let layer = match finding.priority {
+        Priority::HookBlock | Priority::HookPermissionRequired => "perm-hooks",
+        _ => "perm-rules",
+    };
+    Step {
+        layer,
+        saw: format!("`{tool}` with {text}"),
+        decision: resolution.decision,
+        code: finding.priority.code().to_owned(),
+        message: finding.message.clone(),
+        rule: rule.map(|r| r.text().to_owned()),
+        source: rule.map(|r| r.source().to_string()),
+    }
+}
+
+fn network_step(args: &Value, key: &str) -> Step {
+    let Some(url) = args.get(key).and_then(Value::as_str) else {
+        return Step::new(
+            "network",
+            format!("{args}"),
+            Decision::Deny,
+            "no_url",
+            format!("the input has no string `{key}`"),
+        );
+    };
+    let saw = format!("`{}`", crate::truncate_chars(url, 200).0);
+    match network::judge_url(url) {
+        Ok(()) => Step::new(
+            "network",
+            saw,
+            Decision::Allow,
+            "public_host",
+            "the URL goes to a public host",
+        ),
+        Err(refusal) => Step::new(
+            "network",
+            saw,
+            Decision::Deny,
+            refusal.code(),
+            refusal.to_string(),
+        ),
+    }
+}
+
+fn mode_message(mode: PermissionMode, from: Decision, to: Decision, read_only: bool) -> String {
+    match mode {
+        PermissionMode::Plan if !read_only => {
+            "plan mode: only read-only tools run until the plan is accepted".to_owned()
+        }
+        PermissionMode::DontAsk => {
+            "dontAsk mode: nobody is there to answer, so what would be asked is denied".to_owned()
+        }
+        _ => format!("mode `{mode}` turned {from} into {to}"),
+    }
+}
+
+/// The components of `pattern` before the first one holding a glob character; for a pattern
+/// without glob characters, its directory.
+fn literal_prefix(pattern: &str) -> PathBuf {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let literal = parts
+        .iter()
+        .take_while(|c| !c.contains(['*', '?', '[', '{']))
+        .count();
+    let dirs = if literal == parts.len() {
+        literal.saturating_sub(1)
+    } else {
+        literal
+    };
+    let mut out = PathBuf::new();
+    if pattern.starts_with('/') {
+        out.push("/");
+    }
+    for part in parts.iter().take(dirs) {
+        if !part.is_empty() {
+            out.push(part);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_prefix_follows_the_pattern() {
+        assert_eq!(literal_prefix("**/*.rs"), PathBuf::new());
+        assert_eq!(literal_prefix("src/**/*.rs"), PathBuf::from("src"));
+        assert_eq!(literal_prefix("../../etc/*"), PathBuf::from("../../etc"));
+        assert_eq!(literal_prefix("/etc/ssh/*"), PathBuf::from("/etc/ssh"));
+        assert_eq!(literal_prefix("src/main.rs"), PathBuf::from("src"));
+        assert_eq!(literal_prefix("/*"), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn every_path_arg_names_a_known_tool_once() {
+        let known = [
+            "read_file",
+            "file_write",
+            "file_edit",
+            "glob_files",
+            "grep_files",
+            "run_bash",
+        ];
+        for a in PATH_ARGS {
+            assert!(known.contains(&a.tool), "{a:?}");
+            assert_eq!(
+                PATH_ARGS
+                    .iter()
+                    .filter(|b| b.tool == a.tool && b.key == a.key)
+                    .count(),
+                1
+            );
+        }
+        for p in PATTERN_ARGS {
+            assert!(known.contains(&p.tool), "{p:?}");
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! What the three agent hooks (`claude-hook`, `codex-hook`, `gemini-hook`) share: reading the
+//! event, never failing open, and deciding through the one composed guard.
+//!
+//! Never failing open: every client runs the call when its hook crashes or exits with anything
+//! but its blocking status (2). So the judging work runs on a thread with a known, large stack;
+//! a panic anywhere writes the client's deny answer and exits 2 (a process-wide panic hook,
+//! so even a panic on another thread cannot end the process any other way); an internal error
+//! is a deny with its reason. Events that do not judge a call are answered with exit 0 and no
+//! decision before anything that could fail runs, so a broken policy never blocks a prompt.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agent_core::Verdict;
+use agent_core::clients::{self, Client};
+use anyhow::Context as _;
+use perm_rules::{Decision, PermissionMode};
+use serde_json::{Map, Value};
+
+use crate::front::{Front, FrontOptions, parse_mode, refusal};
+use crate::policy::Policy;
+
+/// Hook input larger than this is refused rather than buffered without bound.
+pub(crate) const MAX_INPUT: u64 = 32 * 1024 * 1024;
+
+/// The stack the judging thread runs on: room for bash-guard's nesting cap many times over.
+const HOOK_STACK: usize = 256 * 1024 * 1024;
+
+/// Arguments every hook takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HookArgs {
+    /// The policy file; `AGENT_PERMISSIONS_*` apply on top. Without one, only the
+    /// environment rules and the built-in layers apply.
+    #[arg(long, env = "AGENT_GUARD_POLICY")]
+    pub policy: Option<PathBuf>,
+    /// Override the policy's mode.
+    #[arg(long)]
+    pub mode: Option<String>,
+}
+
+/// How one client's hook protocol answers.
+pub(crate) trait Protocol: Sync {
+    /// The client.
+    fn client(&self) -> Client;
+    /// The answer that blocks a call, for a crash or an internal error: (stdout, stderr).
+    fn crash_answer(&self, reason: &str) -> (String, String);
+    /// Answers one parsed event. `Ok(None)` = exit 0 with no output.
+    fn answer(&self, event: &Event, args: &HookArgs) -> anyhow::Result<Answer>;
+}
+
+/// What a hook prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answer {
+    pub stdout: Option<Value>,
+    pub stderr: Option<String>,
+    pub exit: u8,
+}
+
+impl Answer {
+    pub fn silent() -> Answer {
+        Answer {
+            stdout: None,
+            stderr: None,
+            exit: 0,
+        }
+    }
+    pub fn json(value: Value) -> Answer {
+        Answer {
+            stdout: Some(value),
+            stderr: None,
+            exit: 0,
+        }
+    }
+}
+
+/// The fields of a hook event the guard uses (the three clients share these names).
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    pub name: String,
+    pub session_id: String,
+    pub cwd: Option<PathBuf>,
+    pub permission_mode: Option<String>,
+    pub tool_name: Option<String>,
+    pub tool_input: Option<Value>,
+    pub tool_response: Option<Value>,
+    pub raw: Map<String, Value>,
+}
+
+impl Event {
+    /// Parses the event; only `hook_event_name` is required here (each event checks the rest).
+    pub fn parse(text: &str) -> anyhow::Result<Event> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| anyhow::anyhow!("malformed hook JSON on stdin: {e}"))?;
+        let Value::Object(raw) = value else {
+            anyhow::bail!("malformed hook JSON on stdin: expected an object");
+        };
+        let string = |key: &str| raw.get(key).and_then(Value::as_str).map(str::to_owned);
+        let name = string("hook_event_name")
+            .filter(|s| !s.is_empty())
+            .context("malformed hook JSON on stdin: `hook_event_name` is missing")?;
+        Ok(Event {
+            name,
+            session_id: string("session_id").unwrap_or_default(),
+            cwd: string("cwd").filter(|s| !s.is_empty()).map(PathBuf::from),
+            permission_mode: string("permission_mode"),
+            tool_name: string("tool_name").filter(|s| !s.is_empty()),
+            tool_input: raw.get("tool_input").cloned(),
+            tool_response: raw.get("tool_response").cloned(),
+            raw,
+        })
+    }
+
+    /// The event's cwd, which must be absolute (it is where relative paths resolve).
+    pub fn cwd(&self) -> anyhow::Result<&Path> {
+        let cwd = self
+            .cwd
+            .as_deref()
+            .context("malformed hook JSON on stdin: `cwd` is missing")?;
+        anyhow::ensure!(
+            cwd.is_absolute(),
+            "malformed hook JSON on stdin: `cwd` must be an absolute path, got `{}`",
+            cwd.display()
+        );
+        Ok(cwd)
+    }
+}
+
+/// Runs a hook: reads stdin, answers, and never fails open.
+pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
+    install_crash_answer(protocol);
+    let worker = std::thread::Builder::new()
+        .name("hook".to_owned())
+        .stack_size(HOOK_STACK)
+        .spawn(move || answer_stdin(protocol, &args));
+    let answer = match worker {
+        Ok(handle) => match handle.join() {
+            Ok(answer) => answer,
+            Err(_) => crash(protocol, "the guard panicked"),
+        },
+        Err(e) => crash(protocol, &format!("cannot start the hook thread: {e}")),
+    };
+    emit(&answer);
+    ExitCode::from(answer.exit)
+}
+
+fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {
+    let mut text = String::new();
+    if let Err(e) = std::io::stdin()
+        .take(MAX_INPUT + 1)
+        .read_to_string(&mut text)
+    {
+        return crash(
+            protocol,
+            &format!("cannot read the hook JSON from stdin: {e}"),
+        );
+    }
+    if u64::try_from(text.len()).unwrap_or(u64::MAX) > MAX_INPUT {
+        return crash(
+            protocol,
+            &format!("hook input is larger than {MAX_INPUT} bytes; refusing it"),
+        );
+    }
+    let event = match Event::parse(&text) {
+        Ok(event) => event,
+        Err(e) => return crash(protocol, &e.to_string()),
+    };
+    match protocol.answer(&event, args) {
+        Ok(answer) => answer,
+        Err(e) => crash(protocol, &crate::front::one_line(e).to_string()),
+    }
+}
+
+fn crash(protocol: &dyn Protocol, reason: &str) -> Answer {
+    let (stdout, stderr) = protocol.crash_answer(&format!("agent-guard: {reason}"));
+    Answer {
+        stdout: serde_json::from_str(&stdout).ok(),
+        stderr: Some(stderr),
+        exit: 2,
+    }
+}
+
+fn emit(answer: &Answer) {
+    if let Some(value) = &answer.stdout {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{value}");
+        let _ = out.flush();
+    }
+    if let Some(text) = &answer.stderr {
+        let _ = writeln!(std::io::stderr(), "{text}");
+    }
+}
+
+/// A panic anywhere in the process answers deny and exits 2 before anything else can happen.
+fn install_crash_answer(protocol: &'static dyn Protocol) {
+    std::panic::set_hook(Box::new(move |info| {
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        let answer = crash(
+            protocol,
+            &format!(
+                "internal error ({what}); the call is blocked because the guard could not finish judging it"
+            ),
+        );
+        emit(&answer);
+        std::process::exit(2);
+    }));
+}
+
+/// For tests: panics inside the judging code when this variable is set, to prove a crash
+/// answers deny. It has no other effect.
+pub(crate) const CRASH_TEST_VAR: &str = "AGENT_GUARD_TEST_PANIC";
+
+/// The project directory sandbox roots resolve against: the client's project variable when it
+/// is set and absolute, else the event's cwd.
+fn project_dir(event_cwd: &Path) -> PathBuf {
+    for var in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
+        if let Some(dir) = std::env::var_os(var).map(PathBuf::from)
+            && dir.is_absolute()
+            && dir.is_dir()
+        {
+            return dir;
+        }
+    }
+    event_cwd.to_owned()
+}
+
+/// Judges the event's tool call through the one composed guard.
+pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::Result<Verdict> {
+    if std::env::var_os(CRASH_TEST_VAR).is_some() {
+        #[allow(clippy::panic)]
+        {
+            panic!("{CRASH_TEST_VAR} is set");
+        }
+    }
+    let cwd = event.cwd()?;
+    let tool = event
+        .tool_name
+        .as_deref()
+        .context("malformed hook JSON on stdin: `tool_name` is missing")?;
+    let input = match &event.tool_input {
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => anyhow::bail!("malformed hook JSON on stdin: `tool_input` must be an object"),
+        None => anyhow::bail!("malformed hook JSON on stdin: `tool_input` is missing"),
+    };
+    let policy = Policy::load(args.policy.as_deref())?;
+    let opts = FrontOptions {
+        mode: args.mode.as_deref().map(parse_mode).transpose()?,
+        // A client that is itself in `plan` or `dontAsk` makes the guard at least as strict.
+        client_mode: event
+            .permission_mode
+            .as_deref()
+            .and_then(PermissionMode::parse),
+        ..FrontOptions::default()
+    };
+    let front = Front::load(&policy, &project_dir(cwd), &opts)?;
+    let calls = match clients::translate(client, tool, input, cwd) {
+        Ok(mut calls) => {
+            for c in &mut calls {
+                c.session_id.clone_from(&event.session_id);
+                c.agent_name = event
+                    .raw
+                    .get("agent_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("lead")
+                    .to_owned();
+                c.call_id = event
+                    .raw
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+            calls
+        }
+        Err(message) => {
+            return Ok(refusal(
+                tool,
+                "client-input",
+                "bad-tool-input",
+                format!(
+                    "{} sent input the guard cannot judge: {message}",
+                    client.as_str()
+                ),
+            ));
+        }
+    };
+    Ok(front
+        .evaluate(&calls)
+        .unwrap_or_else(|| refusal(tool, "client-input", "no-call", "nothing to judge".into())))
+}
+
+/// One sentence for the model and the user: who decided, why, and how to allow it
+/// deliberately when a rule or the default decided.
+pub(crate) fn reason(v: &Verdict) -> String {
+    let mut text = format!("agent-guard: {}", v.summary());
+    if let Some(step) = v.deciding() {
+        if let Some(rule) = &step.rule {
+            let at = step.source.as_deref().unwrap_or("the policy");
+            text.push_str(&format!(" (rule `{rule}` at {at})"));
+        }
+        if v.decision != Decision::Allow {
+            if let Some(hint) = hint(v, step) {
+                text.push_str(". ");
+                text.push_str(&hint);
+            }
+        }
+    }
+    text
+}
+
+fn hint(v: &Verdict, step: &agent_core::Step) -> Option<String> {
+    match (step.layer, step.code.as_str()) {
+        ("fs-sandbox", "outside_roots") => Some(
+            "Work on a path inside the project, or add its directory to `[sandbox] roots` (or `read_only_roots`) in the policy".to_owned(),
+        ),
+        ("fs-sandbox", "sensitive_path") => Some(
+            "Credential stores are never read or written by an agent; ask the user to provide what is needed".to_owned(),
+        ),
+        ("fs-sandbox", "protected_path") => Some(
+            "This file makes tools run code later; ask the user to change it".to_owned(),
+        ),
+        ("mode", _) => Some(format!(
+            "The session's mode is `{}`; a person can allow it by changing the mode",
+            v.mode
+        )),
+        ("perm-rules", code) if code.starts_with("p8") || code.contains("ask") => Some(format!(
+            "To allow it deliberately, add an allow rule such as `{}` to the policy's `[permissions] allow`",
+            suggested_rule(v)
+        )),
+        ("bash-guard", _) if v.decision == Decision::Ask => Some(
+            "A person must confirm it; to allow this exact command deliberately, add an allow rule for its prefix".to_owned(),
+        ),
+        ("bash-guard", code) if code.contains("force") => {
+            Some("Prefer `git push --force-with-lease`".to_owned())
+        }
+        _ => None,
+    }
+}
+
+fn suggested_rule(v: &Verdict) -> String {
+    let key = match v.tool.as_str() {
+        "run_bash" => "command",
+        "read_file" | "file_write" | "file_edit" => "file_path",
+        "web_fetch" => "url",
+        _ => "",
+    };
+    match v.final_args.get(key).and_then(Value::as_str) {
+        Some(text) if v.tool == "run_bash" => {
+            let words: Vec<&str> = text.split_whitespace().take(2).collect();
+            format!("run_bash({}:*)", words.join(" "))
+        }
+        Some(text) if v.tool == "web_fetch" => url::Url::parse(text)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| format!("web_fetch(domain:{h})")))
+            .unwrap_or_else(|| "web_fetch".to_owned()),
+        Some(text) => format!("{}({text})", v.tool),
+        None => v.tool.clone(),
+    }
+}

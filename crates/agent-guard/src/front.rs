@@ -1,0 +1,218 @@
+//! What every deciding front end of the CLI shares: the composed guard built from a policy
+//! (agent-core's [`Guard`], the same one `run` uses), a runtime to drive it, and the
+//! translation of its [`Verdict`] into the CLI's report. Front ends translate and print; the
+//! layers are combined only by [`Guard::evaluate`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use agent_core::{Call, Guard, Verdict};
+use anyhow::Context as _;
+use fs_sandbox::SandboxConfig;
+use perm_rules::{Decision, PermissionMode};
+
+use crate::policy::Policy;
+use crate::report::{Reason, Report};
+
+pub(crate) use agent_core::clients::GUARD_TOOLS as KNOWN_TOOLS;
+
+/// `path` made absolute against `cwd` and normalised lexically. For rule text only (`lint`):
+/// paths a call names are resolved physically by fs-sandbox, never like this.
+pub(crate) fn absolutize(cwd: &Path, path: &str) -> PathBuf {
+    use std::path::Component;
+    let path = Path::new(path);
+    let joined = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        cwd.join(path)
+    };
+    let mut out = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The policy's `[sandbox]` table.
+pub(crate) fn sandbox_config(policy: &Policy) -> &SandboxConfig {
+    &policy.doc.sandbox
+}
+
+/// How to build a [`Front`] beyond what the policy says.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FrontOptions {
+    /// A mode that overrides the policy's.
+    pub mode: Option<PermissionMode>,
+    /// The client's own mode: when it is `plan` or `dontAsk` the guard is at least as strict.
+    pub client_mode: Option<PermissionMode>,
+    /// Extra read-write roots (`--root`).
+    pub roots: Vec<PathBuf>,
+    /// Extra read-only roots (`--read-only-root`).
+    pub read_only_roots: Vec<PathBuf>,
+    /// Network clients are asked about rather than denied (`--allow-network`).
+    pub allow_network: bool,
+    /// Open the policy's audit log (hooks record their decisions).
+    pub audit: bool,
+}
+
+/// A built guard and the runtime that drives it.
+pub(crate) struct Front {
+    rt: tokio::runtime::Runtime,
+    guard: Guard,
+}
+
+impl Front {
+    /// Builds the guard from `policy` for a session working in `cwd`.
+    pub fn load(policy: &Policy, cwd: &Path, opts: &FrontOptions) -> anyhow::Result<Front> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let env: HashMap<String, String> = std::env::vars().collect();
+        let mut checker = policy.checker(&env)?;
+        if let Some(mode) = opts.mode {
+            checker.set_mode(mode);
+        }
+        if let Some(client) = opts.client_mode {
+            let rank = |m: PermissionMode| match m {
+                PermissionMode::Plan => 2,
+                PermissionMode::DontAsk => 1,
+                _ => 0,
+            };
+            if rank(client) > rank(checker.mode()) {
+                checker.set_mode(client);
+            }
+        }
+        let mut sandbox: SandboxConfig = policy.doc.sandbox.clone();
+        sandbox.roots.extend(opts.roots.iter().cloned());
+        sandbox
+            .read_only_roots
+            .extend(opts.read_only_roots.iter().cloned());
+        let mut bash = policy.bash_config(&env);
+        if opts.allow_network {
+            bash.block_network = false;
+        }
+        let mut hooks = policy.doc.hooks.clone();
+        hooks.audit = opts.audit && hooks.audit;
+        let builder = policy
+            .guard_builder(cwd, &env)?
+            .permissions(checker)
+            .sandbox(sandbox)
+            .bash(bash)
+            .hooks(hooks);
+        let guard = rt
+            .block_on(builder.build())
+            .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;
+        Ok(Front { rt, guard })
+    }
+
+    /// The verdict on one client call that translated into `calls` (a patch touching several
+    /// files is several calls): the strictest of their verdicts.
+    pub fn evaluate(&self, calls: &[Call]) -> Option<Verdict> {
+        let mut best: Option<Verdict> = None;
+        for call in calls {
+            let v = self.rt.block_on(self.guard.evaluate(call));
+            if best.as_ref().is_none_or(|b| v.decision > b.decision) {
+                best = Some(v);
+            }
+        }
+        best
+    }
+}
+
+pub(crate) fn parse_mode(mode: &str) -> anyhow::Result<PermissionMode> {
+    PermissionMode::parse(mode).with_context(|| {
+        format!("unknown mode `{mode}`; expected default, acceptEdits, plan, dontAsk or bypassPermissions")
+    })
+}
+
+/// A verdict in the CLI's report shape, with the whole trace attached.
+pub(crate) fn report(v: &Verdict) -> anyhow::Result<Report> {
+    let reasons = v
+        .reasons()
+        .into_iter()
+        .map(|s| Reason::new(s.layer, s.code.clone(), s.message.clone()))
+        .collect();
+    let mut report = Report::new(v.decision, reasons)
+        .with("tool", v.tool.clone())
+        .with("mode", v.mode.as_str());
+    if let Some(step) = v.deciding() {
+        report = report.with("layer", step.layer);
+        if let Some(rule) = &step.rule {
+            report = report.with("rule", rule.clone());
+        }
+        if let Some(source) = &step.source {
+            report = report.with("source", source.clone());
+        }
+    }
+    Ok(report.with("trace", serde_json::to_value(&v.steps)?))
+}
+
+/// A verdict for a call that could not even be translated: a deny with the reason.
+pub(crate) fn refusal(tool: &str, layer: &'static str, code: &str, message: String) -> Verdict {
+    Verdict {
+        tool: tool.to_owned(),
+        mode: PermissionMode::Default,
+        decision: Decision::Deny,
+        steps: vec![agent_core::Step {
+            layer,
+            saw: format!("`{tool}`"),
+            decision: Decision::Deny,
+            code: code.to_owned(),
+            message,
+            rule: None,
+            source: None,
+        }],
+        final_args: serde_json::Value::Null,
+        additional_context: String::new(),
+        resolution: None,
+    }
+}
+
+/// Folds a multi-line error (TOML parse errors quote the source with `|` gutters) into the
+/// one line every error of the CLI must be.
+pub(crate) fn one_line(err: anyhow::Error) -> anyhow::Error {
+    let text = format!("{err:#}");
+    let is_gutter = |line: &str| {
+        let t = line.trim_start();
+        let digits = t.trim_start_matches(|c: char| c.is_ascii_digit());
+        t.is_empty()
+            || t.starts_with('|')
+            || (digits.len() < t.len() && digits.trim_start().starts_with('|'))
+    };
+    let parts: Vec<&str> = text
+        .lines()
+        .filter(|l| !is_gutter(l))
+        .map(str::trim)
+        .collect();
+    anyhow::anyhow!("{}", parts.join(": "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_fold_to_one_line() {
+        let err = anyhow::anyhow!(
+            "bad policy file `p`: TOML parse error at line 2, column 1\n  |\n2 | denny = []\n  | ^^^^^\nunknown field `denny`\n"
+        );
+        assert_eq!(
+            one_line(err).to_string(),
+            "bad policy file `p`: TOML parse error at line 2, column 1: unknown field `denny`"
+        );
+    }
+
+    #[test]
+    fn an_untranslatable_call_is_a_deny() {
+        let v = refusal("Bash", "claude-hook", "bad-tool-input", "no command".into());
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.code(), "bad-tool-input");
+    }
+}

@@ -1,0 +1,443 @@
+//! Protected files: writes refused inside writable roots, judged by identity.
+//!
+//! The principle: a file is protected when its content makes a tool run code **later, outside
+//! review**: git runs hooks and the commands its config names (`core.fsmonitor`, `core.pager`,
+//! aliases) on ordinary read-only commands; an agent runs what its settings allow; an editor runs
+//! tasks and language servers its workspace settings name when the folder is opened; a shell, a
+//! Python interpreter or `direnv` run their startup files at every start. A build file
+//! (`Makefile`, `build.rs`, `package.json` scripts) is NOT protected: it runs only when someone
+//! asks for a build, and that run is itself a reviewed step. `.gitattributes` and `.gitmodules`
+//! are not protected either: a filter or diff driver runs only when the (protected) config
+//! defines it, and git ignores `update = !command` from `.gitmodules`.
+//!
+//! Identity, not spelling: a path is protected when any of these names it:
+//! 1. the physical path, relative to its root;
+//! 2. every name the path had on the way to it (the path as given, and the path as it read
+//!    after each symlink met during resolution), relative to the root it is in;
+//! 3. what it is inside a git directory: any ancestor that *is* a git directory (`HEAD` plus
+//!    `objects/` and `refs/`, or `HEAD` plus `commondir` for a worktree), whatever it is called
+//!    and however it is reached (a symlinked `.git`, a `gitdir:` pointer, a submodule's
+//!    `.git/modules/x`, a bare repository), with [`GIT_DIR_PROTECTED`] relative to it;
+//! 4. a protected directory name (`.claude`, `.vscode`, ...) that is a symlink, in the file's
+//!    directory or one of its ancestors inside the root, pointing at a directory that holds the
+//!    file: the file is judged as `<name>/<path below the target>`.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::error::SandboxError;
+
+/// The protected patterns used unless the builder or the config replaces them.
+///
+/// Gitignore-ish, relative to a root: a pattern without a `/` matches that name at any depth; one
+/// with a `/` is anchored at the root (`**/` makes it match at any depth); `dir/**` also protects
+/// `dir` itself.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    // git: the `.git` entry itself (a `gitdir:` pointer file redirects everything), its config
+    // and hooks, in nested repositories too. Git directories reached under another name are
+    // caught by identity ([`GIT_DIR_PROTECTED`]).
+    ".git",
+    "**/.git/config",
+    "**/.git/config.worktree",
+    "**/.git/commondir",
+    "**/.git/hooks/**",
+    "**/.git/info/attributes",
+    "**/.git/modules/**/config",
+    "**/.git/modules/**/hooks/**",
+    "**/.git/worktrees/*/config.worktree",
+    "**/.git/worktrees/*/commondir",
+    ".gitconfig",
+    // Git hook managers: their scripts run on every commit.
+    "**/.husky/**",
+    ".pre-commit-config.yaml",
+    // Agent settings: what the agent may run without asking.
+    "**/.claude/**",
+    "**/.codex/**",
+    "**/.gemini/**",
+    "**/.agent/**",
+    ".mcp.json",
+    // Editors: run on opening the folder.
+    "**/.vscode/tasks.json",
+    "**/.vscode/settings.json",
+    "**/.vscode/launch.json",
+    "**/.devcontainer/devcontainer.json",
+    ".devcontainer.json",
+    // Package managers and toolchains: config that swaps the program run by any later command.
+    "**/.cargo/config.toml",
+    "**/.cargo/config",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    // Run at every start of a shell, of direnv, of Python.
+    ".envrc",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    "**/.config/fish/**",
+    "*.pth",
+    "sitecustomize.py",
+    "usercustomize.py",
+];
+
+/// What is protected inside a directory that IS a git directory, relative to it.
+pub const GIT_DIR_PROTECTED: &[&str] = &[
+    "config",
+    "config.worktree",
+    "commondir",
+    "hooks/**",
+    "info/attributes",
+    "modules/**/config",
+    "modules/**/hooks/**",
+    "worktrees/*/config.worktree",
+    "worktrees/*/commondir",
+];
+
+/// A compiled list of root-relative patterns.
+#[derive(Debug)]
+pub(crate) struct Patterns {
+    /// Per compiled glob, the pattern the person wrote.
+    owners: Vec<String>,
+    set: GlobSet,
+}
+
+impl Patterns {
+    pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
+        let mut builder = GlobSetBuilder::new();
+        let mut owners = Vec::new();
+        for pattern in patterns {
+            let trimmed = pattern.trim_start_matches('/').trim_end_matches('/');
+            if trimmed.is_empty() {
+                return Err(SandboxError::BadPattern {
+                    pattern: pattern.clone(),
+                    message: "an empty protected pattern would protect nothing".to_owned(),
+                });
+            }
+            let mut forms = vec![trimmed.to_owned()];
+            if !trimmed.contains('/') {
+                forms.push(format!("**/{trimmed}"));
+            }
+            // `dir/**` protects the directory itself too, so it cannot be replaced wholesale.
+            let extra: Vec<String> = forms
+                .iter()
+                .filter_map(|f| f.strip_suffix("/**").map(str::to_owned))
+                .collect();
+            forms.extend(extra);
+            for form in forms {
+                let glob = GlobBuilder::new(&form)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|err| SandboxError::BadPattern {
+                        pattern: pattern.clone(),
+                        message: err.kind().to_string(),
+                    })?;
+                builder.add(glob);
+                owners.push(pattern.clone());
+            }
+        }
+        let set = builder.build().map_err(|err| SandboxError::BadPattern {
+            pattern: patterns.join(", "),
+            message: err.to_string(),
+        })?;
+        Ok(Patterns { owners, set })
+    }
+
+    pub(crate) fn matching(&self, relative: &Path) -> Option<&str> {
+        let first = self.set.matches(relative).into_iter().next()?;
+        self.owners.get(first).map(String::as_str)
+    }
+}
+
+/// The protected list with what identity needs: the git-directory patterns and the directory
+/// names worth looking for as symlinks.
+#[derive(Debug)]
+pub(crate) struct Protected {
+    pub(crate) names: Patterns,
+    git_dir: Patterns,
+    /// Literal directory names the patterns protect below (`.claude` from `**/.claude/**`).
+    linkable_dirs: Vec<String>,
+}
+
+impl Protected {
+    pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
+        let names = Patterns::compile(patterns)?;
+        let git_dir = Patterns::compile(
+            &GIT_DIR_PROTECTED
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect::<Vec<_>>(),
+        )?;
+        let mut linkable_dirs = Vec::new();
+        for pattern in patterns {
+            let mut parts = pattern
+                .trim_start_matches('/')
+                .split('/')
+                .skip_while(|part| *part == "**");
+            if let (Some(first), Some(_)) = (parts.next(), parts.next())
+                && !first.contains(['*', '?', '[', '{', '\\'])
+                && !linkable_dirs.iter().any(|d| d == first)
+            {
+                linkable_dirs.push(first.to_owned());
+            }
+        }
+        Ok(Protected {
+            names,
+            git_dir,
+            linkable_dirs,
+        })
+    }
+
+    /// Why a write to `physical` (inside `root`) is refused, if it is; `views` are the other
+    /// names the path had on the way (absolute, lexical).
+    pub(crate) fn judge(&self, physical: &Path, views: &[PathBuf], root: &Path) -> Option<String> {
+        if let Some(pattern) = self.names.matching(relative_to(physical, root)) {
+            return Some(pattern.to_owned());
+        }
+        for view in views {
+            if view.components().any(|c| c == Component::ParentDir) || !view.starts_with(root) {
+                continue;
+            }
+            if let Some(pattern) = self.names.matching(relative_to(view, root)) {
+                return Some(format!("{pattern} (named `{}`)", view.display()));
+            }
+        }
+        let mut ancestor = physical.parent();
+        while let Some(dir) = ancestor {
+            if is_git_dir(dir)
+                && let Some(pattern) = self.git_dir.matching(relative_to(physical, dir))
+            {
+                return Some(format!(
+                    "{pattern} of the git directory `{}`",
+                    dir.display()
+                ));
+            }
+            if dir.starts_with(root)
+                && let Some(pattern) = self.through_linked_dir(physical, dir, root)
+            {
+                return Some(pattern);
+            }
+            ancestor = dir.parent();
+        }
+        None
+    }
+
+    /// Rule 4: `dir/<name>` is a symlink to a directory holding `physical`.
+    fn through_linked_dir(&self, physical: &Path, dir: &Path, root: &Path) -> Option<String> {
+        for name in &self.linkable_dirs {
+            let link = dir.join(name);
+            let is_link = std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_symlink());
+            if !is_link {
+                continue;
+            }
+            let Ok(target) = std::fs::canonicalize(&link) else {
+                continue;
+            };
+            let Ok(below) = physical.strip_prefix(&target) else {
+                continue;
+            };
+            let view = link.join(below);
+            if let Some(pattern) = self.names.matching(relative_to(&view, root)) {
+                return Some(format!("{pattern} (through the link `{}`)", link.display()));
+            }
+        }
+        None
+    }
+}
+
+fn relative_to<'a>(path: &'a Path, base: &Path) -> &'a Path {
+    path.strip_prefix(base).unwrap_or(Path::new(""))
+}
+
+/// Git's own test (`is_git_directory`): `HEAD`, and `objects/` + `refs/` or a `commondir` file.
+fn is_git_dir(dir: &Path) -> bool {
+    if std::fs::symlink_metadata(dir.join("HEAD")).is_err() {
+        return false;
+    }
+    let is_dir = |name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_dir());
+    (is_dir("objects") && is_dir("refs"))
+        || std::fs::metadata(dir.join("commondir")).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+    use super::*;
+
+    /// One example per default pattern (root-relative) that must be protected, and a near miss
+    /// that must not.
+    const EXAMPLES: &[(&str, &str, &str)] = &[
+        (".git", "sub/.git", "sub/.github"),
+        ("**/.git/config", "a/b/.git/config", "a/.git/configx"),
+        (
+            "**/.git/config.worktree",
+            ".git/config.worktree",
+            "config.worktree",
+        ),
+        ("**/.git/commondir", "w/.git/commondir", "commondir"),
+        ("**/.git/hooks/**", "x/.git/hooks/pre-commit", ".git/HEAD"),
+        (
+            "**/.git/info/attributes",
+            ".git/info/attributes",
+            ".git/info/exclude",
+        ),
+        (
+            "**/.git/modules/**/config",
+            ".git/modules/a/b/config",
+            ".git/modules/a/HEAD",
+        ),
+        (
+            "**/.git/modules/**/hooks/**",
+            ".git/modules/a/hooks/post-checkout",
+            ".git/modules/a/index",
+        ),
+        (
+            "**/.git/worktrees/*/config.worktree",
+            ".git/worktrees/w/config.worktree",
+            ".git/worktrees/w/HEAD",
+        ),
+        (
+            "**/.git/worktrees/*/commondir",
+            ".git/worktrees/w/commondir",
+            ".git/worktrees/w/gitdir",
+        ),
+        (".gitconfig", ".gitconfig", ".gitattributes"),
+        ("**/.husky/**", "web/.husky/pre-commit", "husky.md"),
+        (
+            ".pre-commit-config.yaml",
+            ".pre-commit-config.yaml",
+            ".pre-commit-hooks.yaml",
+        ),
+        ("**/.claude/**", "pkg/.claude/settings.json", "claude.md"),
+        ("**/.codex/**", ".codex/config.toml", "codex.md"),
+        ("**/.gemini/**", ".gemini/settings.json", "GEMINI.md"),
+        ("**/.agent/**", ".agent/x/y", "agent.rs"),
+        (".mcp.json", "sub/.mcp.json", "mcp.json"),
+        (
+            "**/.vscode/tasks.json",
+            ".vscode/tasks.json",
+            ".vscode/extensions.json",
+        ),
+        (
+            "**/.vscode/settings.json",
+            "app/.vscode/settings.json",
+            "settings.json",
+        ),
+        (
+            "**/.vscode/launch.json",
+            ".vscode/launch.json",
+            "launch.json",
+        ),
+        (
+            "**/.devcontainer/devcontainer.json",
+            ".devcontainer/devcontainer.json",
+            ".devcontainer/Dockerfile",
+        ),
+        (
+            ".devcontainer.json",
+            ".devcontainer.json",
+            "devcontainer.json",
+        ),
+        (
+            "**/.cargo/config.toml",
+            "crate/.cargo/config.toml",
+            "Cargo.toml",
+        ),
+        ("**/.cargo/config", ".cargo/config", ".cargo/registry"),
+        (".npmrc", "web/.npmrc", "npmrc.md"),
+        (".yarnrc", ".yarnrc", "yarn.lock"),
+        (".yarnrc.yml", ".yarnrc.yml", ".yarnrc.yml.bak"),
+        (".envrc", ".envrc", ".env.example"),
+        (".bashrc", ".bashrc", ".bashrc.bak"),
+        (".bash_profile", ".bash_profile", "bash_profile"),
+        (".bash_login", ".bash_login", "bash_login"),
+        (".bash_logout", ".bash_logout", "bash_logout"),
+        (".profile", "src/.profile", "profile.rs"),
+        (".zshrc", "src/.zshrc", "zshrc"),
+        (".zshenv", ".zshenv", "zshenv"),
+        (".zprofile", ".zprofile", "zprofile"),
+        (".zlogin", ".zlogin", "zlogin"),
+        (".zlogout", ".zlogout", "zlogout"),
+        (
+            "**/.config/fish/**",
+            ".config/fish/config.fish",
+            ".config/other/x",
+        ),
+        (
+            "*.pth",
+            ".venv/lib/python3.12/site-packages/evil.pth",
+            "depth.rs",
+        ),
+        ("sitecustomize.py", "lib/sitecustomize.py", "customize.py"),
+        ("usercustomize.py", "usercustomize.py", "user.py"),
+    ];
+
+    #[test]
+    fn every_default_pattern_has_a_passing_example_and_near_miss() {
+        let patterns: Vec<String> = DEFAULT_PROTECTED.iter().map(|p| (*p).to_owned()).collect();
+        let compiled = Patterns::compile(&patterns).unwrap();
+        for pattern in DEFAULT_PROTECTED {
+            let Some((_, hit, miss)) = EXAMPLES.iter().find(|(p, _, _)| p == pattern) else {
+                panic!("no example for the protected pattern {pattern}");
+            };
+            assert_eq!(compiled.matching(Path::new(hit)), Some(*pattern), "{hit}");
+            assert_eq!(compiled.matching(Path::new(miss)), None, "{miss}");
+        }
+        for ordinary in [
+            "Makefile",
+            "build.rs",
+            "package.json",
+            ".gitattributes",
+            ".gitmodules",
+            "src/main.rs",
+        ] {
+            assert_eq!(compiled.matching(Path::new(ordinary)), None, "{ordinary}");
+        }
+    }
+
+    #[test]
+    fn git_dir_patterns_match_inside_a_git_directory() {
+        let git: Vec<String> = GIT_DIR_PROTECTED.iter().map(|p| (*p).to_owned()).collect();
+        let compiled = Patterns::compile(&git).unwrap();
+        for hit in [
+            "config",
+            "hooks",
+            "hooks/pre-push",
+            "info/attributes",
+            "modules/m/config",
+            "commondir",
+        ] {
+            assert!(compiled.matching(Path::new(hit)).is_some(), "{hit}");
+        }
+        for miss in [
+            "HEAD",
+            "index",
+            "refs/heads/main",
+            "objects/ab/cd",
+            "info/exclude",
+            "description",
+        ] {
+            assert_eq!(compiled.matching(Path::new(miss)), None, "{miss}");
+        }
+    }
+
+    #[test]
+    fn linkable_dirs_come_from_the_patterns() {
+        let p = Protected::compile(&[
+            "**/.claude/**".into(),
+            ".bashrc".into(),
+            "a*/x".into(),
+            "/.tool/cfg".into(),
+        ])
+        .unwrap();
+        assert_eq!(p.linkable_dirs, [".claude", ".tool"]);
+    }
+}

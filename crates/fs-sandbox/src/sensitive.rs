@@ -1,0 +1,572 @@
+//! Sensitive paths: credential stores and keys, as data.
+//!
+//! The principle: a path is sensitive when its content lets whoever reads it act as the user (or
+//! as the machine) somewhere else: passwords, tokens, private keys, session cookies, another
+//! process's environment. Reading such a file hands the secret to the model (and to whatever the
+//! model talks to); writing one plants or destroys a credential. Both are refused whatever the
+//! roots say, and the refusal is judged on the physical file (after symlinks) and on the path as
+//! given, so a symlink to `~/.ssh/id_rsa` and `~/.ssh/id_rsa` itself are both caught.
+//!
+//! Pattern forms (one interpreter, [`Sensitive::compile`]):
+//! - `~/x` is anchored at the home directory given to the builder (default `$HOME`, never the
+//!   cwd); both the home as given and its canonical form are matched;
+//! - `/x` is an absolute glob;
+//! - anything else matches at any depth (`.env` is `/**/.env`);
+//! - `dir/**` is a tree: the directory itself and everything below it. Every other pattern names
+//!   a file and never matches a directory (a Python virtualenv called `.env` is not a secret).
+//!
+//! Public certificates share the `.pem` extension with private keys, so `*.pem` is judged by
+//! content: a `.pem` file is sensitive when it holds a `PRIVATE KEY` block or cannot be read
+//! (fail closed); a `.pem` that does not exist yet, or holds only certificates and public keys,
+//! is not.
+
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::error::SandboxError;
+
+/// When a matching path is sensitive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SensitiveWhen {
+    /// Always.
+    Always,
+    /// When the file holds a `PRIVATE KEY` block or cannot be read; a missing file is not.
+    HoldsPrivateKey,
+}
+
+/// One entry of the sensitive-path table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SensitivePattern {
+    /// The glob (see the module docs for the forms).
+    pub pattern: &'static str,
+    /// What the path holds, for messages (`an SSH private key`).
+    pub what: &'static str,
+    /// A path the pattern must match (`~` = the home directory); the tests check every entry.
+    pub example: &'static str,
+    /// When a match is sensitive.
+    pub when: SensitiveWhen,
+}
+
+const fn always(
+    pattern: &'static str,
+    what: &'static str,
+    example: &'static str,
+) -> SensitivePattern {
+    SensitivePattern {
+        pattern,
+        what,
+        example,
+        when: SensitiveWhen::Always,
+    }
+}
+
+/// The sensitive paths, extended (never replaced) by the policy's `sensitive = [...]`.
+pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
+    // Environment files with secrets, at any depth.
+    always(".env", "an environment file with secrets", "/p/.env"),
+    always(
+        ".env.*",
+        "an environment file with secrets",
+        "/p/.env.production",
+    ),
+    always(
+        "*.env",
+        "an environment file with secrets",
+        "/p/config/prod.env",
+    ),
+    // Per-user credential stores.
+    always("~/.ssh/**", "an SSH key or configuration", "~/.ssh/id_rsa"),
+    always("~/.aws/**", "AWS credentials", "~/.aws/credentials"),
+    always(
+        "~/.config/gcloud/**",
+        "Google Cloud credentials",
+        "~/.config/gcloud/application_default_credentials.json",
+    ),
+    always(
+        "~/.azure/**",
+        "Azure credentials",
+        "~/.azure/accessTokens.json",
+    ),
+    always(
+        "~/.docker/config.json",
+        "Docker registry credentials",
+        "~/.docker/config.json",
+    ),
+    always(
+        "~/.kube/config",
+        "a Kubernetes credential",
+        "~/.kube/config",
+    ),
+    always(
+        "~/.claude/.credentials.json",
+        "Claude Code's login token",
+        "~/.claude/.credentials.json",
+    ),
+    always(
+        "~/.codex/auth.json",
+        "Codex's login token",
+        "~/.codex/auth.json",
+    ),
+    always(
+        "~/.gemini/oauth_creds.json",
+        "Gemini CLI's login token",
+        "~/.gemini/oauth_creds.json",
+    ),
+    always(
+        "~/.gnupg/**",
+        "a GnuPG keyring",
+        "~/.gnupg/private-keys-v1.d/x.key",
+    ),
+    always(
+        "~/.password-store/**",
+        "a pass password store",
+        "~/.password-store/mail.gpg",
+    ),
+    always(
+        "~/.config/gh/hosts.yml",
+        "the GitHub CLI's token",
+        "~/.config/gh/hosts.yml",
+    ),
+    always("~/.config/hub", "the hub CLI's token", "~/.config/hub"),
+    always(
+        "~/.cargo/credentials.toml",
+        "a crates.io token",
+        "~/.cargo/credentials.toml",
+    ),
+    always(
+        "~/.cargo/credentials",
+        "a crates.io token",
+        "~/.cargo/credentials",
+    ),
+    always(
+        "~/.gem/credentials",
+        "a RubyGems token",
+        "~/.gem/credentials",
+    ),
+    always(
+        "~/.terraform.d/credentials.tfrc.json",
+        "a Terraform Cloud token",
+        "~/.terraform.d/credentials.tfrc.json",
+    ),
+    always(
+        "~/.vault-token",
+        "a HashiCorp Vault token",
+        "~/.vault-token",
+    ),
+    always(
+        "~/.local/share/keyrings/**",
+        "a desktop keyring",
+        "~/.local/share/keyrings/login.keyring",
+    ),
+    // Credential files that may sit in a project as well as in the home directory.
+    always(".npmrc", "an npm token", "/p/.npmrc"),
+    always(".pypirc", "a PyPI token", "~/.pypirc"),
+    always(".netrc", "machine passwords (netrc)", "~/.netrc"),
+    always("_netrc", "machine passwords (netrc)", "~/_netrc"),
+    always(
+        ".git-credentials",
+        "stored git passwords",
+        "~/.git-credentials",
+    ),
+    always(".pgpass", "PostgreSQL passwords", "~/.pgpass"),
+    always(
+        ".htpasswd",
+        "web server password hashes",
+        "/srv/site/.htpasswd",
+    ),
+    // Private keys, wherever they are.
+    always("id_rsa", "an SSH private key", "/p/keys/id_rsa"),
+    always("id_dsa", "an SSH private key", "/p/keys/id_dsa"),
+    always("id_ecdsa", "an SSH private key", "/p/keys/id_ecdsa"),
+    always("id_ed25519", "an SSH private key", "/p/keys/id_ed25519"),
+    always("id_ecdsa_sk", "an SSH private key", "/p/keys/id_ecdsa_sk"),
+    always(
+        "id_ed25519_sk",
+        "an SSH private key",
+        "/p/keys/id_ed25519_sk",
+    ),
+    always("*.key", "a private key", "/p/tls/server.key"),
+    always("*.p12", "a PKCS#12 key bundle", "/p/cert.p12"),
+    always("*.pfx", "a PKCS#12 key bundle", "/p/cert.pfx"),
+    always("*.keystore", "a Java keystore", "/p/release.keystore"),
+    always("*.jks", "a Java keystore", "/p/trust.jks"),
+    always("*.ppk", "a PuTTY private key", "/p/server.ppk"),
+    always("*.kdbx", "a KeePass database", "/p/passwords.kdbx"),
+    SensitivePattern {
+        pattern: "*.pem",
+        what: "a PEM file holding a private key",
+        example: "/p/tls/key.pem",
+        when: SensitiveWhen::HoldsPrivateKey,
+    },
+    // System secrets.
+    always("/etc/shadow", "the system's password hashes", "/etc/shadow"),
+    always(
+        "/etc/shadow-",
+        "the system's password hashes",
+        "/etc/shadow-",
+    ),
+    always(
+        "/etc/gshadow",
+        "the system's group passwords",
+        "/etc/gshadow",
+    ),
+    always(
+        "/etc/gshadow-",
+        "the system's group passwords",
+        "/etc/gshadow-",
+    ),
+    always(
+        "/etc/security/opasswd",
+        "old password hashes",
+        "/etc/security/opasswd",
+    ),
+    always(
+        "/etc/master.passwd",
+        "the system's password hashes",
+        "/etc/master.passwd",
+    ),
+    always("/etc/sudoers", "the sudo rules", "/etc/sudoers"),
+    always(
+        "/etc/sudoers.d/**",
+        "the sudo rules",
+        "/etc/sudoers.d/90-cloud",
+    ),
+    always(
+        "/etc/ssh/ssh_host_*_key",
+        "an SSH host private key",
+        "/etc/ssh/ssh_host_ed25519_key",
+    ),
+    always(
+        "/proc/*/environ",
+        "another process's environment (API keys)",
+        "/proc/1/environ",
+    ),
+    always(
+        "/proc/*/task/*/environ",
+        "another process's environment (API keys)",
+        "/proc/1/task/1/environ",
+    ),
+    always("/proc/*/mem", "another process's memory", "/proc/1/mem"),
+    always(
+        "/proc/*/task/*/mem",
+        "another process's memory",
+        "/proc/1/task/1/mem",
+    ),
+];
+
+/// Names that look like environment files but are templates checked into repositories.
+pub const NOT_SENSITIVE: &[&str] = &[
+    ".env.example",
+    ".env.*.example",
+    "*.env.example",
+    ".env.sample",
+    ".env.*.sample",
+    "*.env.sample",
+    ".env.template",
+    ".env.*.template",
+    "*.env.template",
+    ".env.dist",
+    ".env.*.dist",
+    "*.env.dist",
+    ".env.schema",
+];
+
+/// What a policy-added pattern is called in messages.
+const POLICY_WHAT: &str = "a path the policy marks sensitive";
+
+/// How many leading bytes of a `.pem` file are searched for a private key block.
+const PEM_SNIFF_BYTES: u64 = 64 * 1024;
+
+/// The compiled table.
+#[derive(Debug)]
+pub(crate) struct Sensitive {
+    /// Patterns naming files: never match a directory.
+    files: GlobSet,
+    files_meta: Vec<(&'static str, SensitiveWhen)>,
+    /// `dir/**` patterns: the directory and everything below it.
+    trees: GlobSet,
+    trees_what: Vec<&'static str>,
+    except: GlobSet,
+}
+
+impl Sensitive {
+    /// Compiles the default table plus `extra` policy patterns against the home forms.
+    pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
+        let mut files = GlobSetBuilder::new();
+        let mut files_meta = Vec::new();
+        let mut trees = GlobSetBuilder::new();
+        let mut trees_what = Vec::new();
+        let entries = DEFAULT_SENSITIVE
+            .iter()
+            .map(|e| (e.pattern, e.what, e.when))
+            .chain(
+                extra
+                    .iter()
+                    .map(|p| (p.as_str(), POLICY_WHAT, SensitiveWhen::Always)),
+            );
+        for (pattern, what, when) in entries {
+            let forms = absolute_forms(pattern, homes)?;
+            for form in forms {
+                if let Some(base) = form.strip_suffix("/**") {
+                    for glob in [base, form.as_str()] {
+                        trees.add(glob_of(pattern, glob)?);
+                        trees_what.push(what);
+                    }
+                } else {
+                    files.add(glob_of(pattern, &form)?);
+                    files_meta.push((what, when));
+                }
+            }
+        }
+        let mut except = GlobSetBuilder::new();
+        for pattern in NOT_SENSITIVE {
+            except.add(glob_of(pattern, &format!("/**/{pattern}"))?);
+        }
+        let build = |set: GlobSetBuilder| {
+            set.build().map_err(|err| SandboxError::BadPattern {
+                pattern: "sensitive".to_owned(),
+                message: err.to_string(),
+            })
+        };
+        Ok(Sensitive {
+            files: build(files)?,
+            files_meta,
+            trees: build(trees)?,
+            trees_what,
+            except: build(except)?,
+        })
+    }
+
+    /// What `absolute` holds when it is sensitive. `absolute` is matched as it is (no
+    /// resolution); the filesystem is consulted only after a pattern matched (is it a directory,
+    /// does a `.pem` hold a private key).
+    pub(crate) fn matching(&self, absolute: &Path) -> Option<&'static str> {
+        if let Some(first) = self.trees.matches(absolute).first() {
+            return self.trees_what.get(*first).copied();
+        }
+        let hits = self.files.matches(absolute);
+        if hits.is_empty() || self.except.is_match(absolute) {
+            return None;
+        }
+        let meta = std::fs::metadata(absolute);
+        if meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
+            return None;
+        }
+        for hit in hits {
+            let Some((what, when)) = self.files_meta.get(hit).copied() else {
+                continue;
+            };
+            match when {
+                SensitiveWhen::Always => return Some(what),
+                SensitiveWhen::HoldsPrivateKey => {
+                    if meta.is_ok() && holds_private_key(absolute) {
+                        return Some(what);
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Whether a file holds a private key block; unreadable counts as yes (fail closed).
+fn holds_private_key(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return true;
+    };
+    let mut head = Vec::new();
+    if file.take(PEM_SNIFF_BYTES).read_to_end(&mut head).is_err() {
+        return true;
+    }
+    head.windows(b"PRIVATE KEY".len())
+        .any(|w| w == b"PRIVATE KEY")
+}
+
+/// The absolute glob forms of one table pattern.
+fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, SandboxError> {
+    let bad = |message: &str| SandboxError::BadPattern {
+        pattern: pattern.to_owned(),
+        message: message.to_owned(),
+    };
+    let trimmed = pattern.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Err(bad("an empty sensitive pattern would match nothing"));
+    }
+    if let Some(rest) = trimmed.strip_prefix("~/") {
+        // With no home directory known there is nothing to anchor to; the other forms still
+        // apply.
+        return Ok(homes
+            .iter()
+            .filter_map(|home| home.to_str())
+            .map(|home| format!("{}/{rest}", globset::escape(home.trim_end_matches('/'))))
+            .collect());
+    }
+    if trimmed.starts_with('~') {
+        return Err(bad("only `~/` (the home directory) is understood"));
+    }
+    if trimmed.starts_with('/') {
+        return Ok(vec![trimmed.to_owned()]);
+    }
+    Ok(vec![format!("/**/{trimmed}")])
+}
+
+fn glob_of(pattern: &str, form: &str) -> Result<globset::Glob, SandboxError> {
+    GlobBuilder::new(form)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|err| SandboxError::BadPattern {
+            pattern: pattern.to_owned(),
+            message: err.kind().to_string(),
+        })
+}
+
+/// The home forms to anchor `~/` patterns at: the absolute path as given (`.` dropped) and its
+/// canonical form when it differs.
+pub(crate) fn home_forms(home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(home) = home.filter(|h| h.is_absolute()) else {
+        return Vec::new();
+    };
+    let given: PathBuf = home
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect();
+    let mut forms = vec![given];
+    if let Ok(real) = std::fs::canonicalize(home)
+        && !forms.contains(&real)
+    {
+        forms.push(real);
+    }
+    forms
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+    use super::*;
+
+    const HOME: &str = "/home/u";
+
+    fn table() -> Sensitive {
+        Sensitive::compile(&["secrets/**".to_owned()], &[PathBuf::from(HOME)]).unwrap()
+    }
+
+    fn expand(example: &str) -> PathBuf {
+        match example.strip_prefix("~/") {
+            Some(rest) => Path::new(HOME).join(rest),
+            None => PathBuf::from(example),
+        }
+    }
+
+    #[test]
+    fn every_entry_matches_its_example() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = table();
+        for entry in DEFAULT_SENSITIVE {
+            let path = match entry.when {
+                SensitiveWhen::Always => expand(entry.example),
+                SensitiveWhen::HoldsPrivateKey => {
+                    // Judged by content: the example must exist and hold a key.
+                    let p = dir.path().join("key.pem");
+                    std::fs::write(&p, "-----BEGIN PRIVATE KEY-----\nMII\n").unwrap();
+                    p
+                }
+            };
+            assert_eq!(
+                t.matching(&path),
+                Some(entry.what),
+                "{} does not match its example {}",
+                entry.pattern,
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn near_misses_are_not_sensitive() {
+        let t = table();
+        for path in [
+            "/p/.env.example",
+            "/p/.env.sample",
+            "/p/.env.template",
+            "/p/.env.dist",
+            "/p/.env.local.example",
+            "/p/prod.env.example",
+            "/p/.envrc",
+            "/p/environment.ts",
+            "/p/keys/id_rsa.pub",
+            "/p/id_ed25519.pub",
+            "/p/src/env.rs",
+            "/p/keyboard.rs",
+            "/p/src/key.rs",
+            "/home/u/.sshx/config",
+            "/home/u/.ssh_notes",
+            "/home/u/.docker/daemon.json",
+            "/home/u/.kube/cache/x",
+            "/home/u/.claude/settings.json",
+            "/home/u/.codex/config.toml",
+            "/home/other/.ssh/id_rsa.pub",
+            "/etc/passwd",
+            "/etc/ssh/ssh_host_ed25519_key.pub",
+            "/etc/ssh/sshd_config",
+            "/proc/1/status",
+            "/proc/self/cmdline",
+            "/p/README.md",
+            "/p/notes/secrets.md",
+        ] {
+            assert_eq!(t.matching(Path::new(path)), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn policy_patterns_extend_the_table() {
+        let t = table();
+        assert_eq!(t.matching(Path::new("/p/secrets/k")), Some(POLICY_WHAT));
+        assert_eq!(t.matching(Path::new("/p/a/secrets")), Some(POLICY_WHAT));
+    }
+
+    #[test]
+    fn trees_match_the_directory_itself_files_never_match_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join("proj/.env/bin")).unwrap();
+        let t = Sensitive::compile(&[], &home_forms(Some(&home))).unwrap();
+        assert!(t.matching(&home.join(".ssh")).is_some());
+        assert_eq!(t.matching(&home.join("proj/.env")), None, "a venv");
+        assert_eq!(t.matching(&home.join("proj/.env/bin/python")), None);
+    }
+
+    #[test]
+    fn pem_is_judged_by_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = table();
+        let cert = dir.path().join("cert.pem");
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nMII\n").unwrap();
+        assert_eq!(t.matching(&cert), None);
+        let key = dir.path().join("server.pem");
+        std::fs::write(&key, "-----BEGIN RSA PRIVATE KEY-----\nMII\n").unwrap();
+        assert!(t.matching(&key).is_some());
+        assert_eq!(t.matching(&dir.path().join("new.pem")), None);
+    }
+
+    #[test]
+    fn bad_patterns_are_errors() {
+        for bad in ["", "~user/x", "a/[z"] {
+            let err = Sensitive::compile(&[bad.to_owned()], &[]).unwrap_err();
+            assert_eq!(err.code(), "bad_pattern", "{bad}");
+        }
+    }
+
+    #[test]
+    fn home_forms_never_include_a_relative_path() {
+        assert!(home_forms(Some(Path::new("relative"))).is_empty());
+        assert!(home_forms(None).is_empty());
+        // HOME=/ (some containers): `~/.ssh/**` is `/.ssh/**`, not `//.ssh/**`.
+        let root_home = Sensitive::compile(&[], &home_forms(Some(Path::new("/")))).unwrap();
+        assert!(root_home.matching(Path::new("/.ssh/id_rsa")).is_some());
+    }
+}

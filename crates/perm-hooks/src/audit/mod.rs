@@ -1,0 +1,958 @@
+//! The durable audit log: SQLite (the embedded default, WAL) or PostgreSQL (a fleet's shared
+//! log), chosen by the target text, behind one batching writer task.
+//!
+//! Honesty rules: `written()` counts committed rows only; a row `record` acknowledged and the
+//! database then refused is *lost*, a row `record` could not queue is *refused*, and `flush()` /
+//! `shutdown()` return [`Error::Incomplete`] with both counts as soon as either is non-zero.
+
+mod killswitch;
+mod postgres;
+mod sqlite;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use perm_rules::Decision;
+use serde::{Deserialize, Serialize};
+use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+pub use killswitch::KillSwitch;
+
+use crate::error::Error;
+use crate::hook::{
+    AgentHook, HookResult, PostToolUseAction, PostToolUseContext, SessionStopContext,
+};
+
+/// Where the audit database lives when the policy does not say.
+pub const DEFAULT_AUDIT_DB: &str = ".agent-guard/audit.db";
+
+/// How many characters of output an audit row keeps.
+pub const OUTPUT_PREVIEW_CHARS: usize = 200;
+
+/// The columns every backend stores, in bind order.
+const INSERT_COLUMNS: &str = "INSERT INTO agent_audit_log (session_id, step, tool_name, status, \
+     elapsed_ms, output_preview, agent_name, decision, reason_code, ts)";
+
+const SELECT_ROWS: &str = "SELECT id, session_id, step, tool_name, status, elapsed_ms, \
+     output_preview, agent_name, decision, reason_code, ts FROM agent_audit_log";
+
+/// Portable SQL (no boolean sums, an explicit float cast) so both backends run the same text.
+const SELECT_SUMMARY: &str = "SELECT tool_name, COUNT(*) AS calls, \
+     SUM(CASE WHEN status = 'OK' THEN 1 ELSE 0 END) AS ok, \
+     SUM(CASE WHEN status = 'FAIL' THEN 1 ELSE 0 END) AS fail, \
+     SUM(CASE WHEN status = 'DENIED' THEN 1 ELSE 0 END) AS denied, \
+     CAST(AVG(elapsed_ms) AS DOUBLE PRECISION) AS avg_ms, MAX(elapsed_ms) AS max_ms \
+     FROM agent_audit_log";
+
+/// Where an audit log lives: a SQLite file, or a PostgreSQL database named by URL.
+#[derive(Clone, PartialEq, Eq)]
+pub enum AuditTarget {
+    /// A SQLite file (created on first write).
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+/// True for the URLs [`AuditTarget::parse`] sends to PostgreSQL.
+pub fn is_postgres_url(text: &str) -> bool {
+    let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+impl AuditTarget {
+    /// `postgres://...` or `postgresql://...` is PostgreSQL; anything else is a SQLite path.
+    pub fn parse(spec: impl AsRef<Path>) -> AuditTarget {
+        let path = spec.as_ref();
+        match path.to_str() {
+            Some(text) if is_postgres_url(text) => AuditTarget::Postgres(text.to_owned()),
+            _ => AuditTarget::Sqlite(path.to_owned()),
+        }
+    }
+
+    /// A relative SQLite path joined to `base`; absolute paths and URLs are unchanged. Front
+    /// ends resolve the policy's `hooks.audit_db` with this so a URL is never joined to a cwd.
+    pub fn resolve(self, base: &Path) -> AuditTarget {
+        match self {
+            AuditTarget::Sqlite(p) if p.is_relative() => AuditTarget::Sqlite(base.join(p)),
+            other => other,
+        }
+    }
+
+    /// True for a PostgreSQL target.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, AuditTarget::Postgres(_))
+    }
+}
+
+/// What [`AuditLog::open`], [`AuditReader::open`] accept: the path, or the URL as a path (which
+/// parses back to the same target), so a resolved target can be opened directly.
+impl AsRef<Path> for AuditTarget {
+    fn as_ref(&self) -> &Path {
+        match self {
+            AuditTarget::Sqlite(path) => path,
+            AuditTarget::Postgres(url) => Path::new(url),
+        }
+    }
+}
+
+/// The path, or the URL with any password replaced by `***` (safe for logs and errors).
+impl fmt::Display for AuditTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuditTarget::Sqlite(p) => write!(f, "{}", p.display()),
+            AuditTarget::Postgres(url) => f.write_str(&redact_password(url)),
+        }
+    }
+}
+
+impl fmt::Debug for AuditTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AuditTarget({self})")
+    }
+}
+
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// The `status` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AuditStatus {
+    /// The tool ran and succeeded.
+    #[serde(rename = "OK")]
+    Ok,
+    /// The tool ran and reported an error.
+    #[serde(rename = "FAIL")]
+    Fail,
+    /// The call was refused before it ran.
+    #[serde(rename = "DENIED")]
+    Denied,
+    /// The session ended (`tool_name` is `session`).
+    #[serde(rename = "SESSION_STOP")]
+    SessionStop,
+}
+
+impl AuditStatus {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditStatus::Ok => "OK",
+            AuditStatus::Fail => "FAIL",
+            AuditStatus::Denied => "DENIED",
+            AuditStatus::SessionStop => "SESSION_STOP",
+        }
+    }
+}
+
+impl FromStr for AuditStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "OK" => Ok(AuditStatus::Ok),
+            "FAIL" => Ok(AuditStatus::Fail),
+            "DENIED" => Ok(AuditStatus::Denied),
+            "SESSION_STOP" => Ok(AuditStatus::SessionStop),
+            _ => Err(format!(
+                "unknown audit status `{s}` (expected ok, fail, denied or session_stop)"
+            )),
+        }
+    }
+}
+
+/// One audit row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRow {
+    /// The session id.
+    pub session_id: String,
+    /// The ReAct step.
+    pub step: u32,
+    /// The tool (`session` for a stop row).
+    pub tool_name: String,
+    /// What happened.
+    pub status: AuditStatus,
+    /// Run time in milliseconds.
+    pub elapsed_ms: u64,
+    /// The first [`OUTPUT_PREVIEW_CHARS`] characters of the output (or the stop reason).
+    pub output_preview: String,
+    /// `lead` or the subagent's name.
+    pub agent_name: String,
+    /// The permission decision, when known.
+    pub decision: Option<Decision>,
+    /// The stable reason code of a refusal, when there was one.
+    pub reason_code: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub ts: i64,
+}
+
+/// Cuts `output` to [`OUTPUT_PREVIEW_CHARS`] characters, on a char boundary.
+pub fn output_preview(output: &str) -> String {
+    match output.char_indices().nth(OUTPUT_PREVIEW_CHARS) {
+        Some((end, _)) => output.get(..end).unwrap_or(output).to_owned(),
+        None => output.to_owned(),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl AuditRow {
+    /// A row for a call that ran (status from `is_error`, decision `allow`).
+    pub fn tool_call(ctx: &PostToolUseContext) -> Self {
+        AuditRow {
+            session_id: ctx.session_id.clone(),
+            step: ctx.step,
+            tool_name: ctx.tool_name.clone(),
+            status: if ctx.is_error {
+                AuditStatus::Fail
+            } else {
+                AuditStatus::Ok
+            },
+            elapsed_ms: millis(ctx.elapsed),
+            output_preview: output_preview(&ctx.output),
+            agent_name: ctx.agent_name.clone(),
+            decision: Some(Decision::Allow),
+            reason_code: None,
+            ts: now_ms(),
+        }
+    }
+
+    /// A row for a call refused before it ran (it never reaches `post_tool_use`).
+    pub fn denied(
+        session_id: &str,
+        step: u32,
+        agent_name: &str,
+        tool_name: &str,
+        decision: Decision,
+        reason_code: &str,
+        message: &str,
+    ) -> Self {
+        AuditRow {
+            session_id: session_id.to_owned(),
+            step,
+            tool_name: tool_name.to_owned(),
+            status: AuditStatus::Denied,
+            elapsed_ms: 0,
+            output_preview: output_preview(message),
+            agent_name: agent_name.to_owned(),
+            decision: Some(decision),
+            reason_code: Some(reason_code.to_owned()),
+            ts: now_ms(),
+        }
+    }
+
+    /// The `SESSION_STOP` row (`tool_name` = `session`, preview = the stop reason).
+    pub fn session_stop(ctx: &SessionStopContext) -> Self {
+        AuditRow {
+            session_id: ctx.session_id.clone(),
+            step: ctx.steps,
+            tool_name: "session".to_owned(),
+            status: AuditStatus::SessionStop,
+            elapsed_ms: millis(ctx.elapsed),
+            output_preview: output_preview(&ctx.reason),
+            agent_name: ctx.agent_name.clone(),
+            decision: None,
+            reason_code: None,
+            ts: now_ms(),
+        }
+    }
+}
+
+/// A stored row with its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// The row id (insertion order).
+    pub id: i64,
+    /// The row.
+    #[serde(flatten)]
+    pub row: AuditRow,
+}
+
+/// Filters for [`AuditReader::query`] and [`AuditReader::summary`]; `None` matches all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only this session.
+    pub session_id: Option<String>,
+    /// Only this tool.
+    pub tool_name: Option<String>,
+    /// Only this status.
+    pub status: Option<AuditStatus>,
+    /// Only this permission decision.
+    pub decision: Option<Decision>,
+    /// Only rows with `ts >= since` (ms since the epoch).
+    pub since: Option<i64>,
+    /// Only rows with `ts < until` (ms since the epoch).
+    pub until: Option<i64>,
+    /// At most this many rows (the oldest first).
+    pub limit: Option<u32>,
+}
+
+/// Per-tool totals over the rows a query matches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSummary {
+    /// The tool.
+    pub tool_name: String,
+    /// Rows.
+    pub calls: u64,
+    /// Rows with status `OK`.
+    pub ok: u64,
+    /// Rows with status `FAIL`.
+    pub fail: u64,
+    /// Rows with status `DENIED`.
+    pub denied: u64,
+    /// Mean run time.
+    pub avg_elapsed_ms: f64,
+    /// Longest run time.
+    pub max_elapsed_ms: u64,
+}
+
+/// Tuning of the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditOptions {
+    /// Rows the queue holds before `record` waits.
+    pub queue_capacity: usize,
+    /// Most rows per transaction.
+    pub max_batch: usize,
+    /// How long `record` waits on a full queue before the row counts as refused.
+    pub enqueue_timeout: Duration,
+    /// How long the database may keep the writer waiting before the rows in hand count as lost:
+    /// SQLite's busy timeout on a locked file; for PostgreSQL, the lock timeout and the time
+    /// spent retrying (with backoff) while the server is unreachable, e.g. restarting.
+    pub write_timeout: Duration,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        AuditOptions {
+            queue_capacity: 8192,
+            max_batch: 1024,
+            enqueue_timeout: Duration::from_millis(200),
+            write_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What became of a recorded row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Queued (acknowledged): it is written, or counted in [`AuditLog::lost`] and reported by
+    /// [`AuditLog::flush`] / [`AuditLog::shutdown`].
+    Queued,
+    /// The queue stayed full past the timeout, or the log was shut down; counted in
+    /// [`AuditLog::dropped`].
+    Dropped,
+}
+
+/// A connection pool on one of the backends.
+#[derive(Debug, Clone)]
+enum Db {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+/// What opening may do to the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// The audit writer: create, check integrity, migrate.
+    Write,
+    /// Readers: an existing database only, integrity checked.
+    Read,
+    /// The kill switch: create and migrate, but skip SQLite's integrity check, whose cost
+    /// grows with the log and would be paid by every one-shot hook process.
+    Control,
+}
+
+impl Db {
+    async fn open(
+        target: &AuditTarget,
+        access: Access,
+        options: &AuditOptions,
+        max_connections: u32,
+    ) -> Result<Db, Error> {
+        match target {
+            AuditTarget::Sqlite(path) => {
+                sqlite::open(path, &target.to_string(), access, options, max_connections)
+                    .await
+                    .map(Db::Sqlite)
+            }
+            AuditTarget::Postgres(url) => {
+                postgres::open(url, &target.to_string(), access, options, max_connections)
+                    .await
+                    .map(Db::Postgres)
+            }
+        }
+    }
+
+    async fn write_batch(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+        match self {
+            Db::Sqlite(pool) => sqlite::write_batch(pool, rows).await,
+            Db::Postgres(pool) => postgres::write_batch(pool, rows).await,
+        }
+    }
+
+    /// Errors worth retrying: the server went away or is restarting. A SQLite lock has
+    /// already been waited for (its busy timeout), so nothing there is retried.
+    fn is_transient(&self, err: &sqlx::Error) -> bool {
+        match self {
+            Db::Sqlite(_) => false,
+            Db::Postgres(_) => postgres::is_transient(err),
+        }
+    }
+
+    async fn query(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, sqlx::Error> {
+        match self {
+            Db::Sqlite(pool) => {
+                let mut qb = QueryBuilder::new(SELECT_ROWS);
+                push_filters(&mut qb, q);
+                push_order_limit(&mut qb, q);
+                let rows = qb.build().fetch_all(pool).await?;
+                rows.iter().map(record_from).collect()
+            }
+            Db::Postgres(pool) => {
+                let mut qb = QueryBuilder::new(SELECT_ROWS);
+                push_filters(&mut qb, q);
+                push_order_limit(&mut qb, q);
+                let rows = qb.build().fetch_all(pool).await?;
+                rows.iter().map(record_from).collect()
+            }
+        }
+    }
+
+    async fn summary(&self, q: &AuditQuery) -> Result<Vec<ToolSummary>, sqlx::Error> {
+        match self {
+            Db::Sqlite(pool) => {
+                let mut qb = QueryBuilder::new(SELECT_SUMMARY);
+                push_filters(&mut qb, q);
+                qb.push(" GROUP BY tool_name ORDER BY tool_name");
+                let rows = qb.build().fetch_all(pool).await?;
+                rows.iter().map(summary_from).collect()
+            }
+            Db::Postgres(pool) => {
+                let mut qb = QueryBuilder::new(SELECT_SUMMARY);
+                push_filters(&mut qb, q);
+                qb.push(" GROUP BY tool_name ORDER BY tool_name");
+                let rows = qb.build().fetch_all(pool).await?;
+                rows.iter().map(summary_from).collect()
+            }
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            Db::Sqlite(pool) => pool.close().await,
+            Db::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// Filters shared by both backends (the builder picks `?` or `$n` placeholders).
+fn push_filters<DB: Database>(qb: &mut QueryBuilder<DB>, q: &AuditQuery)
+where
+    for<'t> String: Encode<'t, DB> + Type<DB>,
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+{
+    qb.push(" WHERE 1 = 1");
+    if let Some(session) = &q.session_id {
+        qb.push(" AND session_id = ").push_bind(session.clone());
+    }
+    if let Some(tool) = &q.tool_name {
+        qb.push(" AND tool_name = ").push_bind(tool.clone());
+    }
+    if let Some(status) = q.status {
+        qb.push(" AND status = ")
+            .push_bind(status.as_str().to_owned());
+    }
+    if let Some(decision) = q.decision {
+        qb.push(" AND decision = ")
+            .push_bind(decision.as_str().to_owned());
+    }
+    if let Some(since) = q.since {
+        qb.push(" AND ts >= ").push_bind(since);
+    }
+    if let Some(until) = q.until {
+        qb.push(" AND ts < ").push_bind(until);
+    }
+}
+
+fn push_order_limit<DB: Database>(qb: &mut QueryBuilder<DB>, q: &AuditQuery)
+where
+    for<'t> i64: Encode<'t, DB> + Type<DB>,
+{
+    qb.push(" ORDER BY id");
+    if let Some(limit) = q.limit {
+        qb.push(" LIMIT ").push_bind(i64::from(limit));
+    }
+}
+
+fn parse_decision(s: &str) -> Option<Decision> {
+    match s {
+        "allow" => Some(Decision::Allow),
+        "ask" => Some(Decision::Ask),
+        "deny" => Some(Decision::Deny),
+        _ => None,
+    }
+}
+
+fn record_from<R: Row>(row: &R) -> Result<AuditRecord, sqlx::Error>
+where
+    &'static str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let status: String = row.try_get("status")?;
+    let status = status
+        .parse()
+        .map_err(|e: String| sqlx::Error::ColumnDecode {
+            index: "status".to_owned(),
+            source: e.into(),
+        })?;
+    let decision: Option<String> = row.try_get("decision")?;
+    let step: i64 = row.try_get("step")?;
+    let elapsed: i64 = row.try_get("elapsed_ms")?;
+    Ok(AuditRecord {
+        id: row.try_get("id")?,
+        row: AuditRow {
+            session_id: row.try_get("session_id")?,
+            step: u32::try_from(step).unwrap_or(u32::MAX),
+            tool_name: row.try_get("tool_name")?,
+            status,
+            elapsed_ms: u64::try_from(elapsed).unwrap_or(0),
+            output_preview: row.try_get("output_preview")?,
+            agent_name: row.try_get("agent_name")?,
+            decision: decision.as_deref().and_then(parse_decision),
+            reason_code: row.try_get("reason_code")?,
+            ts: row.try_get("ts")?,
+        },
+    })
+}
+
+fn summary_from<R: Row>(row: &R) -> Result<ToolSummary, sqlx::Error>
+where
+    &'static str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let count = |col: &'static str| -> Result<u64, sqlx::Error> {
+        let v: Option<i64> = row.try_get(col)?;
+        Ok(u64::try_from(v.unwrap_or(0)).unwrap_or(0))
+    };
+    Ok(ToolSummary {
+        tool_name: row.try_get("tool_name")?,
+        calls: count("calls")?,
+        ok: count("ok")?,
+        fail: count("fail")?,
+        denied: count("denied")?,
+        avg_elapsed_ms: row.try_get::<Option<f64>, _>("avg_ms")?.unwrap_or(0.0),
+        max_elapsed_ms: count("max_ms")?,
+    })
+}
+
+enum Msg {
+    Row(AuditRow),
+    Flush(oneshot::Sender<()>),
+    Stop(oneshot::Sender<()>),
+}
+
+/// What happened to the rows handed to the log; read by `flush`, `shutdown` and the getters.
+#[derive(Default)]
+struct Counters {
+    written: AtomicU64,
+    lost: AtomicU64,
+    refused: AtomicU64,
+    /// `lost + refused`, shared with [`crate::MetricsHook`].
+    dropped: Arc<AtomicU64>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Counters {
+    fn note_error(&self, cause: String) {
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(cause);
+    }
+
+    fn check(&self, target: &str) -> Result<(), Error> {
+        let lost = self.lost.load(Ordering::Acquire);
+        let refused = self.refused.load(Ordering::Acquire);
+        if lost == 0 && refused == 0 {
+            return Ok(());
+        }
+        let cause = self
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "unknown".to_owned());
+        Err(Error::Incomplete {
+            target: target.to_owned(),
+            lost,
+            refused,
+            cause,
+        })
+    }
+}
+
+struct Shared {
+    target: String,
+    db: Db,
+    tx: mpsc::Sender<Msg>,
+    counters: Arc<Counters>,
+    closed: AtomicBool,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    options: AuditOptions,
+}
+
+/// The audit log: a cheap-to-clone handle on one database and its writer task.
+#[derive(Clone)]
+pub struct AuditLog {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("target", &self.shared.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Connections per writing log: the writer uses one at a time, readers the rest.
+const POOL_SIZE: u32 = 4;
+
+impl AuditLog {
+    /// Opens the log at `target`: a `postgres://`/`postgresql://` URL, or a SQLite path
+    /// (created in WAL mode with its directory). Checks its integrity, migrates it and starts
+    /// the writer. Must be called inside a tokio runtime.
+    pub async fn open(target: impl AsRef<Path>) -> Result<AuditLog, Error> {
+        AuditLog::open_with(target, AuditOptions::default()).await
+    }
+
+    /// [`AuditLog::open`] with explicit writer options.
+    pub async fn open_with(
+        target: impl AsRef<Path>,
+        options: AuditOptions,
+    ) -> Result<AuditLog, Error> {
+        let target = AuditTarget::parse(target);
+        let db = Db::open(&target, Access::Write, &options, POOL_SIZE).await?;
+        let (tx, rx) = mpsc::channel(options.queue_capacity.max(1));
+        let shared = Arc::new(Shared {
+            target: target.to_string(),
+            db: db.clone(),
+            tx,
+            counters: Arc::new(Counters::default()),
+            closed: AtomicBool::new(false),
+            writer: Mutex::new(None),
+            options,
+        });
+        let handle = tokio::spawn(writer(
+            db,
+            rx,
+            options,
+            Arc::clone(&shared.counters),
+            shared.target.clone(),
+        ));
+        *shared.writer.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        Ok(AuditLog { shared })
+    }
+
+    /// Queues `row`. Waits at most the enqueue timeout on a full queue, then counts the row
+    /// as refused (and logs a warning) rather than blocking the agent indefinitely.
+    pub async fn record(&self, row: AuditRow) -> Recorded {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return self.refuse("the audit log is shut down");
+        }
+        let msg = match self.shared.tx.try_send(Msg::Row(row)) {
+            Ok(()) => return Recorded::Queued,
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                return self.refuse("the audit writer has stopped");
+            }
+            Err(mpsc::error::TrySendError::Full(msg)) => msg,
+        };
+        match tokio::time::timeout(
+            self.shared.options.enqueue_timeout,
+            self.shared.tx.send(msg),
+        )
+        .await
+        {
+            Ok(Ok(())) => Recorded::Queued,
+            Ok(Err(_)) => self.refuse("the audit writer has stopped"),
+            Err(_) => self.refuse("the audit queue stayed full"),
+        }
+    }
+
+    fn refuse(&self, why: &str) -> Recorded {
+        let counters = &self.shared.counters;
+        counters.refused.fetch_add(1, Ordering::AcqRel);
+        let total = counters.dropped.fetch_add(1, Ordering::AcqRel) + 1;
+        counters.note_error(why.to_owned());
+        tracing::warn!(target_db = %self.shared.target, dropped_total = total, "audit row refused: {why}");
+        Recorded::Dropped
+    }
+
+    /// Waits until every row queued before this call is committed or given up on, then
+    /// reports: [`Error::Incomplete`] if any row handed to this log so far is not in the
+    /// database (so a failure stays visible at every later flush).
+    pub async fn flush(&self) -> Result<(), Error> {
+        let (done, wait) = oneshot::channel();
+        self.shared
+            .tx
+            .send(Msg::Flush(done))
+            .await
+            .map_err(|_| Error::Closed)?;
+        wait.await.map_err(|_| Error::Closed)?;
+        self.shared.counters.check(&self.shared.target)
+    }
+
+    /// Stops accepting rows, writes everything already queued, stops the writer and reports
+    /// like [`AuditLog::flush`]. Calling it again only reports.
+    pub async fn shutdown(&self) -> Result<(), Error> {
+        self.shared.closed.store(true, Ordering::Release);
+        let handle = self
+            .shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            // The writer closes the channel, so a row either made it into the queue (and is
+            // written now) or its `record` sees the closed channel and counts it as refused.
+            let (done, wait) = oneshot::channel();
+            if self.shared.tx.send(Msg::Stop(done)).await.is_ok() {
+                let _ = wait.await;
+            }
+            if handle.await.is_err() {
+                self.shared
+                    .counters
+                    .note_error("the audit writer task failed".to_owned());
+            }
+            self.shared.db.close().await;
+        }
+        self.shared.counters.check(&self.shared.target)
+    }
+
+    /// Rows that are not in the database: refused by `record` plus lost after it.
+    pub fn dropped(&self) -> u64 {
+        self.shared.counters.dropped.load(Ordering::Acquire)
+    }
+
+    /// Rows `record` acknowledged ([`Recorded::Queued`]) that could not be written.
+    pub fn lost(&self) -> u64 {
+        self.shared.counters.lost.load(Ordering::Acquire)
+    }
+
+    /// Rows committed so far.
+    pub fn written(&self) -> u64 {
+        self.shared.counters.written.load(Ordering::Acquire)
+    }
+
+    /// The shared dropped-row counter (for [`crate::MetricsHook::with_audit`]).
+    pub fn dropped_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.shared.counters.dropped)
+    }
+
+    /// The database, password removed.
+    pub fn target(&self) -> &str {
+        &self.shared.target
+    }
+
+    /// A reader over the same database.
+    pub fn reader(&self) -> AuditReader {
+        AuditReader {
+            db: self.shared.db.clone(),
+            target: self.shared.target.clone(),
+        }
+    }
+}
+
+/// The writer task: one batch per wake-up, one transaction per batch. A transient failure
+/// (PostgreSQL restarting) is retried with backoff while the outage is younger than the
+/// write timeout; the queue meanwhile fills (bounded), then `record` refuses and counts.
+async fn writer(
+    db: Db,
+    mut rx: mpsc::Receiver<Msg>,
+    options: AuditOptions,
+    counters: Arc<Counters>,
+    target: String,
+) {
+    let max_batch = options.max_batch.max(1);
+    let mut batch: Vec<AuditRow> = Vec::with_capacity(max_batch);
+    let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
+    let mut stopping = false;
+    // When the current run of failures began; a success ends it.
+    let mut outage: Option<Instant> = None;
+    loop {
+        let Some(first) = rx.recv().await else {
+            break;
+        };
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Row(row) => batch.push(row),
+                Msg::Flush(done) => waiters.push(done),
+                Msg::Stop(done) => {
+                    waiters.push(done);
+                    if !stopping {
+                        stopping = true;
+                        rx.close();
+                    }
+                }
+            }
+            if batch.len() >= max_batch {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        if !batch.is_empty() {
+            write_with_retry(&db, &batch, &options, &counters, &target, &mut outage).await;
+            batch.clear();
+        }
+        // A waiter is answered only once everything queued before it is settled; while
+        // stopping, keep draining until the closed channel is empty.
+        if !stopping || rx.is_empty() {
+            for done in waiters.drain(..) {
+                let _ = done.send(());
+            }
+        }
+        if stopping && rx.is_empty() {
+            break;
+        }
+    }
+    for done in waiters.drain(..) {
+        let _ = done.send(());
+    }
+}
+
+async fn write_with_retry(
+    db: &Db,
+    batch: &[AuditRow],
+    options: &AuditOptions,
+    counters: &Counters,
+    target: &str,
+    outage: &mut Option<Instant>,
+) {
+    let n = batch.len() as u64;
+    let mut delay = Duration::from_millis(20);
+    loop {
+        match db.write_batch(batch).await {
+            Ok(()) => {
+                counters.written.fetch_add(n, Ordering::AcqRel);
+                if outage.take().is_some() {
+                    tracing::info!(target_db = %target, "audit database reachable again");
+                }
+                return;
+            }
+            Err(err) => {
+                let began = *outage.get_or_insert_with(Instant::now);
+                if db.is_transient(&err) && began.elapsed() + delay < options.write_timeout {
+                    tracing::warn!(target_db = %target, rows = n, "audit write failed, retrying in {delay:?}: {err}");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+                counters.lost.fetch_add(n, Ordering::AcqRel);
+                let total = counters.dropped.fetch_add(n, Ordering::AcqRel) + n;
+                counters.note_error(err.to_string());
+                tracing::error!(target_db = %target, rows = n, dropped_total = total, "audit batch lost: {err}");
+                return;
+            }
+        }
+    }
+}
+
+/// Read access for the CLI and tests: never creates or migrates the database.
+#[derive(Debug, Clone)]
+pub struct AuditReader {
+    db: Db,
+    target: String,
+}
+
+impl AuditReader {
+    /// Opens an existing log read-only (a SQLite path or a PostgreSQL URL); a missing SQLite
+    /// file is [`Error::MissingDatabase`].
+    pub async fn open(target: impl AsRef<Path>) -> Result<AuditReader, Error> {
+        let target = AuditTarget::parse(target);
+        let db = Db::open(&target, Access::Read, &AuditOptions::default(), 1).await?;
+        Ok(AuditReader {
+            db,
+            target: target.to_string(),
+        })
+    }
+
+    fn err(&self) -> impl FnOnce(sqlx::Error) -> Error + '_ {
+        move |source| Error::Database {
+            path: self.target.clone(),
+            source,
+        }
+    }
+
+    /// Rows matching `q`, oldest first.
+    pub async fn query(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, Error> {
+        self.db.query(q).await.map_err(self.err())
+    }
+
+    /// Per-tool totals over the rows matching `q` (its `limit` is ignored).
+    pub async fn summary(&self, q: &AuditQuery) -> Result<Vec<ToolSummary>, Error> {
+        self.db.summary(q).await.map_err(self.err())
+    }
+
+    /// Closes the connection.
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
+}
+
+/// Writes one row per tool call and a `SESSION_STOP` row when a session stops.
+pub struct AuditLogHook {
+    log: AuditLog,
+}
+
+impl AuditLogHook {
+    /// A hook writing to `log`.
+    pub fn new(log: AuditLog) -> Self {
+        AuditLogHook { log }
+    }
+}
+
+#[async_trait]
+impl AgentHook for AuditLogHook {
+    fn name(&self) -> &str {
+        "audit_log"
+    }
+
+    async fn post_tool_use(&self, ctx: &PostToolUseContext) -> HookResult<PostToolUseAction> {
+        self.log.record(AuditRow::tool_call(ctx)).await;
+        Ok(PostToolUseAction::Continue)
+    }
+
+    async fn on_session_stop(&self, ctx: &SessionStopContext) -> HookResult {
+        self.log.record(AuditRow::session_stop(ctx)).await;
+        Ok(())
+    }
+}
