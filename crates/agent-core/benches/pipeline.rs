@@ -82,7 +82,7 @@ fn executor(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> Executor {
     }
     let mut hooks = HookRegistry::new();
     hooks.register(Arc::new(PassThrough));
-    hooks.register(Arc::new(RedactionHook));
+    hooks.register(Arc::new(RedactionHook::default()));
     let audit = rt.block_on(AuditLog::open(dir.join("audit.db"))).unwrap();
     Executor::new(registry)
         .with_checker(Arc::new(checker))

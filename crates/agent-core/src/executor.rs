@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bash_guard::CachedAnalyzer;
 use fs_sandbox::Sandbox;
-use perm_hooks::{AuditLog, AuditRow, HookRegistry, PostToolUseContext};
+use perm_hooks::{AuditLog, AuditRow, HookRegistry, KillSwitch, PostToolUseContext};
 use perm_rules::{
     ContentSubjects, Decision, HookBlock, HookPermissionRequest, PermissionChecker,
     PermissionResult, PermissionRule, PrecedenceInputs, Resolution, resolve_permission_precedence,
@@ -146,6 +146,7 @@ struct Inner {
     sandbox: Option<Arc<Sandbox>>,
     bash: Option<Arc<CachedAnalyzer>>,
     home: Option<PathBuf>,
+    kill: Option<KillSwitch>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -176,6 +177,7 @@ impl Executor {
                 sandbox: None,
                 bash: None,
                 home: None,
+                kill: None,
             }),
         }
     }
@@ -248,6 +250,17 @@ impl Executor {
     pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
         Arc::make_mut(&mut self.inner).home = home;
         self
+    }
+
+    /// With the fleet kill switch: every call of a cancelled session is denied (`cancelled`).
+    pub fn with_kill_switch(mut self, kill: KillSwitch) -> Self {
+        Arc::make_mut(&mut self.inner).kill = Some(kill);
+        self
+    }
+
+    /// The kill switch.
+    pub fn kill_switch(&self) -> Option<&KillSwitch> {
+        self.inner.kill.as_ref()
     }
 
     /// The sandbox path arguments are judged by.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use bash_guard::{BashConfig, Runner};
 use fs_sandbox::{Sandbox, SandboxConfig};
 use perm_hooks::{
-    AgentHook, AuditLog, HookOptions, HookRegistry, HooksConfig, OnError, RedactionHook,
+    AgentHook, AuditLog, AuditRow, HookOptions, HookRegistry, HooksConfig, KillSwitch, OnError,
+    SessionStopContext,
 };
 use perm_rules::PermissionChecker;
 use runtime_limits::{CancellationRegistry, LimitsConfig};
@@ -43,6 +44,7 @@ pub struct GuardBuilder {
     spawner: Option<Arc<dyn SubagentSpawner>>,
     trampoline: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     audit: Option<AuditLog>,
+    kill: Option<KillSwitch>,
     extra_tools: Vec<Arc<dyn AgentTool>>,
     max_file_size: usize,
 }
@@ -98,6 +100,7 @@ impl GuardBuilder {
             spawner: None,
             trampoline: None,
             audit: None,
+            kill: None,
             extra_tools: Vec::new(),
             max_file_size: crate::tools::DEFAULT_MAX_FILE_SIZE,
         }
@@ -178,6 +181,12 @@ impl GuardBuilder {
         self.audit = Some(log);
         self
     }
+    /// The fleet kill switch (`agent-guard cancel`): calls of a cancelled session are denied.
+    /// Opened on the audit database when `[hooks] audit` opens one and none is given.
+    pub fn kill_switch(mut self, kill: KillSwitch) -> Self {
+        self.kill = Some(kill);
+        self
+    }
     /// An extra tool.
     pub fn tool(mut self, tool: Arc<dyn AgentTool>) -> Self {
         self.extra_tools.push(tool);
@@ -208,7 +217,7 @@ impl GuardBuilder {
         if self.hooks.redact_secrets {
             // A redaction that fails must withhold the output, never pass it through unredacted.
             hooks.register_with(
-                Arc::new(RedactionHook),
+                Arc::new(self.hooks.redaction_hook().map_err(hooks_err)?),
                 HookOptions {
                     pre_on_error: OnError::Deny,
                     post_on_error: OnError::Deny,
@@ -219,11 +228,20 @@ impl GuardBuilder {
         for hook in self.extra_hooks {
             hooks.register(hook);
         }
+        let mut kill = self.kill;
         let audit = match self.audit {
             Some(log) => Some(log),
             None if self.hooks.audit => {
-                let path = absolute(&self.cwd, &self.hooks.audit_db_path());
-                Some(AuditLog::open(&path).await.map_err(hooks_err)?)
+                let target = audit_target(&self.cwd, &self.hooks.audit_db_path());
+                let log = AuditLog::open(&target).await.map_err(hooks_err)?;
+                if kill.is_none() {
+                    kill = Some(
+                        KillSwitch::open(&target.to_string_lossy())
+                            .await
+                            .map_err(hooks_err)?,
+                    );
+                }
+                Some(log)
             }
             None => None,
         };
@@ -286,6 +304,9 @@ impl GuardBuilder {
         if let Some(audit) = audit {
             executor = executor.with_audit(audit);
         }
+        if let Some(kill) = kill {
+            executor = executor.with_kill_switch(kill);
+        }
         Ok(Guard {
             executor,
             sandbox,
@@ -299,12 +320,19 @@ impl GuardBuilder {
     }
 }
 
-fn absolute(cwd: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        cwd.join(p)
+/// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (its
+/// directory created).
+fn audit_target(cwd: &Path, p: &Path) -> PathBuf {
+    let text = p.to_string_lossy();
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") || p.is_absolute() {
+        return p.to_path_buf();
     }
+    let full = cwd.join(p);
+    if let Some(dir) = full.parent() {
+        // A missing directory is reported by the open that follows.
+        let _ = std::fs::create_dir_all(dir);
+    }
+    full
 }
 
 impl Guard {
@@ -322,6 +350,54 @@ impl Guard {
     /// runtime's executor and every front end (hooks, `test`, `explain`) decide by.
     pub async fn evaluate(&self, call: &Call) -> Verdict {
         self.executor.evaluate(call).await
+    }
+
+    /// Records a verdict in the audit log (when there is one): a refused or asked call as a
+    /// `DENIED` row with the deciding code. An allowed call is recorded when it has run (the
+    /// executor, or a client's after-tool event via [`Guard::record_run`]).
+    pub async fn record(&self, call: &Call, verdict: &Verdict) {
+        let Some(audit) = self.executor.audit() else {
+            return;
+        };
+        if verdict.decision == perm_rules::Decision::Allow {
+            return;
+        }
+        audit
+            .record(AuditRow::denied(
+                &call.session_id,
+                call.step,
+                &call.agent_name,
+                &call.tool,
+                verdict.decision,
+                verdict.code(),
+                &verdict.summary(),
+            ))
+            .await;
+    }
+
+    /// Records a call a client ran (its after-tool event).
+    pub async fn record_run(&self, ctx: &perm_hooks::PostToolUseContext) {
+        if let Some(audit) = self.executor.audit() {
+            audit.record(AuditRow::tool_call(ctx)).await;
+        }
+    }
+
+    /// Records the end of a session (`SESSION_STOP`).
+    pub async fn record_stop(&self, ctx: &SessionStopContext) {
+        if let Some(audit) = self.executor.audit() {
+            audit.record(AuditRow::session_stop(ctx)).await;
+        }
+    }
+
+    /// Writes every queued audit row; an error when any acknowledged row was lost.
+    pub async fn shutdown(&self) -> Result<(), Error> {
+        match self.executor.audit() {
+            Some(audit) => audit.shutdown().await.map_err(|e| Error::Config {
+                layer: "hooks",
+                message: e.to_string(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The sandbox.

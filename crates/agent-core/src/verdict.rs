@@ -308,6 +308,30 @@ impl Executor {
         let read_only = tool.as_ref().map_or(call.read_only, |t| t.is_read_only());
         let mut steps = Vec::new();
 
+        // The fleet kill switch: a cancelled session gets nothing more, whatever it asks.
+        if let Some(kill) = self.kill_switch()
+            && kill.is_cancelled(&call.session_id)
+        {
+            return Verdict {
+                tool: call.tool.clone(),
+                mode: self.checker().mode(),
+                decision: Decision::Deny,
+                steps: vec![Step::new(
+                    "kill-switch",
+                    format!("session `{}`", call.session_id),
+                    Decision::Deny,
+                    "cancelled",
+                    format!(
+                        "session `{}` was cancelled (`agent-guard cancel`); no call of it runs any more",
+                        call.session_id
+                    ),
+                )],
+                final_args: call.args.clone(),
+                additional_context: String::new(),
+                resolution: None,
+            };
+        }
+
         // Layer 3: PreToolUse hooks. They see the call first and may rewrite it.
         let pre = self
             .hooks()

@@ -59,6 +59,9 @@ pub(crate) struct FrontOptions {
     pub allow_network: bool,
     /// Open the policy's audit log (hooks record their decisions).
     pub audit: bool,
+    /// An audit database that overrides the policy's `[hooks] audit_db` (a path or a
+    /// `postgres://` URL).
+    pub audit_db: Option<PathBuf>,
 }
 
 /// A built guard and the runtime that drives it.
@@ -99,7 +102,10 @@ impl Front {
             bash.block_network = false;
         }
         let mut hooks = policy.doc.hooks.clone();
-        hooks.audit = opts.audit && hooks.audit;
+        hooks.audit = opts.audit;
+        if let Some(db) = &opts.audit_db {
+            hooks.audit_db = Some(db.clone());
+        }
         let builder = policy
             .guard_builder(cwd, &env)?
             .permissions(checker)
@@ -110,6 +116,23 @@ impl Front {
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;
         Ok(Front { rt, guard })
+    }
+
+    /// The guard.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Runs a future on this front's runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// Writes what the audit log queued; an error (for stderr) when rows were lost.
+    pub fn finish(&self) -> anyhow::Result<()> {
+        self.rt
+            .block_on(self.guard.shutdown())
+            .map_err(|e| anyhow::anyhow!("the audit log lost rows: {e}"))
     }
 
     /// The verdict on one client call that translated into `calls` (a patch touching several

@@ -46,11 +46,22 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("sandbox_{name}"), |b| {
             b.iter(|| sandbox.check(black_box(&path), Op::Read))
         });
+        if name.ends_with("existing") {
+            // A write also runs the protected judgement by identity (git directories,
+            // symlinked settings directories, core.hooksPath) over the ancestors.
+            group.bench_function(format!("sandbox_write_{name}"), |b| {
+                b.iter(|| sandbox.check(black_box(&path), Op::Write))
+            });
+        }
         group.bench_function(format!("canonicalize_{name}"), |b| {
             b.iter(|| std::fs::canonicalize(black_box(&path)).map(|p| p.starts_with(&root)))
         });
     }
     for (name, rel) in [("short", "short.txt"), ("deep", "a/b/c/d/e/f/deep.txt")] {
+        let path = root.join(rel);
+        group.bench_function(format!("sensitive_{name}"), |b| {
+            b.iter(|| sandbox.sensitive(black_box(&path)))
+        });
         group.bench_function(format!("openat2_{name}"), |b| {
             b.iter(|| {
                 rustix::fs::openat2(

@@ -11,8 +11,9 @@ struct Fixture {
     sandbox: Sandbox,
 }
 
-/// A small tree in the temp dir (`fs-sandbox-fuzz-fixture`): `root/{a/b, file, in -> a, out -> <outside>, loop -> loop,
-/// abs -> <root>/a}` and `outside/secret`. Built once per process.
+/// A small tree in the temp dir (`fs-sandbox-fuzz-fixture`): `root/{a/b, file, fifo, in -> a,
+/// out -> <outside>, loop -> loop, abs -> <root>/a}` and `outside/secret`. Built once per
+/// process.
 fn fixture() -> Option<&'static Fixture> {
     static FIXTURE: OnceLock<Option<Fixture>> = OnceLock::new();
     FIXTURE
@@ -25,6 +26,17 @@ fn fixture() -> Option<&'static Fixture> {
             std::fs::create_dir_all(&outside).ok()?;
             std::fs::write(root.join("file"), b"x").ok()?;
             std::fs::write(outside.join("secret"), b"s").ok()?;
+            let fifo = root.join("fifo");
+            if std::fs::symlink_metadata(&fifo).is_err() {
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &fifo,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .ok()?;
+            }
             let links: [(&str, PathBuf); 4] = [
                 ("in", PathBuf::from("a")),
                 ("out", outside.clone()),
@@ -49,7 +61,8 @@ fn fixture() -> Option<&'static Fixture> {
 }
 
 /// Checks `data` as a path for every op and asserts the sandbox's invariants: no panic, and an
-/// accepted path is inside a root and, when it exists, canonicalises to itself.
+/// accepted path is inside a root and, when it exists, canonicalises to itself and is a regular
+/// file or a directory.
 #[doc(hidden)]
 pub fn check_path(data: &[u8]) {
     let fixture = fixture();
@@ -74,6 +87,8 @@ pub fn check_path(data: &[u8]) {
                 "accepted path leads outside its root"
             );
             assert_eq!(real, checked.path(), "resolution disagrees with the kernel");
+            let kind = std::fs::metadata(&real).map(|m| m.is_file() || m.is_dir());
+            assert!(kind.unwrap_or(true), "accepted a special file");
         }
     }
 }

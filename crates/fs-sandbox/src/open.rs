@@ -18,7 +18,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::error::SandboxError;
-use crate::sandbox::{Op, Root, Sandbox, SandboxPath, fd_mount, file_type_name};
+use crate::sandbox::{DEV_NULL, Op, Root, Sandbox, SandboxPath, fd_mount, file_type_name};
 
 /// How [`Sandbox::open_write`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,7 +72,9 @@ impl Sandbox {
             Mode::empty(),
         )?;
         let file_type = fd_type(&fd, &checked)?;
-        if !matches!(file_type, FileType::RegularFile | FileType::Directory) {
+        if !matches!(file_type, FileType::RegularFile | FileType::Directory)
+            && !is_dev_null(&fd, &checked)
+        {
             return Err(special(&checked, file_type));
         }
         blocking(&fd, &checked)?;
@@ -98,7 +100,7 @@ impl Sandbox {
         let stat =
             rustix::fs::fstat(&fd).map_err(|err| SandboxError::io("stat", checked.path(), err))?;
         let file_type = FileType::from_raw_mode(stat.st_mode);
-        if file_type != FileType::RegularFile {
+        if file_type != FileType::RegularFile && !is_dev_null(&fd, &checked) {
             return Err(special(&checked, file_type));
         }
         blocking(&fd, &checked)?;
@@ -279,6 +281,15 @@ fn fd_type(fd: &OwnedFd, checked: &SandboxPath) -> Result<FileType, SandboxError
     rustix::fs::fstat(fd)
         .map(|stat| FileType::from_raw_mode(stat.st_mode))
         .map_err(|err| SandboxError::io("stat", checked.path(), err))
+}
+
+/// The fd is the null device (character device 1:3) and the checked path is `/dev/null`.
+fn is_dev_null(fd: &OwnedFd, checked: &SandboxPath) -> bool {
+    checked.path() == Path::new(DEV_NULL)
+        && rustix::fs::fstat(fd).is_ok_and(|stat| {
+            FileType::from_raw_mode(stat.st_mode) == FileType::CharacterDevice
+                && stat.st_rdev == rustix::fs::makedev(1, 3)
+        })
 }
 
 fn special(checked: &SandboxPath, file_type: FileType) -> SandboxError {

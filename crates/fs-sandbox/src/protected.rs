@@ -20,11 +20,13 @@
 //!    `.git/modules/x`, a bare repository), with [`GIT_DIR_PROTECTED`] relative to it;
 //! 4. a protected directory name (`.claude`, `.vscode`, ...) that is a symlink, in the file's
 //!    directory or one of its ancestors inside the root, pointing at a directory that holds the
-//!    file: the file is judged as `<name>/<path below the target>`.
+//!    file: the file is judged as `<name>/<path below the target>`;
+//! 5. the hooks directory the nearest repository's config names (`core.hooksPath`).
 
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::SandboxError;
 
@@ -99,6 +101,19 @@ pub const GIT_DIR_PROTECTED: &[&str] = &[
     "worktrees/*/config.worktree",
     "worktrees/*/commondir",
 ];
+
+/// Above this many entries a directory is not listed; its names are looked up one by one.
+const SCAN_CAP: usize = 4096;
+
+/// What one directory holds, as far as the judgement cares.
+struct DirFacts {
+    /// It is a git directory (`HEAD`, and `objects/` + `refs/` or a `commondir` file).
+    git_dir: bool,
+    /// It holds a `.git` entry (a work tree's top).
+    dot_git: bool,
+    /// The protected directory names in it that are symlinks.
+    linked: Vec<String>,
+}
 
 /// A compiled list of root-relative patterns.
 #[derive(Debug)]
@@ -210,8 +225,27 @@ impl Protected {
             }
         }
         let mut ancestor = physical.parent();
+        let mut repo_seen = false;
         while let Some(dir) = ancestor {
-            if is_git_dir(dir)
+            let inside = dir.starts_with(root);
+            let facts = self.facts(dir, inside);
+            // Rule 5: the first repository above the file may move its hooks (`core.hooksPath`).
+            if !repo_seen
+                && facts.dot_git
+                && let Some(git) = git_dir_of_work_tree(dir)
+            {
+                repo_seen = true;
+                if let Some(hooks) = hooks_path(&git, dir)
+                    && physical.starts_with(&hooks)
+                {
+                    return Some(format!(
+                        "core.hooksPath `{}` of the git directory `{}`",
+                        hooks.display(),
+                        git.display()
+                    ));
+                }
+            }
+            if facts.git_dir
                 && let Some(pattern) = self.git_dir.matching(relative_to(physical, dir))
             {
                 return Some(format!(
@@ -219,8 +253,8 @@ impl Protected {
                     dir.display()
                 ));
             }
-            if dir.starts_with(root)
-                && let Some(pattern) = self.through_linked_dir(physical, dir, root)
+            if inside
+                && let Some(pattern) = self.through_linked_dir(physical, dir, root, &facts.linked)
             {
                 return Some(pattern);
             }
@@ -229,14 +263,95 @@ impl Protected {
         None
     }
 
-    /// Rule 4: `dir/<name>` is a symlink to a directory holding `physical`.
-    fn through_linked_dir(&self, physical: &Path, dir: &Path, root: &Path) -> Option<String> {
-        for name in &self.linkable_dirs {
-            let link = dir.join(name);
-            let is_link = std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_symlink());
-            if !is_link {
-                continue;
+    /// What `dir` holds. Inside the root one `getdents` pass answers every question (a few
+    /// syscalls instead of one `lstat` per name); above the root, or for a directory that cannot
+    /// be listed or is very large, the names are looked up one by one.
+    fn facts(&self, dir: &Path, inside_root: bool) -> DirFacts {
+        if inside_root && let Some(facts) = self.scan(dir) {
+            return facts;
+        }
+        let linked = if inside_root {
+            self.linkable_dirs
+                .iter()
+                .filter(|name| {
+                    std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_symlink())
+                })
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        DirFacts {
+            git_dir: is_git_dir(dir),
+            dot_git: std::fs::symlink_metadata(dir.join(".git")).is_ok(),
+            linked,
+        }
+    }
+
+    fn scan(&self, dir: &Path) -> Option<DirFacts> {
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let mut entries = Dir::new(fd).ok()?;
+        let (mut head, mut objects, mut refs, mut commondir, mut dot_git) =
+            (false, false, false, false, false);
+        let mut linked = Vec::new();
+        let mut count = 0usize;
+        while let Some(entry) = entries.read() {
+            let entry = entry.ok()?;
+            count += 1;
+            if count > SCAN_CAP {
+                return None;
             }
+            let name = entry.file_name().to_bytes();
+            let kind = entry.file_type();
+            let fd = entries.fd().ok()?;
+            // git follows symlinks for these (`is_git_directory` uses access/stat).
+            let followed = |want: FileType| {
+                kind == want
+                    || matches!(kind, FileType::Symlink | FileType::Unknown)
+                        && rustix::fs::statat(fd, name, AtFlags::empty())
+                            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == want)
+            };
+            match name {
+                b"HEAD" => head = true,
+                b"objects" => objects = followed(FileType::Directory),
+                b"refs" => refs = followed(FileType::Directory),
+                b"commondir" => commondir = followed(FileType::RegularFile),
+                b".git" => dot_git = true,
+                _ => {}
+            }
+            if let Some(linkable) = self.linkable_dirs.iter().find(|l| l.as_bytes() == name) {
+                let is_link = kind == FileType::Symlink
+                    || kind == FileType::Unknown
+                        && rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(
+                            |st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink,
+                        );
+                if is_link {
+                    linked.push(linkable.clone());
+                }
+            }
+        }
+        Some(DirFacts {
+            git_dir: head && ((objects && refs) || commondir),
+            dot_git,
+            linked,
+        })
+    }
+
+    /// Rule 4: `dir/<name>` is a symlink (one of `linked`) to a directory holding `physical`.
+    fn through_linked_dir(
+        &self,
+        physical: &Path,
+        dir: &Path,
+        root: &Path,
+        linked: &[String],
+    ) -> Option<String> {
+        for name in linked {
+            let link = dir.join(name);
             let Ok(target) = std::fs::canonicalize(&link) else {
                 continue;
             };
@@ -250,6 +365,73 @@ impl Protected {
         }
         None
     }
+}
+
+/// The git directory of a work tree whose top is `dir`: `dir/.git` as a directory (or a symlink
+/// to one) or a `gitdir:` pointer file; canonical.
+fn git_dir_of_work_tree(dir: &Path) -> Option<PathBuf> {
+    let dot_git = dir.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return std::fs::canonicalize(&dot_git).ok();
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    std::fs::canonicalize(dir.join(target)).ok()
+}
+
+/// `core.hooksPath` of the repository whose git directory is `git` and work tree top `top`,
+/// resolved (relative values are relative to the work tree top). Only the repository's own
+/// config is read (and the common dir's, for a worktree).
+fn hooks_path(git: &Path, top: &Path) -> Option<PathBuf> {
+    let common = std::fs::read_to_string(git.join("commondir"))
+        .ok()
+        .and_then(|c| std::fs::canonicalize(git.join(c.trim())).ok())
+        .unwrap_or_else(|| git.to_owned());
+    let mut value = None;
+    for config in [common.join("config"), git.join("config.worktree")] {
+        if let Ok(text) = std::fs::read_to_string(&config)
+            && let Some(found) = core_hooks_path(&text)
+        {
+            value = Some(found);
+        }
+    }
+    let value = PathBuf::from(value?);
+    let joined = top.join(value);
+    Some(std::fs::canonicalize(&joined).unwrap_or(joined))
+}
+
+/// The last `hooksPath` in a `[core]` section of git config text (keys and section names are
+/// case-insensitive; a quoted value loses its quotes; `#`/`;` start a comment).
+fn core_hooks_path(text: &str) -> Option<String> {
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(section) = line.strip_prefix('[') {
+            let name = section.split([']', ' ', '"']).next().unwrap_or("");
+            in_core = name.eq_ignore_ascii_case("core");
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if !key.trim().eq_ignore_ascii_case("hookspath") {
+            continue;
+        }
+        let value = value.trim();
+        let value = match value.strip_prefix('"') {
+            Some(quoted) => quoted.split('"').next().unwrap_or(""),
+            None => value.split(['#', ';']).next().unwrap_or("").trim(),
+        };
+        if !value.is_empty() {
+            found = Some(value.to_owned());
+        }
+    }
+    found
 }
 
 fn relative_to<'a>(path: &'a Path, base: &Path) -> &'a Path {
@@ -426,6 +608,23 @@ mod tests {
             "description",
         ] {
             assert_eq!(compiled.matching(Path::new(miss)), None, "{miss}");
+        }
+    }
+
+    #[test]
+    fn hooks_path_is_read_from_the_core_section() {
+        let cases = [
+            ("[core]\n\thooksPath = .githooks\n", Some(".githooks")),
+            ("[Core]\nHOOKSPATH=\"hooks dir\" # x\n", Some("hooks dir")),
+            (
+                "[core]\nhooksPath = a ; comment\n[core]\nhookspath = b\n",
+                Some("b"),
+            ),
+            ("[alias]\nhooksPath = x\n", None),
+            ("[core]\nbare = false\n", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(core_hooks_path(text).as_deref(), expected, "{text}");
         }
     }
 

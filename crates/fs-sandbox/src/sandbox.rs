@@ -116,7 +116,8 @@ impl SandboxPath {
         &self.path
     }
 
-    /// The root that contains it.
+    /// The root that contains it; for `/dev/null` (allowed for reading and writing wherever the
+    /// roots are) a pseudo-root `/dev` that is not among [`Sandbox::roots`].
     pub fn root(&self) -> &Root {
         &self.root
     }
@@ -243,8 +244,24 @@ impl SandboxBuilder {
             protected,
             sensitive,
             use_openat2,
+            dev_null: dev_root(),
         })
     }
+}
+
+pub(crate) const DEV_NULL: &str = "/dev/null";
+
+fn dev_root() -> Option<Root> {
+    let fd = open_dir_path(Path::new("/dev")).ok()?;
+    let mount = fd_mount(&fd);
+    Some(Root {
+        inner: Arc::new(RootInner {
+            path: PathBuf::from("/dev"),
+            access: Access::ReadWrite,
+            fd,
+            mount,
+        }),
+    })
 }
 
 fn probe_openat2(root: Option<&Root>) -> bool {
@@ -270,6 +287,8 @@ pub struct Sandbox {
     protected: Protected,
     sensitive: Sensitive,
     pub(crate) use_openat2: bool,
+    /// `/dev`, to open `/dev/null` beneath; not a root.
+    dev_null: Option<Root>,
 }
 
 /// The outcome of resolving a path physically.
@@ -329,11 +348,7 @@ impl Sandbox {
     /// and the physical path. The filesystem is touched only after a pattern matched (a
     /// directory never matches a file pattern; a `.pem` is judged by its content).
     pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
-        if path.is_absolute() {
-            self.sensitive.matching(path)
-        } else {
-            self.sensitive.matching(&self.cwd.join(path))
-        }
+        self.sensitive.matching(&self.absolute(path))
     }
 
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
@@ -344,7 +359,7 @@ impl Sandbox {
         let path = path.as_ref();
         validate(path)?;
         // `.` and a trailing `/` dropped, `..` kept: the path as given, for the sensitive match.
-        let absolute: PathBuf = self.cwd.join(path).components().collect();
+        let absolute = self.absolute(path);
         if let Some(what) = self.sensitive.matching(&absolute) {
             return Err(SandboxError::Sensitive {
                 path: absolute,
@@ -368,6 +383,20 @@ impl Sandbox {
             });
         }
         let Some(root) = self.containing_root(&resolved.path) else {
+            // `/dev/null` reads nothing and swallows writes: allowed for reading and writing
+            // wherever the roots are, opened beneath `/dev` (never listed as a root, so the
+            // confinement compiled from `roots()` does not grow).
+            if let Some(dev) = &self.dev_null
+                && resolved.path == Path::new(DEV_NULL)
+                && matches!(op, Op::Read | Op::Write)
+                && matches!(resolved.meta, Some((FileType::CharacterDevice, _)))
+            {
+                return Ok(SandboxPath {
+                    path: resolved.path,
+                    root: dev.clone(),
+                    exists: true,
+                });
+            }
             return Err(SandboxError::OutsideRoots {
                 path: path.to_owned(),
                 resolved: resolved.path,
@@ -384,7 +413,7 @@ impl Sandbox {
         }
         if let Some((file_type, _)) = resolved.meta
             && !matches!(file_type, FileType::RegularFile | FileType::Directory)
-            && resolved.path != Path::new("/dev/null")
+            && resolved.path != Path::new(DEV_NULL)
         {
             return Err(SandboxError::SpecialFile {
                 resolved: resolved.path,
@@ -423,6 +452,22 @@ impl Sandbox {
         })
     }
 
+    /// `path` joined to the cwd with `.`, `//` and a trailing `/` dropped (`..` kept).
+    fn absolute(&self, path: &Path) -> PathBuf {
+        let bytes = path.as_os_str().as_bytes();
+        let clean = !bytes.ends_with(b"/")
+            && !bytes.starts_with(b"./")
+            && !bytes.ends_with(b"/.")
+            && bytes != b"."
+            && !bytes.windows(2).any(|w| w == b"//")
+            && !bytes.windows(3).any(|w| w == b"/./");
+        if clean {
+            self.cwd.join(path)
+        } else {
+            self.cwd.join(path).components().collect()
+        }
+    }
+
     /// The most specific root containing `resolved`, whole components compared.
     fn containing_root(&self, resolved: &Path) -> Option<&Root> {
         self.roots
@@ -442,6 +487,7 @@ impl Sandbox {
     /// One `openat2(RESOLVE_NO_SYMLINKS)` beneath the root the path lexically starts with: when
     /// it succeeds, the kernel has proved the path holds no symlink and no `..` escape, so the
     /// lexical path is the physical one. Anything else goes the slow, component-wise way.
+    /// `absolute` comes from [`Sandbox::absolute`]: no `.`, `//` or trailing `/` left.
     fn fast_resolve(&self, absolute: &Path) -> Option<Resolved> {
         if !self.use_openat2 {
             return None;
@@ -489,7 +535,7 @@ impl Sandbox {
                 )
                 .ok()?;
                 return Some(Resolved {
-                    path: normalise_lexically(absolute),
+                    path: absolute.to_owned(),
                     exists: false,
                     meta: None,
                     mount: None,
@@ -500,7 +546,7 @@ impl Sandbox {
         };
         let stat = rustix::fs::fstat(&fd).ok()?;
         Some(Resolved {
-            path: normalise_lexically(absolute),
+            path: absolute.to_owned(),
             exists: true,
             meta: Some((FileType::from_raw_mode(stat.st_mode), stat.st_nlink)),
             mount: None,
@@ -520,11 +566,6 @@ pub(crate) fn file_type_name(file_type: FileType) -> &'static str {
         FileType::BlockDevice => "a block device",
         FileType::Unknown => "a file of unknown type",
     }
-}
-
-/// Drops `.` and trailing slashes; `absolute` holds no `..` here.
-fn normalise_lexically(absolute: &Path) -> PathBuf {
-    absolute.components().collect()
 }
 
 fn lossy(path: &Path) -> String {

@@ -23,7 +23,7 @@
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::error::SandboxError;
 
@@ -343,11 +343,13 @@ impl Sensitive {
     /// resolution); the filesystem is consulted only after a pattern matched (is it a directory,
     /// does a `.pem` hold a private key).
     pub(crate) fn matching(&self, absolute: &Path) -> Option<&'static str> {
-        if let Some(first) = self.trees.matches(absolute).first() {
+        // One candidate (basename, extension) shared by the three sets.
+        let candidate = Candidate::new(absolute);
+        if let Some(first) = self.trees.matches_candidate(&candidate).first() {
             return self.trees_what.get(*first).copied();
         }
-        let hits = self.files.matches(absolute);
-        if hits.is_empty() || self.except.is_match(absolute) {
+        let hits = self.files.matches_candidate(&candidate);
+        if hits.is_empty() || self.except.is_match_candidate(&candidate) {
             return None;
         }
         let meta = std::fs::metadata(absolute);

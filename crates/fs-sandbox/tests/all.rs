@@ -63,6 +63,7 @@ fn tree() -> Tree {
     symlink(".git/config", proj.join("to_gitconfig")).unwrap();
     symlink("/proc/self/root", proj.join("magic")).unwrap();
     std::fs::hard_link(base.join("outside/secret"), proj.join("hard")).unwrap();
+    mkfifo(&proj.join("fifo"));
     Tree {
         _dir: dir,
         base,
@@ -514,6 +515,7 @@ fn part() -> impl Strategy<Value = &'static str> {
         "new",
         "file.txt",
         "to_ro",
+        "fifo",
     ])
 }
 
@@ -533,13 +535,17 @@ proptest! {
         match sb.check(&path, op) {
             Ok(p) => {
                 prop_assert!(p.path().starts_with(&t.proj) || p.path().starts_with(t.base.join("ro")));
+                if let Ok(meta) = std::fs::metadata(p.path()) {
+                    prop_assert!(meta.is_file() || meta.is_dir(), "accepted a special file: {:?}", p.path());
+                }
                 if let Ok(real) = std::fs::canonicalize(t.proj.join(&path)) {
                     prop_assert_eq!(real, p.path().to_owned());
                 }
             }
             Err(_) => {
                 if let Ok(real) = std::fs::canonicalize(t.proj.join(&path)) {
-                    prop_assert!(!(real.starts_with(&t.proj) && op == Op::Read), "refused a read inside the root: {real:?}");
+                    let ordinary = std::fs::metadata(&real).is_ok_and(|m| m.is_file() || m.is_dir());
+                    prop_assert!(!(real.starts_with(&t.proj) && op == Op::Read && ordinary), "refused a read inside the root: {real:?}");
                 }
             }
         }
@@ -671,6 +677,8 @@ fn sensitive_paths_are_refused_by_physical_path_and_by_path_as_given() {
         Some("an SSH key or configuration")
     );
     assert_eq!(sb.sensitive(&proj.join("src/main.rs")), None);
+    assert!(sb.sensitive(Path::new("./.env")).is_some());
+    assert!(sb.sensitive(&home.join("./.ssh/")).is_some());
     assert_eq!(
         sb.open_read("innocent.txt").unwrap_err().code(),
         "sensitive_path"
@@ -887,7 +895,13 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let proj = std::fs::canonicalize(dir.path()).unwrap();
         let work = (0..depth).fold(proj.clone(), |p, i| p.join(format!("d{i}")));
-        let work = if nested { work.join("inner") } else { work };
+        let work = if nested {
+            // The repository under test sits inside an outer repository's work tree.
+            make_git_dir(&proj.join(".git"));
+            work.join("inner")
+        } else {
+            work
+        };
         std::fs::create_dir_all(&work).unwrap();
         let store = proj.join("store.d");
         let git_dir = match kind {
@@ -930,7 +944,6 @@ fn mkfifo(path: &Path) {
 #[test]
 fn only_regular_files_and_directories_are_allowed() {
     let t = tree();
-    mkfifo(&t.proj.join("fifo"));
     symlink("fifo", t.proj.join("to_fifo")).unwrap();
     let _listener = std::os::unix::net::UnixListener::bind(t.proj.join("sock")).unwrap();
     for mode in [ResolveMode::Auto, ResolveMode::Walk] {
@@ -1086,6 +1099,67 @@ fn long_relative_paths_resolve_through_directory_fds() {
 
 const MOUNT_CHILD: &str = "FS_SANDBOX_MOUNT_NS_CHILD";
 
+fn mount_id(path: &Path) -> Option<u64> {
+    rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::empty(),
+        rustix::fs::StatxFlags::MNT_ID,
+    )
+    .ok()
+    .map(|stx| stx.stx_mnt_id)
+}
+
+/// Property, over generated paths through the mounted tree: an accepted path that exists is on
+/// the same mount as the root that contains it, and a refused read of an ordinary file on the
+/// root's own mount is a false refusal.
+fn mount_property(sb: &Sandbox, proj: &Path) {
+    let parts = prop::sample::select(vec![
+        "mnt", "bind", "rootmnt", "to_mnt", "..", ".", "src", "file", "file.txt", "secret", "new",
+        "link_src", "null_dev", "fifo",
+    ]);
+    let strategy = (
+        prop::collection::vec(parts, 1..6),
+        prop::sample::select(vec![Op::Read, Op::Write, Op::List]),
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(300));
+    runner
+        .run(&strategy, |(parts, op)| {
+            let path = parts.join("/");
+            let real = std::fs::canonicalize(proj.join(&path)).ok();
+            match sb.check(&path, op) {
+                Ok(checked) => {
+                    if let Some(real) = real {
+                        prop_assert_eq!(
+                            mount_id(&real),
+                            mount_id(checked.root().path()),
+                            "{} accepted on another mount",
+                            path
+                        );
+                    }
+                }
+                Err(err) => {
+                    if let Some(real) = real {
+                        let ordinary =
+                            std::fs::metadata(&real).is_ok_and(|m| m.is_file() || m.is_dir());
+                        let same_mount = sb.roots().iter().any(|root| {
+                            real.starts_with(root.path())
+                                && mount_id(&real) == mount_id(root.path())
+                        });
+                        prop_assert!(
+                            !(op == Op::Read && ordinary && same_mount),
+                            "false refusal of {}: {:?}",
+                            path,
+                            err
+                        );
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 fn run(cmd: &str, args: &[&str]) {
     let out = std::process::Command::new(cmd).args(args).output().unwrap();
     assert!(
@@ -1183,6 +1257,7 @@ fn mounts_below_a_root_are_not_crossed() {
             sb.open_read("bind/secret").unwrap_err().code(),
             "other_filesystem"
         );
+        mount_property(&sb, &t.proj);
         let mut s = String::new();
         sb.open_read("rootmnt/file")
             .unwrap()
@@ -1190,4 +1265,188 @@ fn mounts_below_a_root_are_not_crossed() {
             .unwrap();
         assert_eq!(s, "root");
     }
+}
+
+#[test]
+fn hooks_moved_by_core_hooks_path_are_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    make_git_dir(&proj.join(".git"));
+    std::fs::write(
+        proj.join(".git/config"),
+        "[core]\n\tbare = false\n\thooksPath = .githooks\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(proj.join(".githooks")).unwrap();
+    // A worktree of the same repository, through a `gitdir:` pointer and `commondir`.
+    let wt_git = proj.join(".git/worktrees/w");
+    std::fs::create_dir_all(&wt_git).unwrap();
+    std::fs::write(wt_git.join("HEAD"), "ref: refs/heads/w\n").unwrap();
+    std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+    std::fs::create_dir_all(proj.join("w/.githooks")).unwrap();
+    std::fs::write(
+        proj.join("w/.git"),
+        format!("gitdir: {}\n", wt_git.display()),
+    )
+    .unwrap();
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    for path in [
+        ".githooks/pre-commit",
+        ".githooks",
+        "w/.githooks/post-merge",
+    ] {
+        let got = sb.check(path, Op::Write);
+        assert_eq!(
+            got.as_ref().err().map(|e| e.code()),
+            Some("protected_path"),
+            "{path}: {got:?}"
+        );
+    }
+    for path in ["githooks.md", "src/.githooks.rs", "w/src/lib.rs"] {
+        assert!(sb.check(path, Op::Write).is_ok(), "{path}");
+    }
+}
+
+#[test]
+fn dev_null_is_readable_and_writable_but_not_a_root() {
+    let t = tree();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        assert_eq!(
+            sb.check("/dev/null", Op::Read).unwrap().path(),
+            Path::new("/dev/null")
+        );
+        assert!(sb.check("/dev/null", Op::Write).is_ok());
+        sb.open_write("/dev/null", WriteMode::Append)
+            .unwrap()
+            .write_all(b"gone")
+            .unwrap();
+        let mut s = String::new();
+        sb.open_read("/dev/null")
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert!(s.is_empty());
+        assert_eq!(
+            sb.check("/dev/null", Op::List).unwrap_err().code(),
+            "outside_roots"
+        );
+        assert_eq!(
+            sb.check("/dev/zero", Op::Read).unwrap_err().code(),
+            "outside_roots"
+        );
+        assert_eq!(
+            sb.check("/dev", Op::List).unwrap_err().code(),
+            "outside_roots"
+        );
+        assert!(sb.roots().iter().all(|r| r.path() != Path::new("/dev")));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// However many symlinks (relative or absolute, through directories or to the file) lead to
+    /// a secret, and whatever they are called, every op on the chain's head is refused as
+    /// sensitive; the same chain to an ordinary file is allowed for reading.
+    #[test]
+    fn symlink_chains_to_secrets_are_refused(
+        hops in prop::collection::vec((any::<bool>(), any::<bool>()), 0..4),
+        secret in prop::sample::select(vec!["home/.ssh/id_ed25519", "home/.aws/credentials", "proj/.env", "proj/deploy/server.key", "home/.config/gcloud/adc.json"]),
+        op in prop::sample::select(vec![Op::Read, Op::Write, Op::List]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let home = base.join("home");
+        let proj = base.join("proj");
+        std::fs::create_dir_all(&proj).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let target = base.join(secret);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, "s").unwrap();
+        let plain = proj.join("plain.txt");
+        std::fs::write(&plain, "p").unwrap();
+        let sb = Sandbox::builder(&proj)
+            .root(&proj, Access::ReadWrite)
+            .root(&home, Access::ReadWrite)
+            .home(&home)
+            .build()
+            .unwrap();
+        // Build the chain backwards: link_n -> ... -> link_0 -> target, each link named
+        // innocently, each either absolute or relative, through a directory link or not.
+        let chain = |end: &Path, tag: &str| -> PathBuf {
+            let mut current = end.to_owned();
+            for (i, (absolute, via_dir)) in hops.iter().enumerate() {
+                let link = proj.join(format!("{tag}_link{i}"));
+                if *via_dir {
+                    let dir_link = proj.join(format!("{tag}_dir{i}"));
+                    symlink(current.parent().unwrap(), &dir_link).unwrap();
+                    current = dir_link.join(current.file_name().unwrap());
+                }
+                let to: PathBuf = if *absolute {
+                    current.clone()
+                } else {
+                    pathdiff(&current, &proj)
+                };
+                symlink(&to, &link).unwrap();
+                current = link;
+            }
+            current
+        };
+        let head = chain(&target, "s");
+        let got = sb.check(&head, op);
+        prop_assert_eq!(got.as_ref().err().map(|e| e.code()), Some("sensitive_path"), "{:?} -> {:?}", head, got);
+        let plain_head = chain(&plain, "p");
+        prop_assert!(sb.check(&plain_head, Op::Read).is_ok(), "{:?}", plain_head);
+    }
+}
+
+/// `to` relative to `from_dir` (both absolute, canonical).
+fn pathdiff(to: &Path, from_dir: &Path) -> PathBuf {
+    let to_parts: Vec<_> = to.components().collect();
+    let from_parts: Vec<_> = from_dir.components().collect();
+    let common = to_parts
+        .iter()
+        .zip(&from_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut rel = PathBuf::new();
+    for _ in common..from_parts.len() {
+        rel.push("..");
+    }
+    for part in &to_parts[common..] {
+        rel.push(part);
+    }
+    rel
+}
+
+/// A directory too large to list (over the scan cap) is judged name by name, with the same
+/// answers.
+#[test]
+fn protected_identity_in_a_very_large_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = std::fs::canonicalize(dir.path()).unwrap();
+    for i in 0..4100 {
+        std::fs::write(proj.join(format!("f{i}")), "").unwrap();
+    }
+    std::fs::create_dir_all(proj.join("store")).unwrap();
+    symlink("store", proj.join(".claude")).unwrap();
+    make_git_dir(&proj.join("bare.git"));
+    let sb = Sandbox::builder(&proj)
+        .root(&proj, Access::ReadWrite)
+        .build()
+        .unwrap();
+    assert_eq!(
+        sb.check("store/settings.json", Op::Write)
+            .unwrap_err()
+            .code(),
+        "protected_path"
+    );
+    assert_eq!(
+        sb.check("bare.git/config", Op::Write).unwrap_err().code(),
+        "protected_path"
+    );
+    assert!(sb.check("f1", Op::Write).is_ok());
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{CommandHook, HookEvent};
 use crate::error::Error;
-use crate::redact::RedactionHook;
+use crate::redact::{RedactionHook, SecretScanner};
 use crate::registry::{DEFAULT_HOOK_TIMEOUT, HookOptions, HookRegistry, OnError};
 
 fn yes() -> bool {
@@ -26,6 +26,9 @@ pub struct HooksConfig {
     /// Mask secrets in tool output (default `true`).
     #[serde(default = "yes")]
     pub redact_secrets: bool,
+    /// What redaction finds and skips, `[hooks.redaction]`.
+    #[serde(default)]
+    pub redaction: RedactionConfig,
     /// The audit database (default [`crate::DEFAULT_AUDIT_DB`]).
     #[serde(default)]
     pub audit_db: Option<PathBuf>,
@@ -44,12 +47,49 @@ impl Default for HooksConfig {
     fn default() -> Self {
         HooksConfig {
             redact_secrets: true,
+            redaction: RedactionConfig::default(),
             audit_db: None,
             audit: true,
             timeout: None,
             command: Vec::new(),
         }
     }
+}
+
+/// The `[hooks.redaction]` table: policy changes to the built-in secret detectors.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactionConfig {
+    /// Built-in detector ids to turn off (e.g. `["jwt"]`); an unknown id is an error.
+    #[serde(default)]
+    pub disable: Vec<String>,
+    /// Detectors to add, `[[hooks.redaction.extra]]`.
+    #[serde(default)]
+    pub extra: Vec<ExtraDetector>,
+    /// Globs of paths whose output is never redacted (fixtures full of fake keys). A relative
+    /// glob matches at any depth: `tests/fixtures/**` is `**/tests/fixtures/**`.
+    #[serde(default)]
+    pub allow_paths: Vec<String>,
+    /// Names that are not secrets for `secret-assignment` (compared case-insensitively).
+    #[serde(default)]
+    pub allow_keys: Vec<String>,
+}
+
+/// One `[[hooks.redaction.extra]]` detector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraDetector {
+    /// Its id, shown as `[REDACTED:<id>]`; must not be a built-in id.
+    pub id: String,
+    /// A Rust regex; a named group `secret` narrows what is masked.
+    pub pattern: String,
+    /// Minimum Shannon entropy (bits per character) of the masked text.
+    #[serde(default)]
+    pub entropy: Option<f64>,
+    /// Literals one of which starts every match: the pattern then runs only where one occurs
+    /// (fast). Without anchors it runs over the whole text.
+    #[serde(default)]
+    pub anchors: Vec<String>,
 }
 
 /// One `[[hooks.command]]` entry.
@@ -118,16 +158,35 @@ impl HooksConfig {
             .collect()
     }
 
+    /// The secret scanner this policy asks for (the shared built-in set when unchanged).
+    pub fn secret_scanner(&self) -> Result<Arc<SecretScanner>, Error> {
+        if self.redaction == RedactionConfig::default() {
+            Ok(SecretScanner::default_set_arc())
+        } else {
+            SecretScanner::from_config(&self.redaction).map(Arc::new)
+        }
+    }
+
+    /// The redaction hook this policy asks for.
+    pub fn redaction_hook(&self) -> Result<RedactionHook, Error> {
+        self.secret_scanner().map(RedactionHook::new)
+    }
+
     /// Registers the configured hooks: the command hooks in file order, then redaction (when
     /// on), so a post hook registered after these sees redacted output.
     pub fn register(&self, registry: &mut HookRegistry) -> Result<(), Error> {
         let timeout = self.default_timeout()?;
+        let redaction = if self.redact_secrets {
+            Some(self.redaction_hook()?)
+        } else {
+            None
+        };
         for (hook, options) in self.command_hooks()? {
             registry.register_with(hook, options);
         }
-        if self.redact_secrets {
+        if let Some(hook) = redaction {
             registry.register_with(
-                Arc::new(RedactionHook),
+                Arc::new(hook),
                 HookOptions {
                     timeout,
                     // A redaction that failed must not let the secret through.

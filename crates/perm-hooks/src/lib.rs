@@ -20,14 +20,16 @@ pub use builtin::{
     CancellationHook, CancellationSource, CancelledSet, MetricsHook, MetricsSnapshot, ToolMetrics,
 };
 pub use command::{CommandHook, HookEvent, ToolMatcher};
-pub use config::{CommandHookConfig, HooksConfig};
+pub use config::{CommandHookConfig, ExtraDetector, HooksConfig, RedactionConfig};
 pub use error::Error;
 pub use hook::{
     AgentHook, CompactContext, HookError, HookResult, PostToolUseAction, PostToolUseContext,
     PreToolUseAction, PreToolUseContext, SessionStartContext, SessionStopContext, StepContext,
     SubagentStartContext, SubagentStopContext,
 };
-pub use redact::{RedactionHook, redact_secrets};
+pub use redact::{
+    Redacted, RedactionHook, SecretFinding, SecretScanner, call_path, redact_secrets,
+};
 pub use registry::{
     Blocked, DEFAULT_HOOK_TIMEOUT, FailureKind, HookFailure, HookOptions, HookRegistry, Mutation,
     OnError, PermissionRequest, PostToolUseResult, PreToolUseResult,

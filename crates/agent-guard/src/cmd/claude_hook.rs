@@ -7,7 +7,6 @@
 //! every other event, known or future, is answered with exit 0 and no decision. A crash or an
 //! internal error answers deny with exit 2, which Claude Code treats as a block.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_core::clients::Client;
@@ -56,9 +55,8 @@ pub(crate) struct Claude;
 #[derive(Debug)]
 pub(crate) struct HookInput {
     pub tool_name: String,
+    pub tool_input: Value,
     pub tool_response: Option<Value>,
-    #[allow(dead_code)]
-    pub cwd: PathBuf,
 }
 
 impl Protocol for Claude {
@@ -102,16 +100,32 @@ impl Protocol for Claude {
                 }})))
             }
             "PostToolUse" => {
+                if let Err(e) = hook::record_run(event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
                 let policy = Policy::load(args.policy.as_deref())?;
                 let input = HookInput {
                     tool_name: event.tool_name.clone().unwrap_or_default(),
+                    tool_input: event.tool_input.clone().unwrap_or(Value::Null),
                     tool_response: event.tool_response.clone(),
-                    cwd: event.cwd.clone().unwrap_or_default(),
                 };
                 Ok(Answer::json(super::claude_post::post_tool_use(
                     &input,
-                    policy.doc.hooks.redact_secrets,
+                    &policy.doc.hooks,
                 )?))
+            }
+            "PostToolUseFailure" => {
+                if let Err(e) = hook::record_run(event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
+            }
+            "SessionEnd" | "Stop" => {
+                // Never blocks: a Stop answered with exit 2 would keep Claude going.
+                if let Err(e) = hook::record_stop(event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
             }
             // Every other event (and any future one) needs no decision from the guard.
             _ => Ok(Answer::silent()),

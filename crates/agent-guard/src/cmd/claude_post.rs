@@ -1,86 +1,90 @@
-//! `PostToolUse`: redact secrets from a tool's response.
+//! Redacting secrets from a tool's response, for every client's after-tool event.
 //!
 //! Claude Code cannot replace the output of its built-in tools from a hook (only
 //! `updatedMCPToolOutput` for MCP tools exists). So when the response of a built-in tool
 //! holds a secret, the hook answers `decision: "block"` with a reason, which Claude Code feeds
 //! back to the model, plus the redacted text as `additionalContext`; for an `mcp__*` tool it
-//! also sends the redacted response as `updatedMCPToolOutput`, which does replace it.
+//! also sends the redacted response as `updatedMCPToolOutput`, which does replace it. Codex and
+//! Gemini CLI answer with the redacted text as their block/deny reason.
 
 use serde_json::{Value, json};
 
 use super::claude_hook::HookInput;
 
-/// Redacts every string inside `value`; returns how many strings changed.
-fn redact_value(value: &mut Value) -> usize {
-    match value {
-        Value::String(s) => {
-            let redacted = perm_hooks::redact_secrets(s);
-            if redacted.as_ref() == s.as_str() {
-                0
-            } else {
-                *s = redacted.into_owned();
-                1
-            }
-        }
-        Value::Array(items) => items.iter_mut().map(redact_value).sum(),
-        Value::Object(map) => map.values_mut().map(redact_value).sum(),
-        _ => 0,
-    }
+/// A response with its secrets redacted.
+pub(crate) struct Redacted {
+    /// The response, every secret replaced by `[REDACTED:kind]`.
+    pub value: Value,
+    /// The same as text.
+    pub text: String,
+    /// How many secrets were found.
+    pub count: usize,
+    /// Their kinds, sorted and deduplicated.
+    pub kinds: String,
 }
 
-/// A tool response with its secrets redacted, as text, and how many fields changed; `None`
-/// when nothing changed (or `redact` is off). Codex's and Gemini's hooks answer with it.
-pub(crate) fn redacted_text(
+/// Redacts `response` under the policy's `[hooks]` (`redact_secrets`, and `[hooks.redaction]`
+/// for the detectors and allow-lists) with perm-hooks' scanner, the one the runtime's
+/// redaction hook uses. `None` when nothing was found, redaction is off, or the call's path is
+/// allow-listed.
+pub(crate) fn redact_response(
+    hooks: &perm_hooks::HooksConfig,
+    tool_input: &Value,
     response: &Value,
-    redact: bool,
-) -> anyhow::Result<Option<(usize, String)>> {
-    if !redact {
+) -> anyhow::Result<Option<Redacted>> {
+    if !hooks.redact_secrets {
         return Ok(None);
     }
-    let mut redacted = response.clone();
-    let changed = redact_value(&mut redacted);
-    if changed == 0 {
+    let scanner = hooks.secret_scanner()?;
+    if perm_hooks::call_path(tool_input).is_some_and(|p| scanner.path_allowed(p)) {
         return Ok(None);
     }
-    let text = match &redacted {
+    let (value, findings) = scanner.redact_json(response);
+    if findings.is_empty() {
+        return Ok(None);
+    }
+    let mut kinds: Vec<&str> = findings.iter().map(|f| &*f.detector).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let text = match &value {
         Value::String(s) => s.clone(),
         other => serde_json::to_string(other)?,
     };
-    Ok(Some((changed, text)))
+    Ok(Some(Redacted {
+        count: findings.len(),
+        kinds: kinds.join(", "),
+        value,
+        text,
+    }))
 }
 
-/// The answer to a `PostToolUse` event; `redact` is the policy's `[hooks] redact_secrets`.
-pub(crate) fn post_tool_use(input: &HookInput, redact: bool) -> anyhow::Result<Value> {
+/// The answer to a Claude Code `PostToolUse` event.
+pub(crate) fn post_tool_use(
+    input: &HookInput,
+    hooks: &perm_hooks::HooksConfig,
+) -> anyhow::Result<Value> {
     let Some(response) = &input.tool_response else {
         anyhow::bail!(
             "malformed hook JSON on stdin: `tool_response` is missing from a PostToolUse event"
         );
     };
-    if !redact {
+    let Some(r) = redact_response(hooks, &input.tool_input, response)? else {
         return Ok(json!({}));
-    }
-    let mut redacted = response.clone();
-    let changed = redact_value(&mut redacted);
-    if changed == 0 {
-        return Ok(json!({}));
-    }
+    };
     let tool = &input.tool_name;
     let reason = format!(
-        "agent-guard: the output of `{tool}` contained secrets ({changed} field(s) redacted); \
-         do not repeat, store or use them; the redacted output follows as additional context"
+        "agent-guard: the output of `{tool}` contained secrets ({} redacted: {}); \
+         do not repeat, store or use them; the redacted output follows as additional context",
+        r.count, r.kinds
     );
-    let redacted_text = match &redacted {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string(other)?,
-    };
     let mut specific = json!({
         "hookEventName": "PostToolUse",
-        "additionalContext": format!("redacted output of `{tool}`:\n{redacted_text}"),
+        "additionalContext": format!("redacted output of `{tool}`:\n{}", r.text),
     });
     if tool.starts_with("mcp__")
         && let Some(obj) = specific.as_object_mut()
     {
-        obj.insert("updatedMCPToolOutput".to_owned(), redacted);
+        obj.insert("updatedMCPToolOutput".to_owned(), r.value);
     }
     Ok(json!({
         "decision": "block",

@@ -89,13 +89,14 @@ impl Protocol for Codex {
                 let Some(response) = &event.tool_response else {
                     return Ok(Answer::silent());
                 };
-                match super::claude_post::redacted_text(response, policy.doc.hooks.redact_secrets)?
-                {
-                    Some((count, text)) => Ok(Answer::json(json!({
+                let input = event.tool_input.clone().unwrap_or(Value::Null);
+                match super::claude_post::redact_response(&policy.doc.hooks, &input, response)? {
+                    Some(r) => Ok(Answer::json(json!({
                         "decision": "block",
                         "reason": format!(
-                            "agent-guard: the tool's output contained secrets ({count} field(s) redacted); \
-                             do not repeat, store or use them. Redacted output:\n{text}"
+                            "agent-guard: the tool's output contained secrets ({} redacted: {}); \
+                             do not repeat, store or use them. Redacted output:\n{}",
+                            r.count, r.kinds, r.text
                         ),
                     }))),
                     None => Ok(Answer::silent()),

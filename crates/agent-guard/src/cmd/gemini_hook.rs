@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use agent_core::clients::Client;
 use perm_rules::Decision;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::hook::{self, Answer, Event, HookArgs, Protocol};
 use crate::policy::Policy;
@@ -69,12 +69,13 @@ impl Protocol for Gemini {
                 let Some(response) = &event.tool_response else {
                     return Ok(Answer::silent());
                 };
-                match super::claude_post::redacted_text(response, policy.doc.hooks.redact_secrets)?
-                {
-                    Some((count, text)) => Ok(Answer::json(json!({
+                let input = event.tool_input.clone().unwrap_or(Value::Null);
+                match super::claude_post::redact_response(&policy.doc.hooks, &input, response)? {
+                    Some(r) => Ok(Answer::json(json!({
                         "decision": "deny",
                         "reason": format!(
-                            "agent-guard: the tool's output contained secrets ({count} field(s) redacted). Redacted output:\n{text}"
+                            "agent-guard: the tool's output contained secrets ({} redacted: {}). Redacted output:\n{}",
+                            r.count, r.kinds, r.text
                         ),
                     }))),
                     None => Ok(Answer::silent()),

@@ -37,6 +37,11 @@ pub struct HookArgs {
     /// Override the policy's mode.
     #[arg(long)]
     pub mode: Option<String>,
+    /// The audit database (a SQLite path or a `postgres://` URL); overrides the policy's
+    /// `[hooks] audit_db`. Without it, a policy file with `[hooks] audit = true` (the default)
+    /// records into its `audit_db`; with no policy file nothing is recorded.
+    #[arg(long, value_name = "PATH|URL")]
+    pub audit_db: Option<PathBuf>,
 }
 
 /// How one client's hook protocol answers.
@@ -229,7 +234,100 @@ fn project_dir(event_cwd: &Path) -> PathBuf {
     event_cwd.to_owned()
 }
 
-/// Judges the event's tool call through the one composed guard.
+/// The guard for an event: the policy, the project directory, the client's mode, and the audit
+/// log when one is configured.
+pub(crate) fn front(event: &Event, args: &HookArgs, cwd: &Path) -> anyhow::Result<Front> {
+    let policy = Policy::load(args.policy.as_deref())?;
+    let opts = FrontOptions {
+        mode: args.mode.as_deref().map(parse_mode).transpose()?,
+        // A client that is itself in `plan` or `dontAsk` makes the guard at least as strict.
+        client_mode: event
+            .permission_mode
+            .as_deref()
+            .and_then(PermissionMode::parse),
+        audit: args.audit_db.is_some() || (policy.path.is_some() && policy.doc.hooks.audit),
+        audit_db: args.audit_db.clone(),
+        ..FrontOptions::default()
+    };
+    Front::load(&policy, &project_dir(cwd), &opts)
+}
+
+/// Records a call the client ran (its after-tool event), then flushes.
+pub(crate) fn record_run(event: &Event, args: &HookArgs) -> anyhow::Result<()> {
+    let Ok(cwd) = event.cwd() else {
+        return Ok(());
+    };
+    let front = front(event, args, cwd)?;
+    let output = match &event.tool_response {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let ctx = perm_hooks::PostToolUseContext {
+        session_id: event.session_id.clone(),
+        step: 0,
+        agent_name: agent_of(event),
+        tool_name: event.tool_name.clone().unwrap_or_default(),
+        tool_call_id: string_field(event, "tool_use_id"),
+        args: event.tool_input.clone().unwrap_or(Value::Null),
+        output,
+        is_error: event.name.contains("Failure"),
+        elapsed: std::time::Duration::from_millis(
+            event
+                .raw
+                .get("duration_ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+        ),
+        cwd: Some(cwd.to_owned()),
+        transcript_path: None,
+    };
+    front.block_on(front.guard().record_run(&ctx));
+    front.finish()
+}
+
+/// Records the end of a session (`SESSION_STOP`), then flushes.
+pub(crate) fn record_stop(event: &Event, args: &HookArgs) -> anyhow::Result<()> {
+    let Ok(cwd) = event.cwd() else {
+        return Ok(());
+    };
+    let front = front(event, args, cwd)?;
+    let reason = event
+        .raw
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or(&event.name)
+        .to_owned();
+    let ctx = perm_hooks::SessionStopContext {
+        session_id: event.session_id.clone(),
+        agent_name: agent_of(event),
+        reason,
+        steps: 0,
+        elapsed: std::time::Duration::ZERO,
+    };
+    front.block_on(front.guard().record_stop(&ctx));
+    front.finish()
+}
+
+fn string_field(event: &Event, key: &str) -> String {
+    event
+        .raw
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn agent_of(event: &Event) -> String {
+    event
+        .raw
+        .get("agent_type")
+        .and_then(Value::as_str)
+        .unwrap_or("lead")
+        .to_owned()
+}
+
+/// Judges the event's tool call through the one composed guard, and records a refusal.
 pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::Result<Verdict> {
     if std::env::var_os(CRASH_TEST_VAR).is_some() {
         #[allow(clippy::panic)]
@@ -247,33 +345,13 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         Some(_) => anyhow::bail!("malformed hook JSON on stdin: `tool_input` must be an object"),
         None => anyhow::bail!("malformed hook JSON on stdin: `tool_input` is missing"),
     };
-    let policy = Policy::load(args.policy.as_deref())?;
-    let opts = FrontOptions {
-        mode: args.mode.as_deref().map(parse_mode).transpose()?,
-        // A client that is itself in `plan` or `dontAsk` makes the guard at least as strict.
-        client_mode: event
-            .permission_mode
-            .as_deref()
-            .and_then(PermissionMode::parse),
-        ..FrontOptions::default()
-    };
-    let front = Front::load(&policy, &project_dir(cwd), &opts)?;
+    let front = front(event, args, cwd)?;
     let calls = match clients::translate(client, tool, input, cwd) {
         Ok(mut calls) => {
             for c in &mut calls {
                 c.session_id.clone_from(&event.session_id);
-                c.agent_name = event
-                    .raw
-                    .get("agent_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("lead")
-                    .to_owned();
-                c.call_id = event
-                    .raw
-                    .get("tool_use_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
+                c.agent_name = agent_of(event);
+                c.call_id = string_field(event, "tool_use_id");
             }
             calls
         }
@@ -289,9 +367,19 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
             ));
         }
     };
-    Ok(front
+    let verdict = front
         .evaluate(&calls)
-        .unwrap_or_else(|| refusal(tool, "client-input", "no-call", "nothing to judge".into())))
+        .unwrap_or_else(|| refusal(tool, "client-input", "no-call", "nothing to judge".into()));
+    if let Some(call) = calls.first() {
+        let mut call = call.clone();
+        call.tool = tool.to_owned();
+        front.block_on(front.guard().record(&call, &verdict));
+    }
+    if let Err(e) = front.finish() {
+        // The decision stands; the lost row is reported where the client logs hook stderr.
+        eprintln!("agent-guard: {e}");
+    }
+    Ok(verdict)
 }
 
 /// One sentence for the model and the user: who decided, why, and how to allow it

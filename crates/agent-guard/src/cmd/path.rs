@@ -88,6 +88,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 | fs_sandbox::SandboxError::ReadOnlyRoot { resolved, .. }
                 | fs_sandbox::SandboxError::Protected { resolved, .. }
                 | fs_sandbox::SandboxError::HardLink { resolved, .. }
+                | fs_sandbox::SandboxError::SpecialFile { resolved, .. }
+                | fs_sandbox::SandboxError::OtherFilesystem { resolved, .. }
                 | fs_sandbox::SandboxError::Sensitive { path: resolved, .. } => {
                     serde_json::Value::from(resolved.display().to_string())
                 }

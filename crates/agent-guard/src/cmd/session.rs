@@ -217,6 +217,15 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     let audit = AuditLog::open(&opts.audit_db)
         .await
         .with_context(|| format!("cannot open audit log `{}`", opts.audit_db.display()))?;
+    // The fleet kill switch lives in the same database: `agent-guard cancel --session ID`.
+    let kill = perm_hooks::KillSwitch::open(&opts.audit_db.to_string_lossy())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the kill switch in `{}`",
+                opts.audit_db.display()
+            )
+        })?;
 
     let lead: Arc<dyn Model> = match &opts.model {
         Some(m) => Arc::clone(m),
@@ -237,7 +246,8 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         .guard_builder(&opts.cwd, &env)?
         .approver(approver)
         .subagents(Arc::new(spawner))
-        .audit(audit.clone());
+        .audit(audit.clone())
+        .kill_switch(kill.clone());
     if let Ok(exe) = std::env::current_exe() {
         // This binary is the confinement trampoline (`agent-guard __sandbox-exec -- ...`).
         builder = builder.trampoline_with_args(exe, ["__sandbox-exec", "--"]);
@@ -257,7 +267,8 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         );
         println!("user: {}", first_line(&opts.script.prompt, 200));
     }
-    let cancel = CancellationToken::new();
+    // A cancellation recorded from anywhere stops this run at its next step.
+    let cancel = kill.watch(&session_id);
     let outcome = runtime.run_turn(&session_id, &mut messages, &cancel).await;
     audit.shutdown().await?;
 

@@ -5,7 +5,8 @@
     clippy::indexing_slicing
 )]
 
-//! Behaviour tests of perm-hooks: pipeline semantics, audit log durability, command hooks.
+//! Behaviour tests of perm-hooks: pipeline semantics, audit log durability, command hooks,
+//! secret redaction over its corpus.
 
 mod audit;
 mod backends;
@@ -13,3 +14,4 @@ mod command;
 mod faults;
 mod killswitch;
 mod pipeline;
+mod redact;

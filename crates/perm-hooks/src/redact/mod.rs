@@ -1,0 +1,78 @@
+//! Masks secrets in tool output before the model sees it.
+//!
+//! Secrets are found by their shape, as the scanners people trust do (gitleaks, trufflehog,
+//! GitHub secret scanning): known token formats with their prefixes and lengths, private-key
+//! blocks, passwords in URLs, and `NAME=value` where NAME holds a secret-like *word*. The
+//! formats are data (`detectors.toml`), each with a test pair; one [`SecretScanner`] runs them
+//! all behind a single Aho-Corasick prefilter.
+
+mod assign;
+mod scanner;
+mod table;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use scanner::{Redacted, SecretFinding, SecretScanner};
+
+use crate::hook::{AgentHook, HookResult, PostToolUseAction, PostToolUseContext};
+
+/// Masks secrets with the built-in detectors ([`SecretScanner::default_set`]).
+pub fn redact_secrets(text: &str) -> Cow<'_, str> {
+    SecretScanner::default_set().redact(text).text
+}
+
+/// The argument names that carry the path a tool read, for `allow_paths`.
+const PATH_ARGS: [&str; 4] = ["path", "file_path", "notebook_path", "filePath"];
+
+/// The path a call's arguments name, if any.
+pub fn call_path(args: &serde_json::Value) -> Option<&str> {
+    PATH_ARGS
+        .iter()
+        .find_map(|k| args.get(*k).and_then(serde_json::Value::as_str))
+}
+
+/// A post hook that masks secrets in every tool output with its [`SecretScanner`], except for
+/// output read from a path the policy's `allow_paths` exempts.
+#[derive(Debug, Clone)]
+pub struct RedactionHook {
+    scanner: Arc<SecretScanner>,
+}
+
+impl RedactionHook {
+    /// A hook using `scanner` (e.g. [`crate::HooksConfig::secret_scanner`]).
+    pub fn new(scanner: Arc<SecretScanner>) -> RedactionHook {
+        RedactionHook { scanner }
+    }
+
+    /// The scanner it uses.
+    pub fn scanner(&self) -> &SecretScanner {
+        &self.scanner
+    }
+}
+
+impl Default for RedactionHook {
+    /// The built-in detectors, no allow-lists.
+    fn default() -> Self {
+        RedactionHook::new(SecretScanner::default_set_arc())
+    }
+}
+
+#[async_trait]
+impl AgentHook for RedactionHook {
+    fn name(&self) -> &str {
+        "redaction"
+    }
+
+    async fn post_tool_use(&self, ctx: &PostToolUseContext) -> HookResult<PostToolUseAction> {
+        if call_path(&ctx.args).is_some_and(|p| self.scanner.path_allowed(p)) {
+            return Ok(PostToolUseAction::Continue);
+        }
+        Ok(match self.scanner.redact(&ctx.output).text {
+            Cow::Borrowed(_) => PostToolUseAction::Continue,
+            Cow::Owned(updated_content) => PostToolUseAction::MutateOutput { updated_content },
+        })
+    }
+}
