@@ -73,7 +73,7 @@ fn clients() -> Vec<Client> {
             name: "codex",
             file: ".codex/hooks.json",
             subcommand: "codex-hook",
-            events: &["PreToolUse", "PostToolUse"],
+            events: &["PreToolUse", "PermissionRequest", "PostToolUse"],
             existing: json!({
                 "hooks": {
                     "Stop": [{"hooks": [{"type": "command", "command": "python3 stop.py", "timeout": 30}]}],

@@ -18,7 +18,7 @@ const AFTER_HELP: &str = "\
 Writes (or merges into) the client's hook configuration:
   claude  .claude/settings.json  PreToolUse, PermissionRequest, PostToolUse, Stop, SessionEnd
           -> agent-guard claude-hook --policy ABS   (timeout in seconds)
-  codex   .codex/hooks.json      PreToolUse, PostToolUse
+  codex   .codex/hooks.json      PreToolUse, PermissionRequest, PostToolUse
           -> agent-guard codex-hook --policy ABS    (timeout in seconds)
   gemini  .gemini/settings.json  BeforeTool, AfterTool
           -> agent-guard gemini-hook --policy ABS   (timeout in milliseconds)
@@ -174,6 +174,14 @@ static CODEX: ClientSpec = ClientSpec {
     events: &[
         EventSpec {
             name: "PreToolUse",
+            matcher: Some(".*"),
+            timeout: 30,
+            judges: true,
+        },
+        // Codex asks here for sandbox escalations and network access: a deny refuses the
+        // escalation, silence leaves it to the user.
+        EventSpec {
+            name: "PermissionRequest",
             matcher: Some(".*"),
             timeout: 30,
             judges: true,
