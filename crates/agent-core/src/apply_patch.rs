@@ -197,8 +197,31 @@ pub fn parse(text: &str) -> Result<Patch, PatchError> {
     parse_envelope(text)
 }
 
-/// The body of `apply_patch <<DELIM ... DELIM`, `None` when `text` does not start with the
-/// `apply_patch` command word.
+/// Whether `text` (a tool input or a shell command) carries a patch or invokes `apply_patch`:
+/// it holds `*** Begin Patch`, or the word `apply_patch` or `applypatch`. A front end that
+/// judges shell commands parses such a command with [`parse`] and denies it when that fails,
+/// so a patch cannot ride through a shell call unjudged.
+///
+/// ```
+/// use agent_core::apply_patch::mentions_patch;
+///
+/// assert!(mentions_patch("cd src && apply_patch <<'EOF'\n*** Begin Patch\n"));
+/// assert!(!mentions_patch("git apply fix.patch"));
+/// ```
+pub fn mentions_patch(text: &str) -> bool {
+    let is_word_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.contains(BEGIN_PATCH)
+        || ["apply_patch", "applypatch"].iter().any(|word| {
+            text.match_indices(word).any(|(at, _)| {
+                let before = text.get(..at).and_then(|t| t.chars().next_back());
+                let after = text.get(at + word.len()..).and_then(|t| t.chars().next());
+                !before.is_some_and(is_word_char) && !after.is_some_and(is_word_char)
+            })
+        })
+}
+
+/// The body of `apply_patch <<DELIM ... DELIM`, `None` when `text` does not invoke
+/// `apply_patch` on its first line.
 fn shell_form_body(text: &str) -> Result<Option<&str>, PatchError> {
     let trimmed = text.trim_start();
     let (first, rest) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
@@ -207,6 +230,11 @@ fn shell_form_body(text: &str) -> Result<Option<&str>, PatchError> {
         .strip_prefix("apply_patch")
         .or_else(|| first.strip_prefix("applypatch"))
     else {
+        if !first.starts_with(BEGIN_PATCH) && !first.starts_with("<<") && mentions_patch(first) {
+            return Err(PatchError::ShellForm(
+                "a command before `apply_patch` (such as `cd dir &&`) changes what its paths mean; call apply_patch alone",
+            ));
+        }
         return Ok(None);
     };
     if !after.starts_with(|c: char| c.is_whitespace() || c == '<') {
@@ -586,9 +614,27 @@ mod tests {
     }
 
     #[test]
-    fn a_command_before_apply_patch_is_not_a_patch() {
-        let text = "cd /etc && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: passwd\n+x\n*** End Patch\nEOF";
-        assert_eq!(parse(text), Err(PatchError::MissingBegin));
+    fn a_command_before_apply_patch_is_refused() {
+        for text in [
+            "cd /etc && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: passwd\n+x\n*** End Patch\nEOF",
+            "bash -lc \"apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n\"",
+        ] {
+            assert!(
+                matches!(parse(text), Err(PatchError::ShellForm(_))),
+                "{text:?} -> {:?}",
+                parse(text)
+            );
+        }
+    }
+
+    #[test]
+    fn mentions_patch_finds_the_word_and_the_marker() {
+        assert!(mentions_patch("apply_patch <<'EOF'"));
+        assert!(mentions_patch("x; applypatch"));
+        assert!(mentions_patch("printf '*** Begin Patch' | tool"));
+        assert!(!mentions_patch("my_apply_patches run"));
+        assert!(!mentions_patch("git apply x.diff"));
+        assert!(!mentions_patch(""));
     }
 
     #[test]

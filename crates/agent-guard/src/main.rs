@@ -52,6 +52,10 @@ enum Command {
     Lint(cmd::lint::Args),
     /// Explain a decision with a human trace of every layer.
     Explain(cmd::explain::Args),
+    /// Install the guard as the hook of Claude Code, Codex or Gemini CLI (merging settings).
+    Init(cmd::init::Args),
+    /// Check a hook installation end to end (settings, program, policy, a self-test).
+    Doctor(cmd::doctor::Args),
     /// The sandbox trampoline `exec` re-executes itself as (internal).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(cmd::exec::TrampolineArgs),
@@ -102,6 +106,8 @@ fn main() -> ExitCode {
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::Init(args) => cmd::init::run(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
         Command::SandboxExec(args) => return cmd::exec::trampoline(args),
     };
     match result {

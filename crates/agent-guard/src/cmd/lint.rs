@@ -700,43 +700,66 @@ fn resolve_program(word: &str, env: &HookEnv) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("`{word}` is not a program on PATH"))
 }
 
+/// Whether a hook command's program can be found before it runs.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ProgramStatus {
+    /// It resolves (or is a shell builtin).
+    Resolves,
+    /// It does not exist or cannot be executed; why.
+    Missing(String),
+    /// Only the shell can tell; why.
+    Unknowable(String),
+}
+
+/// Where a hook command's program is, as `bash -c` in `project` would find it.
+pub(crate) fn hook_program_status(command: &str, project: &Path) -> ProgramStatus {
+    program_status(command, &HookEnv::from_process(project))
+}
+
 /// `None` when the command's program resolves; else the severity, code and message.
 fn check_hook_command(command: &str, env: &HookEnv) -> Option<(Severity, &'static str, String)> {
-    let unchecked = |why: String| {
-        Some((
+    match program_status(command, env) {
+        ProgramStatus::Resolves => None,
+        ProgramStatus::Unknowable(why) => Some((
             Severity::Warning,
             "hook-command-unchecked",
             format!("cannot tell which program it runs ({why}); make sure it exists"),
-        ))
-    };
-    let missing = |why: String| {
-        Some((
+        )),
+        ProgramStatus::Missing(why) => Some((
             Severity::Error,
             "hook-command-missing",
             format!(
                 "{why}: the hook fails on every call (a failing PreToolUse hook denies by default); fix the path or remove the hook"
             ),
-        ))
-    };
+        )),
+    }
+}
+
+fn program_status(command: &str, env: &HookEnv) -> ProgramStatus {
     let words = match leading_words(command, &env.vars, 4) {
         Ok(words) => words,
-        Err(why) => return unchecked(why),
+        Err(why) => return ProgramStatus::Unknowable(why),
     };
     let mut words = words.iter().map(String::as_str);
-    let mut program = words.next()?;
+    let Some(mut program) = words.next() else {
+        return ProgramStatus::Missing("the command is empty".to_owned());
+    };
     if EXEC_WRAPPERS.contains(&program) {
         // A bare `exec` runs nothing.
-        program = words.next()?;
+        let Some(next) = words.next() else {
+            return ProgramStatus::Resolves;
+        };
+        program = next;
     }
     if SHELL_KEYWORDS.contains(&program) {
-        return unchecked(format!("it starts with the shell keyword `{program}`"));
+        return ProgramStatus::Unknowable(format!("it starts with the shell keyword `{program}`"));
     }
     if SHELL_BUILTINS.contains(&program) {
-        return None;
+        return ProgramStatus::Resolves;
     }
     let resolved = match resolve_program(program, env) {
         Ok(path) => path,
-        Err(why) => return missing(why),
+        Err(why) => return ProgramStatus::Missing(why),
     };
     let name = resolved
         .file_name()
@@ -748,13 +771,13 @@ fn check_hook_command(command: &str, env: &HookEnv) -> Option<(Severity, &'stati
     {
         let path = env.project.join(script);
         if !path.is_file() {
-            return missing(format!(
+            return ProgramStatus::Missing(format!(
                 "`{program}` runs the script `{}`, which does not exist",
                 path.display()
             ));
         }
     }
-    None
+    ProgramStatus::Resolves
 }
 
 #[cfg(test)]
