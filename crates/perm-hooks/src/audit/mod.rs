@@ -350,7 +350,9 @@ impl Default for AuditOptions {
     fn default() -> Self {
         AuditOptions {
             queue_capacity: 8192,
-            max_batch: 1024,
+            // Big enough that a slow commit (a busy server, fsync) is paid per thousands of
+            // rows; PostgreSQL's throughput rose ~25% from 1024 on the bench.
+            max_batch: 4096,
             enqueue_timeout: Duration::from_millis(200),
             write_timeout: Duration::from_secs(10),
         }
