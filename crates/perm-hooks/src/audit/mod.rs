@@ -871,12 +871,19 @@ async fn write_with_retry(
                 return;
             }
             Err(err) => {
-                let began = *outage.get_or_insert_with(Instant::now);
-                if db.is_transient(&err) && began.elapsed() + delay < options.write_timeout {
-                    tracing::warn!(target_db = %target, rows = n, "audit write failed, retrying in {delay:?}: {err}");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(1));
-                    continue;
+                if db.is_transient(&err) {
+                    let began = *outage.get_or_insert_with(Instant::now);
+                    if began.elapsed() + delay < options.write_timeout {
+                        tracing::warn!(target_db = %target, rows = n, "audit write failed, retrying in {delay:?}: {err}");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(1));
+                        continue;
+                    }
+                    // Given up: later batches of the same outage fail after one attempt.
+                } else {
+                    // Not an outage (a lock timeout, a constraint): the next outage gets its
+                    // full retry budget.
+                    *outage = None;
                 }
                 counters.lost.fetch_add(n, Ordering::AcqRel);
                 let total = counters.dropped.fetch_add(n, Ordering::AcqRel) + n;
