@@ -410,10 +410,10 @@ impl Db {
         }
     }
 
-    async fn write_batch(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+    async fn write_batch(&self, rows: &[AuditRow], timeout: Duration) -> Result<(), sqlx::Error> {
         match self {
             Db::Sqlite(pool) => sqlite::write_batch(pool, rows).await,
-            Db::Postgres(pool) => postgres::write_batch(pool, rows).await,
+            Db::Postgres(pool) => postgres::write_batch(pool, rows, timeout).await,
         }
     }
 
@@ -862,7 +862,7 @@ async fn write_with_retry(
     let n = batch.len() as u64;
     let mut delay = Duration::from_millis(20);
     loop {
-        match db.write_batch(batch).await {
+        match db.write_batch(batch, options.write_timeout).await {
             Ok(()) => {
                 counters.written.fetch_add(n, Ordering::AcqRel);
                 if outage.take().is_some() {
