@@ -323,8 +323,7 @@ impl GuardBuilder {
 /// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (its
 /// directory created).
 fn audit_target(cwd: &Path, p: &Path) -> PathBuf {
-    let text = p.to_string_lossy();
-    if text.starts_with("postgres://") || text.starts_with("postgresql://") || p.is_absolute() {
+    if perm_hooks::is_postgres_url(&p.to_string_lossy()) || p.is_absolute() {
         return p.to_path_buf();
     }
     let full = cwd.join(p);

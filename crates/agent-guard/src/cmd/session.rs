@@ -210,7 +210,9 @@ pub fn run(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
 async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     let env: HashMap<String, String> = std::env::vars().collect();
     let doc = &opts.policy.doc;
-    if let Some(dir) = opts.audit_db.parent() {
+    if !perm_hooks::is_postgres_url(&opts.audit_db.to_string_lossy())
+        && let Some(dir) = opts.audit_db.parent()
+    {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;
     }
@@ -414,7 +416,8 @@ fn summarise(rows: &[perm_hooks::AuditRecord]) -> Vec<perm_hooks::ToolSummary> {
 
 /// Resolves `path` against `cwd`.
 pub fn absolute(cwd: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() {
+    // A database URL is not a path to join.
+    if path.is_absolute() || perm_hooks::is_postgres_url(&path.to_string_lossy()) {
         path.to_path_buf()
     } else {
         cwd.join(path)

@@ -350,7 +350,9 @@ impl Default for AuditOptions {
     fn default() -> Self {
         AuditOptions {
             queue_capacity: 8192,
-            max_batch: 1024,
+            // Big enough that a slow commit (a busy server, fsync) is paid per thousands of
+            // rows; PostgreSQL's throughput rose ~25% from 1024 on the bench.
+            max_batch: 4096,
             enqueue_timeout: Duration::from_millis(200),
             write_timeout: Duration::from_secs(10),
         }
@@ -408,10 +410,10 @@ impl Db {
         }
     }
 
-    async fn write_batch(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+    async fn write_batch(&self, rows: &[AuditRow], timeout: Duration) -> Result<(), sqlx::Error> {
         match self {
             Db::Sqlite(pool) => sqlite::write_batch(pool, rows).await,
-            Db::Postgres(pool) => postgres::write_batch(pool, rows).await,
+            Db::Postgres(pool) => postgres::write_batch(pool, rows, timeout).await,
         }
     }
 
@@ -860,7 +862,7 @@ async fn write_with_retry(
     let n = batch.len() as u64;
     let mut delay = Duration::from_millis(20);
     loop {
-        match db.write_batch(batch).await {
+        match db.write_batch(batch, options.write_timeout).await {
             Ok(()) => {
                 counters.written.fetch_add(n, Ordering::AcqRel);
                 if outage.take().is_some() {
@@ -869,12 +871,19 @@ async fn write_with_retry(
                 return;
             }
             Err(err) => {
-                let began = *outage.get_or_insert_with(Instant::now);
-                if db.is_transient(&err) && began.elapsed() + delay < options.write_timeout {
-                    tracing::warn!(target_db = %target, rows = n, "audit write failed, retrying in {delay:?}: {err}");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(1));
-                    continue;
+                if db.is_transient(&err) {
+                    let began = *outage.get_or_insert_with(Instant::now);
+                    if began.elapsed() + delay < options.write_timeout {
+                        tracing::warn!(target_db = %target, rows = n, "audit write failed, retrying in {delay:?}: {err}");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(1));
+                        continue;
+                    }
+                    // Given up: later batches of the same outage fail after one attempt.
+                } else {
+                    // Not an outage (a lock timeout, a constraint): the next outage gets its
+                    // full retry budget.
+                    *outage = None;
                 }
                 counters.lost.fetch_add(n, Ordering::AcqRel);
                 let total = counters.dropped.fetch_add(n, Ordering::AcqRel) + n;

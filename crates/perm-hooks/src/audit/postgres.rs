@@ -121,12 +121,28 @@ pub(super) fn is_transient(err: &sqlx::Error) -> bool {
     }
 }
 
-pub(super) async fn write_batch(pool: &PgPool, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+/// `timeout` bounds the whole batch on the client side too: a server that stopped answering
+/// (a network partition sends no reset) must not stall the writer, and `flush`, forever. A
+/// timed-out batch counts as a transient failure and is retried (at least once delivery).
+pub(super) async fn write_batch(
+    pool: &PgPool,
+    rows: &[AuditRow],
+    timeout: Duration,
+) -> Result<(), sqlx::Error> {
     let text = copy_text(rows);
-    let mut conn = pool.acquire().await?;
-    let mut copy = conn.copy_in_raw(COPY_IN).await?;
-    copy.send(text.as_bytes()).await?;
-    copy.finish().await.map(|_| ())
+    let copy = async {
+        let mut conn = pool.acquire().await?;
+        let mut copy = conn.copy_in_raw(COPY_IN).await?;
+        copy.send(text.as_bytes()).await?;
+        copy.finish().await.map(|_| ())
+    };
+    match tokio::time::timeout(timeout.max(Duration::from_secs(1)), copy).await {
+        Ok(result) => result,
+        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within {timeout:?}"),
+        ))),
+    }
 }
 
 /// The row and the notification commit together, so a listener never wakes before the row

@@ -290,6 +290,8 @@ fn a_database_restart_mid_run_loses_no_acknowledged_row() {
             },
         ))
         .unwrap();
+    let guard = rt.block_on(KillSwitch::open(&server.url)).unwrap();
+    let victim = guard.watch("r");
     let mut acked = BTreeSet::new();
     let mut step = 0u32;
     let mut record_n = |n: u32, acked: &mut BTreeSet<u32>| {
@@ -311,6 +313,15 @@ fn a_database_restart_mid_run_loses_no_acknowledged_row() {
     record_n(500, &mut acked);
     rt.block_on(log.shutdown()).unwrap();
     assert_eq!(acked.len(), 2000, "the queue had room for every row");
+    // The kill switch of a guard that lived through the restart still hears cancellations.
+    let issuer = rt.block_on(KillSwitch::open(&server.url)).unwrap();
+    rt.block_on(issuer.cancel(Some("r"))).unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(1), victim.cancelled())
+            .await
+            .expect("a cancellation after the restart was not seen within 1 s")
+    });
+    assert!(guard.is_cancelled("r"));
     assert_eq!(log.lost(), 0);
     let stored: BTreeSet<u32> = rt.block_on(async {
         let reader = AuditReader::open(&server.url).await.unwrap();
