@@ -11,7 +11,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::assign::Assignment;
-use super::table::{self, Check, DetectorSpec, Mask, base64url_decode, entropy};
+use super::table::{self, Check, DetectorSpec, Example, Mask, base64url_decode, entropy};
 use crate::config::RedactionConfig;
 use crate::error::Error;
 
@@ -70,7 +70,7 @@ pub struct SecretScanner {
     assignment: Option<(Arc<str>, Arc<Assignment>)>,
     /// The token formats' anchors (case-sensitive, longest first), and per pattern id the
     /// detectors to try there: those of the anchor and of every anchor that is its prefix.
-    tokens: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    tokens: Option<TokenPrefilter>,
     /// The `NAME=value` words in lower, UPPER and Capitalized spelling (explicit variants
     /// rather than ASCII case folding keep the search on the SIMD prefilter).
     words: Option<AhoCorasick>,
@@ -93,9 +93,10 @@ const DEFAULT_WINDOW: usize = 1024;
 /// The token anchors' automaton: unique literals, longest first (leftmost-first then prefers
 /// the longest anchor at a position), each pattern leading to the detectors of every anchor
 /// that is a prefix of it.
-fn token_prefilter(
-    anchors: Vec<(String, usize)>,
-) -> Result<Option<(AhoCorasick, Vec<Vec<usize>>)>, Error> {
+/// The token automaton and, per pattern id, the detectors to try at its hits.
+type TokenPrefilter = (AhoCorasick, Vec<Vec<usize>>);
+
+fn token_prefilter(anchors: Vec<(String, usize)>) -> Result<Option<TokenPrefilter>, Error> {
     if anchors.is_empty() {
         return Ok(None);
     }
@@ -204,7 +205,13 @@ impl SecretScanner {
                 window: None,
                 mask: None,
                 check: None,
-                example: None,
+                example: match (&extra.hit, &extra.miss) {
+                    (None, None) => None,
+                    (hit, miss) => Some(Example {
+                        hit: hit.clone().unwrap_or_default(),
+                        miss: miss.clone().unwrap_or_default(),
+                    }),
+                },
             });
         }
 
@@ -277,13 +284,47 @@ impl SecretScanner {
             )
         };
 
-        Ok(SecretScanner {
+        let scanner = SecretScanner {
             detectors,
             assignment,
             tokens,
             words,
             allow_paths,
-        })
+        };
+        // Every detector's test pair is checked when it loads, built-in or from the policy: a
+        // pattern that misses its own example, or matches its look-alike, is refused.
+        let assignment_example = (!disabled(&table.assignment.id))
+            .then_some(())
+            .and(table.assignment.example.as_ref())
+            .map(|e| (table.assignment.id.as_str(), e));
+        let examples = specs
+            .iter()
+            .filter_map(|d| d.example.as_ref().map(|e| (d.id.as_str(), e)))
+            .chain(assignment_example);
+        for (id, example) in examples {
+            let finds = |text: &str| scanner.find(text).iter().any(|f| &*f.detector == id);
+            let key = if config.extra.iter().any(|e| e.id == id) {
+                "hooks.redaction.extra"
+            } else {
+                "hooks.redaction"
+            };
+            if !example.hit.is_empty() && !finds(&example.hit) {
+                return Err(config_error(
+                    key,
+                    format!(
+                        "detector `{id}` does not find its example `{}`",
+                        example.hit
+                    ),
+                ));
+            }
+            if !example.miss.is_empty() && finds(&example.miss) {
+                return Err(config_error(
+                    key,
+                    format!("detector `{id}` matches its look-alike `{}`", example.miss),
+                ));
+            }
+        }
+        Ok(scanner)
     }
 
     /// The ids of the active detectors, in table order (`secret-assignment` last).
@@ -385,7 +426,7 @@ impl SecretScanner {
                     }
                     i += 1;
                 }
-                if !specific.get(i).is_some_and(|(k, _)| k.start < r.end) {
+                if specific.get(i).is_none_or(|(k, _)| k.start >= r.end) {
                     kept.push((r, id.clone()));
                 }
             }
@@ -514,10 +555,9 @@ impl Detector {
         // when there is a group to read.
         let m = self.re.find(rest)?;
         if self.mask == Some(Mask::Body) {
-            let span = body_of(m.as_str())?;
-            let span = pos + span.start..pos + span.end;
+            let span = body_of(text, pos, pos + m.end())?;
             return self
-                .judge(text, pos + m.end(), text.get(span.clone())?, m.as_str(), "")
+                .judge(text, span.end, text.get(span.clone())?, m.as_str(), "")
                 .then_some(span);
         }
         if self.secret_group.is_none() && self.stand_ins.is_none() {
@@ -582,20 +622,28 @@ impl Detector {
     }
 }
 
-/// A block's body inside its match: after the first line break (raw, or `\n` escaped inside a
-/// JSON string), up to the `-----END` line or the end of the match.
-fn body_of(block: &str) -> Option<Range<usize>> {
-    let raw = block.find('\n').map(|i| i + 1);
-    let escaped = block.find("\\n").map(|i| i + 2);
-    let start = match (raw, escaped) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b)?,
-    };
-    let end = block
-        .rfind("-----END")
-        .filter(|&e| e >= start)
-        .unwrap_or(block.len());
-    (start < end).then_some(start..end)
+/// The body of a block whose head (`-----BEGIN ...` and the first base64 characters) is
+/// `text[start..head_end]`: from after the head's first line break (raw, or `\n` escaped in a
+/// JSON string) over every base64/line-break byte that follows, i.e. up to the `-----END` line
+/// or wherever the (possibly truncated) body stops.
+fn body_of(text: &str, start: usize, head_end: usize) -> Option<Range<usize>> {
+    let head = text.get(start..head_end)?;
+    let raw = head.find('\n').map(|i| i + 1);
+    let escaped = head.find("\\n").map(|i| i + 2);
+    let body_start = start
+        + match (raw, escaped) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+    let bytes = text.as_bytes();
+    let mut end = head_end;
+    while bytes.get(end).is_some_and(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(b, b'+' | b'/' | b'=' | b'\\' | b'\r' | b'\n' | b'\t' | b' ')
+    }) {
+        end += 1;
+    }
+    (body_start < end).then_some(body_start..end)
 }
 
 fn jwt_header_ok(token: &str) -> bool {
@@ -708,12 +756,16 @@ mod tests {
                     pattern: "acme_[a-z0-9]{12}".into(),
                     entropy: Some(2.5),
                     anchors: vec!["acme_".into()],
+                    hit: None,
+                    miss: None,
                 },
                 ExtraDetector {
                     id: "internal-pin".into(),
                     pattern: r"PIN (?P<secret>\d{6})\b".into(),
                     entropy: None,
                     anchors: vec![],
+                    hit: None,
+                    miss: None,
                 },
             ],
             ..RedactionConfig::default()
@@ -732,12 +784,38 @@ mod tests {
                     pattern: bad.1.into(),
                     entropy: None,
                     anchors: vec![],
+                    hit: None,
+                    miss: None,
                 }],
                 ..RedactionConfig::default()
             })
             .unwrap_err();
             assert!(err.to_string().contains("hooks.redaction.extra"), "{err}");
         }
+    }
+
+    #[test]
+    fn an_extra_detector_is_checked_against_its_examples() {
+        let extra = |hit: &str, miss: &str| RedactionConfig {
+            extra: vec![ExtraDetector {
+                id: "acme-key".into(),
+                pattern: "acme_[a-z0-9]{12}".into(),
+                entropy: None,
+                anchors: vec!["acme_".into()],
+                hit: Some(hit.into()),
+                miss: Some(miss.into()),
+            }],
+            ..RedactionConfig::default()
+        };
+        assert!(SecretScanner::from_config(&extra("k=acme_q8w3l2m9t7k1", "acme_short")).is_ok());
+        let err = SecretScanner::from_config(&extra("k=acme_short", "x")).unwrap_err();
+        assert!(
+            err.to_string().contains("does not find its example"),
+            "{err}"
+        );
+        let err = SecretScanner::from_config(&extra("acme_q8w3l2m9t7k1", "acme_q8w3l2m9t7k2"))
+            .unwrap_err();
+        assert!(err.to_string().contains("matches its look-alike"), "{err}");
     }
 
     #[test]
