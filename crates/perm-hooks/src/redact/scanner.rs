@@ -611,6 +611,7 @@ impl Detector {
             {
                 return false;
             }
+            Some(Check::BasicCredentials) if !basic_credentials(secret) => return false,
             _ => {}
         }
         if let Some(judge) = &self.stand_ins
@@ -644,6 +645,17 @@ fn body_of(text: &str, start: usize, head_end: usize) -> Option<Range<usize>> {
         end += 1;
     }
     (body_start < end).then_some(body_start..end)
+}
+
+/// Whether `b64` decodes to printable ASCII `user:password` with a non-empty password.
+fn basic_credentials(b64: &str) -> bool {
+    base64url_decode(b64).is_some_and(|bytes| {
+        bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
+            && bytes
+                .iter()
+                .position(|&b| b == b':')
+                .is_some_and(|colon| colon + 1 < bytes.len())
+    })
 }
 
 fn jwt_header_ok(token: &str) -> bool {

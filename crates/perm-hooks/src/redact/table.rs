@@ -46,6 +46,8 @@ pub(crate) enum Check {
     JwtHeader,
     /// The masked text holds an ASCII digit and an ASCII letter.
     HasDigit,
+    /// The masked text is base64 of printable `user:password`.
+    BasicCredentials,
 }
 
 /// Which part of a match is masked, when not the whole match or the `secret` group.
@@ -144,7 +146,8 @@ pub(crate) fn entropy(s: &str) -> f64 {
         .sum()
 }
 
-/// Decodes unpadded base64url (`A-Z a-z 0-9 - _`); `None` on any other byte.
+/// Decodes base64, standard (`+ /`) or URL-safe (`- _`) alphabet, padded or not; `None` on any
+/// other byte.
 pub(crate) fn base64url_decode(s: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let mut acc: u32 = 0;
@@ -154,8 +157,8 @@ pub(crate) fn base64url_decode(s: &str) -> Option<Vec<u8>> {
             b'A'..=b'Z' => b - b'A',
             b'a'..=b'z' => b - b'a' + 26,
             b'0'..=b'9' => b - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
             b'=' => break,
             _ => return None,
         };
@@ -205,6 +208,7 @@ mod tests {
     fn base64url_decodes_a_jwt_header() {
         let h = base64url_decode("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9").unwrap();
         assert_eq!(h, br#"{"alg":"HS256","typ":"JWT"}"#);
-        assert_eq!(base64url_decode("a+b"), None);
+        assert_eq!(base64url_decode("a*b"), None);
+        assert_eq!(base64url_decode("dTpw").unwrap(), b"u:p");
     }
 }

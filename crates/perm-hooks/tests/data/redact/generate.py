@@ -223,6 +223,36 @@ secret_file("app.log", f"""2026-12-03T05:12:44Z INFO  request id={uuid.UUID(int=
 2026-12-03T05:12:47Z INFO  cache hit ratio=0.93 keys=18234
 """, [("jwt", hs_jwt), ("github-token", gho)])
 
+netrc_pw = rand(24)
+basic = base64.b64encode(f"deploy:{rand(18)}".encode()).decode()
+vault = "hvs." + rand(90, ALNUM + "_-")
+vault = vault[:8] + "4" + vault[9:]
+shop = "shpat_" + hexs(32)
+dop = "dop_v1_" + hexs(64)
+age = "AGE-SECRET-KEY-1" + rand(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+gocspx = "GOCSPX-" + rand(28, ALNUM + "_-")
+dckr = "dckr_pat_" + rand(27, ALNUM + "_-")
+secret_file("misc-credentials.txt", f"""$ cat ~/.netrc
+machine git.acme.test login ci password {netrc_pw}
+$ curl -v https://registry.acme.test/v2/
+> Authorization: Basic {basic}
+$ env | grep -E 'VAULT|SHOP|DO_'
+VAULT_ADDR=https://vault.acme.test:8200
+VAULT_TOKEN={vault}
+SHOPIFY_ADMIN={shop}
+DO_API={dop}
+$ cat key.txt
+# created: 2026-12-01T10:00:00Z
+# public key: age1{rand(58, "qpzry9x8gf2tvdw0s3jn54khce6mua7l")}
+{age}
+$ jq .installed.client_secret client.json
+"{gocspx}"
+$ cat ~/.docker/token
+{dckr}
+""", [("netrc-password", netrc_pw), ("basic-auth", basic), ("vault-token", vault), ("shopify-token", shop),
+      ("digitalocean-token", dop), ("age-secret-key", age), ("google-oauth-client-secret", gocspx),
+      ("docker-hub-token", dckr)])
+
 with open("secrets.json", "w") as f:
     json.dump(secrets, f, indent=2, sort_keys=True)
     f.write("\n")
