@@ -70,7 +70,7 @@ pub struct SecretScanner {
     assignment: Option<(Arc<str>, Arc<Assignment>)>,
     /// The token formats' anchors (case-sensitive, longest first), and per pattern id the
     /// detectors to try there: those of the anchor and of every anchor that is its prefix.
-    tokens: Option<TokenPrefilter>,
+    tokens: Vec<TokenPrefilter>,
     /// The `NAME=value` words in lower, UPPER and Capitalized spelling (explicit variants
     /// rather than ASCII case folding keep the search on the SIMD prefilter).
     words: Option<AhoCorasick>,
@@ -93,34 +93,43 @@ const DEFAULT_WINDOW: usize = 1024;
 /// The token anchors' automaton: unique literals, longest first (leftmost-first then prefers
 /// the longest anchor at a position), each pattern leading to the detectors of every anchor
 /// that is a prefix of it.
-/// The token automaton and, per pattern id, the detectors to try at its hits.
+/// A token automaton and, per pattern id, the detectors to try at its hits.
 type TokenPrefilter = (AhoCorasick, Vec<Vec<usize>>);
 
-fn token_prefilter(anchors: Vec<(String, usize)>) -> Result<Option<TokenPrefilter>, Error> {
-    if anchors.is_empty() {
-        return Ok(None);
-    }
+/// Most literals one automaton gets: the limit of aho-corasick's SIMD (Teddy) prefilter.
+const TEDDY_MAX: usize = 64;
+
+/// The token anchors' automata: unique literals, longest first (leftmost-first then prefers the
+/// longest anchor at a position), each pattern leading to the detectors of every anchor that is
+/// a prefix of it. More than [`TEDDY_MAX`] literals (a policy's extras) are split over several
+/// automata, so each keeps its SIMD prefilter.
+fn token_prefilter(anchors: &[(String, usize)]) -> Result<Vec<TokenPrefilter>, Error> {
     let mut literals: Vec<&str> = anchors.iter().map(|(a, _)| a.as_str()).collect();
     literals.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     literals.dedup();
-    let targets = literals
-        .iter()
-        .map(|lit| {
-            let mut t: Vec<usize> = anchors
+    literals
+        .chunks(TEDDY_MAX)
+        .map(|chunk| {
+            let targets = chunk
                 .iter()
-                .filter(|(a, _)| lit.starts_with(a.as_str()))
-                .map(|&(_, d)| d)
+                .map(|lit| {
+                    let mut t: Vec<usize> = anchors
+                        .iter()
+                        .filter(|(a, _)| lit.starts_with(a.as_str()))
+                        .map(|&(_, d)| d)
+                        .collect();
+                    t.sort_unstable();
+                    t.dedup();
+                    t
+                })
                 .collect();
-            t.sort_unstable();
-            t.dedup();
-            t
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(chunk)
+                .map_err(|e| config_error("hooks.redaction", e.to_string()))?;
+            Ok((ac, targets))
         })
-        .collect();
-    let ac = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(&literals)
-        .map_err(|e| config_error("hooks.redaction", e.to_string()))?;
-    Ok(Some((ac, targets)))
+        .collect()
 }
 
 /// `word`, `WORD` and `Word` for each word.
@@ -248,14 +257,14 @@ impl SecretScanner {
                 unanchored,
             });
         }
-        let tokens = token_prefilter(anchors)?;
+        let tokens = token_prefilter(&anchors)?;
 
         let assignment = (!disabled(&table.assignment.id))
             .then(|| (Arc::from(table.assignment.id.as_str()), judge.clone()));
         let words = match &assignment {
             Some((_, a)) => Some(
                 AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostLongest)
+                    .match_kind(MatchKind::LeftmostFirst)
                     .build(spelling_variants(&a.anchors()))
                     .map_err(|e| config_error("hooks.redaction", e.to_string()))?,
             ),
@@ -350,7 +359,10 @@ impl SecretScanner {
         let mut generic: Vec<Range<usize>> = Vec::new();
         let mut next_try = vec![0usize; self.detectors.len()];
 
-        if let Some((ac, targets)) = &self.tokens {
+        for (ac, targets) in &self.tokens {
+            // Per automaton: a detector whose anchors landed in two automata sees each one's
+            // hits in text order; a span found twice is dropped by the overlap pass below.
+            next_try.fill(0);
             // Restart one byte after each hit's start, so an anchor starting inside another
             // one's text is still seen (`disk-----BEGIN`): token anchors are rare, so this is
             // cheap.
@@ -804,6 +816,28 @@ mod tests {
             .unwrap_err();
             assert!(err.to_string().contains("hooks.redaction.extra"), "{err}");
         }
+    }
+
+    #[test]
+    fn more_anchors_than_one_simd_automaton_takes_still_find_everything() {
+        let extra = (0..80)
+            .map(|i| ExtraDetector {
+                id: format!("corp-{i}"),
+                pattern: format!("corp{i}x_[a-z0-9]{{12}}"),
+                entropy: None,
+                anchors: vec![format!("corp{i}x_")],
+                hit: None,
+                miss: None,
+            })
+            .collect();
+        let s = SecretScanner::from_config(&RedactionConfig {
+            extra,
+            ..RedactionConfig::default()
+        })
+        .unwrap();
+        assert!(s.tokens.len() > 1, "split over several automata");
+        let text = "a corp3x_q8w3l2m9t7k1 b corp79x_q8w3l2m9t7k1 c ghp_R8kT2mWq9ZxLb4NcV7yHd3PfJs6GtE1aUo5i";
+        assert_eq!(ids(&s.find(text)), ["corp-3", "corp-79", "github-token"]);
     }
 
     #[test]

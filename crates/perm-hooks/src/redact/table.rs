@@ -190,6 +190,18 @@ mod tests {
             assert!(!d.anchors.is_empty(), "{} has no anchor", d.id);
         }
         assert!(t.assignment.example.is_some());
+        let mut anchors: Vec<&str> = t
+            .detector
+            .iter()
+            .flat_map(|d| d.anchors.iter().map(String::as_str))
+            .collect();
+        anchors.sort_unstable();
+        anchors.dedup();
+        assert!(
+            anchors.len() <= 64,
+            "{} anchors: more than the SIMD prefilter takes",
+            anchors.len()
+        );
     }
 
     #[test]
