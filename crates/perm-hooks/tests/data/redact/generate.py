@@ -624,3 +624,66 @@ ordinary_file("logo.html", f"""<!doctype html>
 """)
 
 ordinary_file("sha256sums.txt", "".join(f"{hexs(64)}  auth-service-2.4.0-{a}.tar.gz\n" for a in ["x86_64", "aarch64", "riscv64"]))
+
+# One-liners from many ecosystems that name secrets without holding one.
+ordinary_file("snippets.txt", r"""[tool.poetry.dependencies]
+python = "^3.11"
+keyring = "^24.0"
+"@octokit/auth-token": "^4.0.0",
+"node_modules/js-tokens": { "version": "4.0.0", "integrity": "sha512-RdJUflcE3cUzKiMqQgsCu06FA7a85EgvhJF6cVQwjcDDgA3I9kIzjiQDCdM+Sy3R7KCkgt5ZNa5LHKv6zLeNQw==" },
+resolved "https://registry.yarnpkg.com/js-tokens/-/js-tokens-4.0.0.tgz#19203fb59991df98e3a287050d4647cdeaf32499"
+github.com/golang-jwt/jwt/v5 v5.2.1 h1:OuVbFODueb089Lh128TAcimifWaLhJwVflnrgM17wHk=
+  narHash = "sha256-+hOE2ZVu7CqTR1RjBEkmVw5cvJ1P7wiN9Ur0bZDHWCM=";
+password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())
+PASSWORD_MIN_LENGTH = 12
+token_count = len(tokens)
+auth_token = request.headers.get("X-Auth-Token")
+secret = Secret(name="db", namespace=ns)
+const [token, setToken] = useState<string | null>(null);
+api_key: Optional[str] = None
+def login(username: str, password: str) -> Token:
+if (password !== confirmPassword) { setError("Passwords do not match"); }
+export const API_KEY_HEADER = "X-Api-Key";
+  - name: SECRET_KEY
+    valueFrom: {secretKeyRef: {name: app, key: secret-key}}
+session.secret = process.env.SESSION_SECRET || crypto.randomBytes(32).toString("hex");
+git clone https://github.com/rust-lang/regex.git
+curl -u "$USER:$PASSWORD" https://api.example.com
+mysql -u root -p"$MYSQL_ROOT_PASSWORD"
+docker login -u user --password-stdin
+ssh-keygen -t ed25519 -C "you@example.com"
+ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl you@example.com
+Tokens are counted with tiktoken; the secret sauce is caching.
+  "resolved": "https://registry.npmjs.org/@aws-sdk/credential-providers/-/credential-providers-3.0.0.tgz",
+Set the `AWS_SECRET_ACCESS_KEY` and `AWS_ACCESS_KEY_ID` environment variables.
+    password = models.CharField(max_length=128)
+    token = serializers.CharField(read_only=True)
+let secret_key = SecretKey::from_slice(&bytes)?;
+KeyError: 'password'
+Passwd file: /etc/passwd
+passport.use(new JwtStrategy(opts, verify));
+    "token_type": "Bearer",
+    "expires_in": 3600,
+redis://localhost:6379
+postgresql://localhost/mydb?user=other&password=secret
+http://user@example.com/
+https://example.com:8443/path?q=1
+commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a
+Change-Id: I8c2f1e0d9b8a7f6e5d4c3b2a19080706f5e4d3c2
+uuid: 123e4567-e89b-12d3-a456-426614174000
+<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==">
+password=$(cat /run/secrets/db_password)
+TOKEN=$(gcloud auth print-access-token)
+api_key = os.getenv("API_KEY", "")
+  secretName: my-tls
+  tokenizer: "bert-base-uncased"
+API_TOKEN_TTL_SECONDS=3600
+"password": "",
+"password": null,
+  password: ${DB_PASSWORD}
+  password: "{{ vault_db_password }}"
+  password: !vault |
+  token: ${{ secrets.GITHUB_TOKEN }}
+jwt_secret: <%= ENV["JWT_SECRET"] %>
+PASSWORD_REGEX = r"^(?=.*[A-Z])(?=.*\d).{12,}$"
+""")
