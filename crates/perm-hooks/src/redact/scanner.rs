@@ -624,6 +624,7 @@ impl Detector {
                 return false;
             }
             Some(Check::BasicCredentials) if !basic_credentials(secret) => return false,
+            Some(Check::Base64PrivateKey) if !base64_private_key(secret) => return false,
             _ => {}
         }
         if let Some(judge) = &self.stand_ins
@@ -670,6 +671,16 @@ fn basic_credentials(b64: &str) -> bool {
     })
 }
 
+/// Whether base64 `text` starts with an encoded `-----BEGIN ... PRIVATE KEY` line (the first 64
+/// characters decode to 48 bytes, room for the longest header).
+fn base64_private_key(text: &str) -> bool {
+    let head = text.get(..64).unwrap_or(text);
+    base64url_decode(head).is_some_and(|bytes| {
+        let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        line.starts_with(b"-----BEGIN ") && line.windows(11).any(|w| w == b"PRIVATE KEY")
+    })
+}
+
 fn jwt_header_ok(token: &str) -> bool {
     let Some(header) = token.split('.').next() else {
         return false;
@@ -705,7 +716,8 @@ mod tests {
         assert!(s.detector_ids().contains(&"secret-assignment"));
     }
 
-    /// Every table entry's test pair: the hit is masked by that detector, the miss by none.
+    /// Every table entry's test pair: the hit is masked by that detector, the miss by none
+    /// (the AWS secret's look-alike holds a real-shaped key id, masked by its own detector).
     #[test]
     fn every_detector_masks_its_hit_and_not_its_miss() {
         let table = table::builtin().unwrap();
@@ -737,14 +749,19 @@ mod tests {
                 ex.hit.lines().count(),
                 "{id}: lines"
             );
+            // The look-alike is not this detector's; it passes untouched unless it holds
+            // another detector's secret on purpose (a key id next to a non-secret).
             let miss = scanner.redact(&ex.miss);
             assert!(
-                miss.findings.is_empty(),
+                !ids(&miss.findings).contains(&id.as_str()),
                 "{id}: look-alike matched: {:?} in {}",
                 miss.findings,
                 ex.miss
             );
-            assert!(matches!(miss.text, Cow::Borrowed(_)));
+            if id != "aws-secret-access-key" {
+                assert!(miss.findings.is_empty(), "{id}: {:?}", miss.findings);
+                assert!(matches!(miss.text, Cow::Borrowed(_)));
+            }
         }
     }
 

@@ -48,6 +48,8 @@ pub(crate) enum Check {
     HasDigit,
     /// The masked text is base64 of printable `user:password`.
     BasicCredentials,
+    /// The masked text's start is base64 of a `-----BEGIN ... PRIVATE KEY` line.
+    Base64PrivateKey,
 }
 
 /// Which part of a match is masked, when not the whole match or the `secret` group.

@@ -253,6 +253,26 @@ $ cat ~/.docker/token
       ("digitalocean-token", dop), ("age-secret-key", age), ("google-oauth-client-secret", gocspx),
       ("docker-hub-token", dckr)])
 
+tls_pem, _ = pem("RSA", 10)
+tls_b64 = base64.b64encode(tls_pem.encode()).decode()
+crt_b64 = base64.b64encode(("-----BEGIN CERTIFICATE-----\n" + b64(48) + "\n-----END CERTIFICATE-----\n").encode()).decode()
+k8s_pw = base64.b64encode(rand(20).encode()).decode()
+secret_file("k8s-secret.yaml", f"""apiVersion: v1
+kind: Secret
+metadata:
+  name: web-tls
+type: kubernetes.io/tls
+data:
+  tls.crt: {crt_b64}
+  tls.key: {tls_b64}
+  db-password: {k8s_pw}
+""", [("private-key-base64", tls_b64), ("secret-assignment", k8s_pw)])
+
+csv_id, csv_secret = "AKIA" + rand(16, UPPER32), b64(30)
+secret_file("credentials.csv", f"""User name,Password,Access key ID,Secret access key,Console login link
+ci-deployer,,{csv_id},{csv_secret},https://123456789012.signin.aws.amazon.com/console
+""", [("aws-access-key-id", csv_id), ("aws-secret-access-key", csv_secret)])
+
 with open("secrets.json", "w") as f:
     json.dump(secrets, f, indent=2, sort_keys=True)
     f.write("\n")
