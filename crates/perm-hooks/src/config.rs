@@ -90,6 +90,12 @@ pub struct ExtraDetector {
     /// (fast). Without anchors it runs over the whole text.
     #[serde(default)]
     pub anchors: Vec<String>,
+    /// A text it must find (checked when the policy loads).
+    #[serde(default)]
+    pub hit: Option<String>,
+    /// A look-alike it must not match (checked when the policy loads).
+    #[serde(default)]
+    pub miss: Option<String>,
 }
 
 /// One `[[hooks.command]]` entry.

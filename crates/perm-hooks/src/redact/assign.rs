@@ -6,6 +6,8 @@
 //! `jsonwebtoken` are not secret-like; values that are code, references or stand-ins pass.
 
 use std::collections::HashSet;
+
+use aho_corasick::AhoCorasick;
 use std::ops::Range;
 
 use super::table::{AssignmentSpec, entropy};
@@ -18,9 +20,11 @@ pub(crate) struct Assignment {
     pairs: Vec<(String, String)>,
     /// Sorted, for binary search.
     qualifiers: Vec<String>,
-    placeholders: HashSet<String>,
+    /// Sorted, for binary search.
+    placeholders: Vec<String>,
     placeholder_prefixes: Vec<String>,
-    placeholder_contains: Vec<String>,
+    /// One ASCII case-insensitive pass for all the stand-in substrings.
+    placeholder_contains: Option<AhoCorasick>,
     min_len: usize,
     entropy: f64,
     /// Names (lowercase) the policy says are not secrets.
@@ -100,9 +104,14 @@ impl Assignment {
                 .map(|(a, b)| (a.to_ascii_lowercase(), b.to_ascii_lowercase()))
                 .collect(),
             qualifiers: sorted(lower(&spec.qualifiers)),
-            placeholders: lower(&spec.placeholders).into_iter().collect(),
+            placeholders: sorted(lower(&spec.placeholders)),
             placeholder_prefixes: lower(&spec.placeholder_prefixes),
-            placeholder_contains: lower(&spec.placeholder_contains),
+            // Only fails on absurd sizes; without it a stand-in is simply not recognised by
+            // substring (the value is then masked: the safe side).
+            placeholder_contains: AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&spec.placeholder_contains)
+                .ok(),
             min_len: spec.min_len,
             entropy: spec.entropy,
             allow_keys: lower(allow_keys).into_iter().collect(),
@@ -113,7 +122,7 @@ impl Assignment {
     /// first word of every pair, minus those another one is a prefix of (`pass` finds
     /// `password`; the whole name is judged anyway).
     pub(crate) fn anchors(&self) -> Vec<String> {
-        let mut all: Vec<String> = self.words.iter().cloned().collect();
+        let mut all: Vec<String> = self.words.clone();
         all.extend(self.pairs.iter().map(|(first, _)| first.clone()));
         all.sort_unstable();
         all.dedup();
@@ -153,16 +162,30 @@ impl Assignment {
     /// Whether a value is a stand-in: a placeholder word, prefix or substring, or one character
     /// repeated.
     pub(crate) fn is_stand_in(&self, value: &str) -> bool {
-        let v = value.to_ascii_lowercase();
-        if self.placeholders.contains(&v)
-            || self.placeholder_prefixes.iter().any(|p| v.starts_with(p))
-            || self.placeholder_contains.iter().any(|p| v.contains(p))
+        let bytes = value.as_bytes();
+        let exact = self
+            .placeholders
+            .binary_search_by(|p| {
+                let lower = bytes.iter().map(u8::to_ascii_lowercase);
+                p.bytes().cmp(lower)
+            })
+            .is_ok();
+        if exact
+            || self.placeholder_prefixes.iter().any(|p| {
+                bytes
+                    .get(..p.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(p.as_bytes()))
+            })
+            || self
+                .placeholder_contains
+                .as_ref()
+                .is_some_and(|ac| ac.is_match(value))
         {
             return true;
         }
         // One character repeated: `xxxxxxxx`, `********`, `00000000`.
-        let mut bytes = v.bytes();
-        bytes.next().is_some_and(|first| bytes.all(|b| b == first))
+        let mut it = bytes.iter();
+        it.next().is_some_and(|first| it.all(|b| b == first))
     }
 
     /// Whether a value (without its quotes) is a secret. `quoted` values are string literals;

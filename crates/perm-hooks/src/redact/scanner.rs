@@ -11,7 +11,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::assign::Assignment;
-use super::table::{self, Check, DetectorSpec, Mask, base64url_decode, entropy};
+use super::table::{self, Check, DetectorSpec, Example, Mask, base64url_decode, entropy};
 use crate::config::RedactionConfig;
 use crate::error::Error;
 
@@ -70,7 +70,7 @@ pub struct SecretScanner {
     assignment: Option<(Arc<str>, Arc<Assignment>)>,
     /// The token formats' anchors (case-sensitive, longest first), and per pattern id the
     /// detectors to try there: those of the anchor and of every anchor that is its prefix.
-    tokens: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    tokens: Vec<TokenPrefilter>,
     /// The `NAME=value` words in lower, UPPER and Capitalized spelling (explicit variants
     /// rather than ASCII case folding keep the search on the SIMD prefilter).
     words: Option<AhoCorasick>,
@@ -93,33 +93,43 @@ const DEFAULT_WINDOW: usize = 1024;
 /// The token anchors' automaton: unique literals, longest first (leftmost-first then prefers
 /// the longest anchor at a position), each pattern leading to the detectors of every anchor
 /// that is a prefix of it.
-fn token_prefilter(
-    anchors: Vec<(String, usize)>,
-) -> Result<Option<(AhoCorasick, Vec<Vec<usize>>)>, Error> {
-    if anchors.is_empty() {
-        return Ok(None);
-    }
+/// A token automaton and, per pattern id, the detectors to try at its hits.
+type TokenPrefilter = (AhoCorasick, Vec<Vec<usize>>);
+
+/// Most literals one automaton gets: the limit of aho-corasick's SIMD (Teddy) prefilter.
+const TEDDY_MAX: usize = 64;
+
+/// The token anchors' automata: unique literals, longest first (leftmost-first then prefers the
+/// longest anchor at a position), each pattern leading to the detectors of every anchor that is
+/// a prefix of it. More than [`TEDDY_MAX`] literals (a policy's extras) are split over several
+/// automata, so each keeps its SIMD prefilter.
+fn token_prefilter(anchors: &[(String, usize)]) -> Result<Vec<TokenPrefilter>, Error> {
     let mut literals: Vec<&str> = anchors.iter().map(|(a, _)| a.as_str()).collect();
     literals.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     literals.dedup();
-    let targets = literals
-        .iter()
-        .map(|lit| {
-            let mut t: Vec<usize> = anchors
+    literals
+        .chunks(TEDDY_MAX)
+        .map(|chunk| {
+            let targets = chunk
                 .iter()
-                .filter(|(a, _)| lit.starts_with(a.as_str()))
-                .map(|&(_, d)| d)
+                .map(|lit| {
+                    let mut t: Vec<usize> = anchors
+                        .iter()
+                        .filter(|(a, _)| lit.starts_with(a.as_str()))
+                        .map(|&(_, d)| d)
+                        .collect();
+                    t.sort_unstable();
+                    t.dedup();
+                    t
+                })
                 .collect();
-            t.sort_unstable();
-            t.dedup();
-            t
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(chunk)
+                .map_err(|e| config_error("hooks.redaction", e.to_string()))?;
+            Ok((ac, targets))
         })
-        .collect();
-    let ac = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(&literals)
-        .map_err(|e| config_error("hooks.redaction", e.to_string()))?;
-    Ok(Some((ac, targets)))
+        .collect()
 }
 
 /// `word`, `WORD` and `Word` for each word.
@@ -204,7 +214,13 @@ impl SecretScanner {
                 window: None,
                 mask: None,
                 check: None,
-                example: None,
+                example: match (&extra.hit, &extra.miss) {
+                    (None, None) => None,
+                    (hit, miss) => Some(Example {
+                        hit: hit.clone().unwrap_or_default(),
+                        miss: miss.clone().unwrap_or_default(),
+                    }),
+                },
             });
         }
 
@@ -241,14 +257,14 @@ impl SecretScanner {
                 unanchored,
             });
         }
-        let tokens = token_prefilter(anchors)?;
+        let tokens = token_prefilter(&anchors)?;
 
         let assignment = (!disabled(&table.assignment.id))
             .then(|| (Arc::from(table.assignment.id.as_str()), judge.clone()));
         let words = match &assignment {
             Some((_, a)) => Some(
                 AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostLongest)
+                    .match_kind(MatchKind::LeftmostFirst)
                     .build(spelling_variants(&a.anchors()))
                     .map_err(|e| config_error("hooks.redaction", e.to_string()))?,
             ),
@@ -277,13 +293,47 @@ impl SecretScanner {
             )
         };
 
-        Ok(SecretScanner {
+        let scanner = SecretScanner {
             detectors,
             assignment,
             tokens,
             words,
             allow_paths,
-        })
+        };
+        // Every detector's test pair is checked when it loads, built-in or from the policy: a
+        // pattern that misses its own example, or matches its look-alike, is refused.
+        let assignment_example = (!disabled(&table.assignment.id))
+            .then_some(())
+            .and(table.assignment.example.as_ref())
+            .map(|e| (table.assignment.id.as_str(), e));
+        let examples = specs
+            .iter()
+            .filter_map(|d| d.example.as_ref().map(|e| (d.id.as_str(), e)))
+            .chain(assignment_example);
+        for (id, example) in examples {
+            let finds = |text: &str| scanner.find(text).iter().any(|f| &*f.detector == id);
+            let key = if config.extra.iter().any(|e| e.id == id) {
+                "hooks.redaction.extra"
+            } else {
+                "hooks.redaction"
+            };
+            if !example.hit.is_empty() && !finds(&example.hit) {
+                return Err(config_error(
+                    key,
+                    format!(
+                        "detector `{id}` does not find its example `{}`",
+                        example.hit
+                    ),
+                ));
+            }
+            if !example.miss.is_empty() && finds(&example.miss) {
+                return Err(config_error(
+                    key,
+                    format!("detector `{id}` matches its look-alike `{}`", example.miss),
+                ));
+            }
+        }
+        Ok(scanner)
     }
 
     /// The ids of the active detectors, in table order (`secret-assignment` last).
@@ -309,7 +359,10 @@ impl SecretScanner {
         let mut generic: Vec<Range<usize>> = Vec::new();
         let mut next_try = vec![0usize; self.detectors.len()];
 
-        if let Some((ac, targets)) = &self.tokens {
+        for (ac, targets) in &self.tokens {
+            // Per automaton: a detector whose anchors landed in two automata sees each one's
+            // hits in text order; a span found twice is dropped by the overlap pass below.
+            next_try.fill(0);
             // Restart one byte after each hit's start, so an anchor starting inside another
             // one's text is still seen (`disk-----BEGIN`): token anchors are rare, so this is
             // cheap.
@@ -385,7 +438,7 @@ impl SecretScanner {
                     }
                     i += 1;
                 }
-                if !specific.get(i).is_some_and(|(k, _)| k.start < r.end) {
+                if specific.get(i).is_none_or(|(k, _)| k.start >= r.end) {
                     kept.push((r, id.clone()));
                 }
             }
@@ -514,10 +567,9 @@ impl Detector {
         // when there is a group to read.
         let m = self.re.find(rest)?;
         if self.mask == Some(Mask::Body) {
-            let span = body_of(m.as_str())?;
-            let span = pos + span.start..pos + span.end;
+            let span = body_of(text, pos, pos + m.end())?;
             return self
-                .judge(text, pos + m.end(), text.get(span.clone())?, m.as_str(), "")
+                .judge(text, span.end, text.get(span.clone())?, m.as_str(), "")
                 .then_some(span);
         }
         if self.secret_group.is_none() && self.stand_ins.is_none() {
@@ -571,6 +623,8 @@ impl Detector {
             {
                 return false;
             }
+            Some(Check::BasicCredentials) if !basic_credentials(secret) => return false,
+            Some(Check::Base64PrivateKey) if !base64_private_key(secret) => return false,
             _ => {}
         }
         if let Some(judge) = &self.stand_ins
@@ -582,20 +636,49 @@ impl Detector {
     }
 }
 
-/// A block's body inside its match: after the first line break (raw, or `\n` escaped inside a
-/// JSON string), up to the `-----END` line or the end of the match.
-fn body_of(block: &str) -> Option<Range<usize>> {
-    let raw = block.find('\n').map(|i| i + 1);
-    let escaped = block.find("\\n").map(|i| i + 2);
-    let start = match (raw, escaped) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b)?,
-    };
-    let end = block
-        .rfind("-----END")
-        .filter(|&e| e >= start)
-        .unwrap_or(block.len());
-    (start < end).then_some(start..end)
+/// The body of a block whose head (`-----BEGIN ...` and the first base64 characters) is
+/// `text[start..head_end]`: from after the head's first line break (raw, or `\n` escaped in a
+/// JSON string) over every base64/line-break byte that follows, i.e. up to the `-----END` line
+/// or wherever the (possibly truncated) body stops.
+fn body_of(text: &str, start: usize, head_end: usize) -> Option<Range<usize>> {
+    let head = text.get(start..head_end)?;
+    let raw = head.find('\n').map(|i| i + 1);
+    let escaped = head.find("\\n").map(|i| i + 2);
+    let body_start = start
+        + match (raw, escaped) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+    let bytes = text.as_bytes();
+    let mut end = head_end;
+    while bytes.get(end).is_some_and(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(b, b'+' | b'/' | b'=' | b'\\' | b'\r' | b'\n' | b'\t' | b' ')
+    }) {
+        end += 1;
+    }
+    (body_start < end).then_some(body_start..end)
+}
+
+/// Whether `b64` decodes to printable ASCII `user:password` with a non-empty password.
+fn basic_credentials(b64: &str) -> bool {
+    base64url_decode(b64).is_some_and(|bytes| {
+        bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
+            && bytes
+                .iter()
+                .position(|&b| b == b':')
+                .is_some_and(|colon| colon + 1 < bytes.len())
+    })
+}
+
+/// Whether base64 `text` starts with an encoded `-----BEGIN ... PRIVATE KEY` line (the first 64
+/// characters decode to 48 bytes, room for the longest header).
+fn base64_private_key(text: &str) -> bool {
+    let head = text.get(..64).unwrap_or(text);
+    base64url_decode(head).is_some_and(|bytes| {
+        let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        line.starts_with(b"-----BEGIN ") && line.windows(11).any(|w| w == b"PRIVATE KEY")
+    })
 }
 
 fn jwt_header_ok(token: &str) -> bool {
@@ -633,7 +716,8 @@ mod tests {
         assert!(s.detector_ids().contains(&"secret-assignment"));
     }
 
-    /// Every table entry's test pair: the hit is masked by that detector, the miss by none.
+    /// Every table entry's test pair: the hit is masked by that detector, the miss by none
+    /// (the AWS secret's look-alike holds a real-shaped key id, masked by its own detector).
     #[test]
     fn every_detector_masks_its_hit_and_not_its_miss() {
         let table = table::builtin().unwrap();
@@ -665,14 +749,19 @@ mod tests {
                 ex.hit.lines().count(),
                 "{id}: lines"
             );
+            // The look-alike is not this detector's; it passes untouched unless it holds
+            // another detector's secret on purpose (a key id next to a non-secret).
             let miss = scanner.redact(&ex.miss);
             assert!(
-                miss.findings.is_empty(),
+                !ids(&miss.findings).contains(&id.as_str()),
                 "{id}: look-alike matched: {:?} in {}",
                 miss.findings,
                 ex.miss
             );
-            assert!(matches!(miss.text, Cow::Borrowed(_)));
+            if id != "aws-secret-access-key" {
+                assert!(miss.findings.is_empty(), "{id}: {:?}", miss.findings);
+                assert!(matches!(miss.text, Cow::Borrowed(_)));
+            }
         }
     }
 
@@ -708,12 +797,16 @@ mod tests {
                     pattern: "acme_[a-z0-9]{12}".into(),
                     entropy: Some(2.5),
                     anchors: vec!["acme_".into()],
+                    hit: None,
+                    miss: None,
                 },
                 ExtraDetector {
                     id: "internal-pin".into(),
                     pattern: r"PIN (?P<secret>\d{6})\b".into(),
                     entropy: None,
                     anchors: vec![],
+                    hit: None,
+                    miss: None,
                 },
             ],
             ..RedactionConfig::default()
@@ -732,12 +825,60 @@ mod tests {
                     pattern: bad.1.into(),
                     entropy: None,
                     anchors: vec![],
+                    hit: None,
+                    miss: None,
                 }],
                 ..RedactionConfig::default()
             })
             .unwrap_err();
             assert!(err.to_string().contains("hooks.redaction.extra"), "{err}");
         }
+    }
+
+    #[test]
+    fn more_anchors_than_one_simd_automaton_takes_still_find_everything() {
+        let extra = (0..80)
+            .map(|i| ExtraDetector {
+                id: format!("corp-{i}"),
+                pattern: format!("corp{i}x_[a-z0-9]{{12}}"),
+                entropy: None,
+                anchors: vec![format!("corp{i}x_")],
+                hit: None,
+                miss: None,
+            })
+            .collect();
+        let s = SecretScanner::from_config(&RedactionConfig {
+            extra,
+            ..RedactionConfig::default()
+        })
+        .unwrap();
+        assert!(s.tokens.len() > 1, "split over several automata");
+        let text = "a corp3x_q8w3l2m9t7k1 b corp79x_q8w3l2m9t7k1 c ghp_R8kT2mWq9ZxLb4NcV7yHd3PfJs6GtE1aUo5i";
+        assert_eq!(ids(&s.find(text)), ["corp-3", "corp-79", "github-token"]);
+    }
+
+    #[test]
+    fn an_extra_detector_is_checked_against_its_examples() {
+        let extra = |hit: &str, miss: &str| RedactionConfig {
+            extra: vec![ExtraDetector {
+                id: "acme-key".into(),
+                pattern: "acme_[a-z0-9]{12}".into(),
+                entropy: None,
+                anchors: vec!["acme_".into()],
+                hit: Some(hit.into()),
+                miss: Some(miss.into()),
+            }],
+            ..RedactionConfig::default()
+        };
+        assert!(SecretScanner::from_config(&extra("k=acme_q8w3l2m9t7k1", "acme_short")).is_ok());
+        let err = SecretScanner::from_config(&extra("k=acme_short", "x")).unwrap_err();
+        assert!(
+            err.to_string().contains("does not find its example"),
+            "{err}"
+        );
+        let err = SecretScanner::from_config(&extra("acme_q8w3l2m9t7k1", "acme_q8w3l2m9t7k2"))
+            .unwrap_err();
+        assert!(err.to_string().contains("matches its look-alike"), "{err}");
     }
 
     #[test]

@@ -74,8 +74,10 @@ fn every_secret_in_the_corpus_is_masked_by_its_detector() {
                 r.text
             );
             assert!(
-                r.findings.iter().any(|f| &*f.detector == e.detector
-                    && e.secret.contains(core(&text[f.span.clone()]))),
+                r.findings
+                    .iter()
+                    .any(|f| *f.detector == e.detector
+                        && e.secret.contains(core(&text[f.span.clone()]))),
                 "{name}: {} not reported by `{}`: {:?}",
                 e.secret,
                 e.detector,

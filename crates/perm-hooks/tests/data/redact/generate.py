@@ -223,6 +223,56 @@ secret_file("app.log", f"""2026-12-03T05:12:44Z INFO  request id={uuid.UUID(int=
 2026-12-03T05:12:47Z INFO  cache hit ratio=0.93 keys=18234
 """, [("jwt", hs_jwt), ("github-token", gho)])
 
+netrc_pw = rand(24)
+basic = base64.b64encode(f"deploy:{rand(18)}".encode()).decode()
+vault = "hvs." + rand(90, ALNUM + "_-")
+vault = vault[:8] + "4" + vault[9:]
+shop = "shpat_" + hexs(32)
+dop = "dop_v1_" + hexs(64)
+age = "AGE-SECRET-KEY-1" + rand(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+gocspx = "GOCSPX-" + rand(28, ALNUM + "_-")
+dckr = "dckr_pat_" + rand(27, ALNUM + "_-")
+secret_file("misc-credentials.txt", f"""$ cat ~/.netrc
+machine git.acme.test login ci password {netrc_pw}
+$ curl -v https://registry.acme.test/v2/
+> Authorization: Basic {basic}
+$ env | grep -E 'VAULT|SHOP|DO_'
+VAULT_ADDR=https://vault.acme.test:8200
+VAULT_TOKEN={vault}
+SHOPIFY_ADMIN={shop}
+DO_API={dop}
+$ cat key.txt
+# created: 2026-12-01T10:00:00Z
+# public key: age1{rand(58, "qpzry9x8gf2tvdw0s3jn54khce6mua7l")}
+{age}
+$ jq .installed.client_secret client.json
+"{gocspx}"
+$ cat ~/.docker/token
+{dckr}
+""", [("netrc-password", netrc_pw), ("basic-auth", basic), ("vault-token", vault), ("shopify-token", shop),
+      ("digitalocean-token", dop), ("age-secret-key", age), ("google-oauth-client-secret", gocspx),
+      ("docker-hub-token", dckr)])
+
+tls_pem, _ = pem("RSA", 10)
+tls_b64 = base64.b64encode(tls_pem.encode()).decode()
+crt_b64 = base64.b64encode(("-----BEGIN CERTIFICATE-----\n" + b64(48) + "\n-----END CERTIFICATE-----\n").encode()).decode()
+k8s_pw = base64.b64encode(rand(20).encode()).decode()
+secret_file("k8s-secret.yaml", f"""apiVersion: v1
+kind: Secret
+metadata:
+  name: web-tls
+type: kubernetes.io/tls
+data:
+  tls.crt: {crt_b64}
+  tls.key: {tls_b64}
+  db-password: {k8s_pw}
+""", [("private-key-base64", tls_b64), ("secret-assignment", k8s_pw)])
+
+csv_id, csv_secret = "AKIA" + rand(16, UPPER32), b64(30)
+secret_file("credentials.csv", f"""User name,Password,Access key ID,Secret access key,Console login link
+ci-deployer,,{csv_id},{csv_secret},https://123456789012.signin.aws.amazon.com/console
+""", [("aws-access-key-id", csv_id), ("aws-secret-access-key", csv_secret)])
+
 with open("secrets.json", "w") as f:
     json.dump(secrets, f, indent=2, sort_keys=True)
     f.write("\n")
@@ -594,3 +644,66 @@ ordinary_file("logo.html", f"""<!doctype html>
 """)
 
 ordinary_file("sha256sums.txt", "".join(f"{hexs(64)}  auth-service-2.4.0-{a}.tar.gz\n" for a in ["x86_64", "aarch64", "riscv64"]))
+
+# One-liners from many ecosystems that name secrets without holding one.
+ordinary_file("snippets.txt", r"""[tool.poetry.dependencies]
+python = "^3.11"
+keyring = "^24.0"
+"@octokit/auth-token": "^4.0.0",
+"node_modules/js-tokens": { "version": "4.0.0", "integrity": "sha512-RdJUflcE3cUzKiMqQgsCu06FA7a85EgvhJF6cVQwjcDDgA3I9kIzjiQDCdM+Sy3R7KCkgt5ZNa5LHKv6zLeNQw==" },
+resolved "https://registry.yarnpkg.com/js-tokens/-/js-tokens-4.0.0.tgz#19203fb59991df98e3a287050d4647cdeaf32499"
+github.com/golang-jwt/jwt/v5 v5.2.1 h1:OuVbFODueb089Lh128TAcimifWaLhJwVflnrgM17wHk=
+  narHash = "sha256-+hOE2ZVu7CqTR1RjBEkmVw5cvJ1P7wiN9Ur0bZDHWCM=";
+password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())
+PASSWORD_MIN_LENGTH = 12
+token_count = len(tokens)
+auth_token = request.headers.get("X-Auth-Token")
+secret = Secret(name="db", namespace=ns)
+const [token, setToken] = useState<string | null>(null);
+api_key: Optional[str] = None
+def login(username: str, password: str) -> Token:
+if (password !== confirmPassword) { setError("Passwords do not match"); }
+export const API_KEY_HEADER = "X-Api-Key";
+  - name: SECRET_KEY
+    valueFrom: {secretKeyRef: {name: app, key: secret-key}}
+session.secret = process.env.SESSION_SECRET || crypto.randomBytes(32).toString("hex");
+git clone https://github.com/rust-lang/regex.git
+curl -u "$USER:$PASSWORD" https://api.example.com
+mysql -u root -p"$MYSQL_ROOT_PASSWORD"
+docker login -u user --password-stdin
+ssh-keygen -t ed25519 -C "you@example.com"
+ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl you@example.com
+Tokens are counted with tiktoken; the secret sauce is caching.
+  "resolved": "https://registry.npmjs.org/@aws-sdk/credential-providers/-/credential-providers-3.0.0.tgz",
+Set the `AWS_SECRET_ACCESS_KEY` and `AWS_ACCESS_KEY_ID` environment variables.
+    password = models.CharField(max_length=128)
+    token = serializers.CharField(read_only=True)
+let secret_key = SecretKey::from_slice(&bytes)?;
+KeyError: 'password'
+Passwd file: /etc/passwd
+passport.use(new JwtStrategy(opts, verify));
+    "token_type": "Bearer",
+    "expires_in": 3600,
+redis://localhost:6379
+postgresql://localhost/mydb?user=other&password=secret
+http://user@example.com/
+https://example.com:8443/path?q=1
+commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a
+Change-Id: I8c2f1e0d9b8a7f6e5d4c3b2a19080706f5e4d3c2
+uuid: 123e4567-e89b-12d3-a456-426614174000
+<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==">
+password=$(cat /run/secrets/db_password)
+TOKEN=$(gcloud auth print-access-token)
+api_key = os.getenv("API_KEY", "")
+  secretName: my-tls
+  tokenizer: "bert-base-uncased"
+API_TOKEN_TTL_SECONDS=3600
+"password": "",
+"password": null,
+  password: ${DB_PASSWORD}
+  password: "{{ vault_db_password }}"
+  password: !vault |
+  token: ${{ secrets.GITHUB_TOKEN }}
+jwt_secret: <%= ENV["JWT_SECRET"] %>
+PASSWORD_REGEX = r"^(?=.*[A-Z])(?=.*\d).{12,}$"
+""")
