@@ -391,11 +391,11 @@ pub(crate) fn reason(v: &Verdict) -> String {
             let at = step.source.as_deref().unwrap_or("the policy");
             text.push_str(&format!(" (rule `{rule}` at {at})"));
         }
-        if v.decision != Decision::Allow {
-            if let Some(hint) = hint(v, step) {
-                text.push_str(". ");
-                text.push_str(&hint);
-            }
+        if v.decision != Decision::Allow
+            && let Some(hint) = hint(v, step)
+        {
+            text.push_str(". ");
+            text.push_str(&hint);
         }
     }
     text

@@ -17,7 +17,6 @@ use perm_hooks::{AuditLog, AuditQuery, AuditReader};
 use perm_rules::Decision;
 use serde::Deserialize;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use crate::policy::Policy;
 
