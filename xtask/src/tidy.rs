@@ -95,7 +95,7 @@ fn composition_problems(root: &Path) -> Vec<String> {
 }
 
 /// Checks every rule and reports all violations at once.
-pub fn check(root: &Path) -> anyhow::Result<()> {
+pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
     let crates_dir = root.join("crates");
     let mut crates = BTreeMap::new();
     for entry in std::fs::read_dir(&crates_dir)

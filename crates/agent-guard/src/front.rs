@@ -72,7 +72,7 @@ pub(crate) struct Front {
 
 impl Front {
     /// Builds the guard from `policy` for a session working in `cwd`.
-    pub fn load(policy: &Policy, cwd: &Path, opts: &FrontOptions) -> anyhow::Result<Front> {
+    pub(crate) fn load(policy: &Policy, cwd: &Path, opts: &FrontOptions) -> anyhow::Result<Front> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -119,17 +119,17 @@ impl Front {
     }
 
     /// The guard.
-    pub fn guard(&self) -> &Guard {
+    pub(crate) fn guard(&self) -> &Guard {
         &self.guard
     }
 
     /// Runs a future on this front's runtime.
-    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+    pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)
     }
 
     /// Writes what the audit log queued; an error (for stderr) when rows were lost.
-    pub fn finish(&self) -> anyhow::Result<()> {
+    pub(crate) fn finish(&self) -> anyhow::Result<()> {
         self.rt
             .block_on(self.guard.shutdown())
             .map_err(|e| anyhow::anyhow!("the audit log lost rows: {e}"))
@@ -137,7 +137,7 @@ impl Front {
 
     /// The verdict on one client call that translated into `calls` (a patch touching several
     /// files is several calls): the strictest of their verdicts.
-    pub fn evaluate(&self, calls: &[Call]) -> Option<Verdict> {
+    pub(crate) fn evaluate(&self, calls: &[Call]) -> Option<Verdict> {
         let mut best: Option<Verdict> = None;
         for call in calls {
             let v = self.rt.block_on(self.guard.evaluate(call));

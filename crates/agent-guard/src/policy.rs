@@ -1,4 +1,4 @@
 //! The policy file. Its loader is agent-core's public [`agent_core::Policy`], so an embedding
 //! agent and this CLI read a policy identically.
 
-pub use agent_core::Policy;
+pub(crate) use agent_core::Policy;

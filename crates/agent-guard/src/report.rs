@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// Why a layer decided what it did.
 #[derive(Debug, Clone, Serialize)]
-pub struct Reason {
+pub(crate) struct Reason {
     /// Which layer decided: `perm-rules`, `fs-sandbox`, `bash-guard`, ...
     pub layer: String,
     /// A stable machine-readable code.
@@ -19,7 +19,7 @@ pub struct Reason {
 }
 
 impl Reason {
-    pub fn new(
+    pub(crate) fn new(
         layer: impl Into<String>,
         code: impl Into<String>,
         message: impl Into<String>,
@@ -34,7 +34,7 @@ impl Reason {
 
 /// A decision with its reasons and extra fields.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub decision: Decision,
     pub reasons: Vec<Reason>,
     #[serde(flatten)]
@@ -42,7 +42,7 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(decision: Decision, reasons: Vec<Reason>) -> Self {
+    pub(crate) fn new(decision: Decision, reasons: Vec<Reason>) -> Self {
         Report {
             decision,
             reasons,
@@ -51,13 +51,13 @@ impl Report {
     }
 
     /// Adds a subcommand-specific field.
-    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+    pub(crate) fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.extra.insert(key.to_owned(), value.into());
         self
     }
 
     /// Prints the report: one JSON object, or a short human summary.
-    pub fn print(&self, json: bool) -> anyhow::Result<()> {
+    pub(crate) fn print(&self, json: bool) -> anyhow::Result<()> {
         if json {
             println!("{}", serde_json::to_string(self)?);
             return Ok(());

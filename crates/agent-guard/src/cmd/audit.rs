@@ -9,7 +9,7 @@ use perm_rules::Decision;
 
 /// Arguments of `agent-guard audit`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The audit database: a SQLite file or a `postgres://` URL (default: the policy's
     /// `hooks.audit_db`, else `.agent-guard/audit.db`).
     #[arg(long, visible_alias = "audit-db", value_name = "FILE|URL")]
@@ -97,7 +97,7 @@ pub(crate) fn target(db: Option<&Path>, policy: Option<&Path>) -> anyhow::Result
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let target = target(args.db.as_deref(), args.policy.as_deref())?;
     let query = AuditQuery {
         session_id: args.session.clone(),

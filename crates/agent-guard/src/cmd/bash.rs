@@ -15,7 +15,7 @@ use crate::report::{Reason, Report};
 
 /// Arguments of `agent-guard bash`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The policy file (its `[bash]` and `[sandbox]` tables).
     #[arg(long)]
     pub policy: Option<PathBuf>,
@@ -63,7 +63,7 @@ fn block_network_from_env() -> Option<bool> {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(args.policy.as_deref())?;
     let cwd = match args.cwd {
         Some(cwd) => cwd,

@@ -9,7 +9,7 @@ use perm_hooks::{AuditTarget, KillSwitch};
 /// Arguments of `agent-guard cancel`.
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["session", "all"])))]
-pub struct Args {
+pub(crate) struct Args {
     /// The session to stop.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let target = super::audit::target(args.audit_db.as_deref(), args.policy.as_deref())?;
     let spec = match &target {
         AuditTarget::Sqlite(path) => path.display().to_string(),

@@ -12,7 +12,7 @@ use crate::report::{Reason, Report};
 
 /// Arguments of `agent-guard check`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The policy file (its `[permissions]` table); `AGENT_PERMISSIONS_*` apply on top.
     #[arg(long)]
     pub policy: Option<PathBuf>,
@@ -36,7 +36,7 @@ pub struct Args {
 const READ_ONLY_TOOLS: &[&str] = &["read_file", "grep_files", "glob_files", "web_fetch"];
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(args.policy.as_deref())?;
     let env: HashMap<String, String> = std::env::vars().collect();
     let mut checker = policy.checker(&env)?;

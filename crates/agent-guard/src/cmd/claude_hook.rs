@@ -38,13 +38,13 @@ Exit status:
 /// Arguments of `agent-guard claude-hook`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub hook: HookArgs,
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     hook::run(&Claude, args.hook)
 }
 

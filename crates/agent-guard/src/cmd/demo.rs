@@ -44,7 +44,7 @@ Exit status:
 /// Arguments of `agent-guard demo`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// Keep the audit log in this SQLite file (default: inside the temporary project, removed
     /// at exit).
     #[arg(long, value_name = "FILE")]
@@ -61,7 +61,7 @@ pub struct Args {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (tmp, dir) = match &args.dir {
         Some(dir) => (None, dir.clone()),
         None => {

@@ -41,7 +41,7 @@ Exit status:
 /// Arguments of `agent-guard doctor`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The client to check (default: every client with a settings file in the scope).
     pub client: Option<ClientName>,
     /// Check this project's settings (default: the current directory).
@@ -810,7 +810,7 @@ fn self_test(
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     run_inner(args).map_err(crate::front::one_line)
 }
 

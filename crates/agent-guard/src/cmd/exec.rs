@@ -14,7 +14,7 @@ use crate::report::{Reason, Report};
 
 /// Arguments of `agent-guard exec`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Policy file (`[sandbox]` roots, `[bash]` analysis, `[bash.exec]` execution).
     #[arg(long)]
     policy: Option<PathBuf>,
@@ -50,7 +50,7 @@ pub struct Args {
 
 /// Hidden arguments of `agent-guard __sandbox-exec` (the trampoline).
 #[derive(clap::Args, Debug)]
-pub struct TrampolineArgs {
+pub(crate) struct TrampolineArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<std::ffi::OsString>,
 }
@@ -79,7 +79,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// Runs the trampoline: confines this process, then executes the shell.
-pub fn trampoline(args: TrampolineArgs) -> ExitCode {
+pub(crate) fn trampoline(args: TrampolineArgs) -> ExitCode {
     bash_guard::trampoline_main(args.args)
 }
 
@@ -99,7 +99,7 @@ fn refuse(
 
 /// Runs the subcommand. Exit status: the command's own exit code when it ran (128+signal when
 /// killed, 124 on timeout), 1 when it was refused, 2 for bad arguments.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = crate::policy::Policy::load(args.policy.as_deref())?;
     let cwd = match &args.cwd {
         Some(c) => c.clone(),

@@ -32,14 +32,14 @@ Exit status:
 /// Arguments of `agent-guard explain`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     pub what: What,
 }
 
 /// What to explain.
 #[derive(clap::Subcommand, Debug)]
-pub enum What {
+pub(crate) enum What {
     /// Explain one tool call (the arguments of `agent-guard check`; Claude Code tool names such
     /// as `Bash` are translated as `claude-hook` does).
     Check(super::check::Args),
@@ -55,7 +55,7 @@ fn current_dir() -> anyhow::Result<PathBuf> {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     run_inner(args).map_err(crate::front::one_line)
 }
 

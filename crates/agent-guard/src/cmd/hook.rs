@@ -29,7 +29,7 @@ const HOOK_STACK: usize = 256 * 1024 * 1024;
 
 /// Arguments every hook takes.
 #[derive(clap::Args, Debug, Clone)]
-pub struct HookArgs {
+pub(crate) struct HookArgs {
     /// The policy file; `AGENT_PERMISSIONS_*` apply on top. Without one, only the
     /// environment rules and the built-in layers apply.
     #[arg(long, env = "AGENT_GUARD_POLICY")]
@@ -63,14 +63,14 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    pub fn silent() -> Answer {
+    pub(super) fn silent() -> Answer {
         Answer {
             stdout: None,
             stderr: None,
             exit: 0,
         }
     }
-    pub fn json(value: Value) -> Answer {
+    pub(super) fn json(value: Value) -> Answer {
         Answer {
             stdout: Some(value),
             stderr: None,
@@ -94,7 +94,7 @@ pub(crate) struct Event {
 
 impl Event {
     /// Parses the event; only `hook_event_name` is required here (each event checks the rest).
-    pub fn parse(text: &str) -> anyhow::Result<Event> {
+    pub(super) fn parse(text: &str) -> anyhow::Result<Event> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| anyhow::anyhow!("malformed hook JSON on stdin: {e}"))?;
         let Value::Object(raw) = value else {
@@ -117,7 +117,7 @@ impl Event {
     }
 
     /// The event's cwd, which must be absolute (it is where relative paths resolve).
-    pub fn cwd(&self) -> anyhow::Result<&Path> {
+    pub(super) fn cwd(&self) -> anyhow::Result<&Path> {
         let cwd = self
             .cwd
             .as_deref()

@@ -43,7 +43,7 @@ Exit status:
 
 /// The clients `init` and `doctor` know.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientName {
+pub(crate) enum ClientName {
     /// Claude Code.
     Claude,
     /// OpenAI Codex CLI.
@@ -55,7 +55,7 @@ pub enum ClientName {
 /// Arguments of `agent-guard init`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The client to install the hook for.
     pub client: ClientName,
     /// Install into this project's settings (default: the current directory).
@@ -779,7 +779,7 @@ fn backup_path(path: &Path) -> PathBuf {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     run_inner(args).map_err(crate::front::one_line)
 }
 

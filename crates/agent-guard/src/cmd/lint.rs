@@ -45,7 +45,7 @@ Exit status:
 /// Arguments of `agent-guard lint`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The policy file to lint.
     pub policy: PathBuf,
     /// Print one JSON object instead of text.
@@ -60,7 +60,7 @@ pub struct Args {
 /// How bad a problem is: errors fail the lint (exit 1), warnings are reported only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     /// The policy does not do what it says.
     Error,
     /// Something lint could not check.
@@ -69,7 +69,7 @@ pub enum Severity {
 
 /// One problem with one rule or one hook command.
 #[derive(Debug, Serialize)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// The rule's place in the merged rule list (hooks come after every rule), to report in
     /// policy order.
     #[serde(skip)]
@@ -95,7 +95,7 @@ pub struct Problem {
 
 impl Problem {
     /// One line: `source: what: code: message`.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let what = match (&self.rule, self.kind, &self.command) {
             (Some(rule), Some(kind), _) => format!("{} rule `{rule}`", kind.as_str()),
             (_, _, Some(command)) => format!("hook command `{command}`"),
@@ -114,7 +114,7 @@ impl Problem {
 
 /// The outcome of linting one policy file.
 #[derive(Debug)]
-pub struct Report {
+pub(crate) struct Report {
     /// The policy's name in messages.
     pub policy: String,
     /// How many rules it has.
@@ -125,7 +125,7 @@ pub struct Report {
 
 impl Report {
     /// How many problems are errors.
-    pub fn errors(&self) -> usize {
+    pub(crate) fn errors(&self) -> usize {
         self.problems
             .iter()
             .filter(|p| p.severity == Severity::Error)
@@ -374,7 +374,7 @@ fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) 
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     run_inner(args).map_err(crate::front::one_line)
 }
 
@@ -383,7 +383,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 ///
 /// # Errors
 /// A policy that cannot be read or parsed.
-pub fn lint_policy(path: &Path, project: &Path, cwd: &Path) -> anyhow::Result<Report> {
+pub(crate) fn lint_policy(path: &Path, project: &Path, cwd: &Path) -> anyhow::Result<Report> {
     let policy = Policy::load(Some(path))?;
     // The file alone: `AGENT_PERMISSIONS_*` of whoever runs the lint must not change its verdict.
     let layer = ConfigLayer::parse(Origin::Project, &policy.source_name(), &policy.text)?;

@@ -1,21 +1,21 @@
 //! One module per subcommand: each has a clap `Args` and a `run` returning the exit code.
 
-pub mod audit;
-pub mod bash;
-pub mod cancel;
-pub mod check;
-pub mod claude_hook;
+pub(crate) mod audit;
+pub(crate) mod bash;
+pub(crate) mod cancel;
+pub(crate) mod check;
+pub(crate) mod claude_hook;
 mod claude_post;
-pub mod codex_hook;
-pub mod demo;
-pub mod doctor;
-pub mod exec;
-pub mod explain;
-pub mod gemini_hook;
+pub(crate) mod codex_hook;
+pub(crate) mod demo;
+pub(crate) mod doctor;
+pub(crate) mod exec;
+pub(crate) mod explain;
+pub(crate) mod gemini_hook;
 mod hook;
-pub mod init;
-pub mod lint;
-pub mod path;
-pub mod run;
-pub mod session;
-pub mod test;
+pub(crate) mod init;
+pub(crate) mod lint;
+pub(crate) mod path;
+pub(crate) mod run;
+pub(crate) mod session;
+pub(crate) mod test;

@@ -12,7 +12,7 @@ use crate::report::{Reason, Report};
 
 /// Arguments of `agent-guard path`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The policy file (its `[sandbox]` table); `--root`/`--read-only-root` add to its roots.
     #[arg(long)]
     pub policy: Option<PathBuf>,
@@ -38,7 +38,7 @@ pub struct Args {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(args.policy.as_deref())?;
     let cwd = match args.cwd {
         Some(cwd) => cwd,

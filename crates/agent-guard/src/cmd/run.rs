@@ -22,7 +22,7 @@ Exit status:
 /// Arguments of `agent-guard run`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The scripted session (JSON). With --model-url only its prompts are used.
     #[arg(long, value_name = "FILE")]
     pub script: PathBuf,
@@ -51,7 +51,7 @@ pub struct Args {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(args.policy.as_deref())?;
     let text = std::fs::read_to_string(&args.script)
         .with_context(|| format!("cannot read script `{}`", args.script.display()))?;

@@ -22,7 +22,7 @@ use crate::policy::Policy;
 
 /// How Asks are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ApproveMode {
+pub(crate) enum ApproveMode {
     /// Approve every Ask.
     Yes,
     /// Refuse every Ask (fails closed; the default).
@@ -35,7 +35,7 @@ pub enum ApproveMode {
 /// the turns a subagent replays.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SessionScript {
+pub(crate) struct SessionScript {
     /// The system prompt.
     #[serde(default = "default_system")]
     pub system: String,
@@ -54,13 +54,13 @@ fn default_system() -> String {
 
 impl SessionScript {
     /// Parses a script file's text.
-    pub fn parse(name: &str, text: &str) -> anyhow::Result<SessionScript> {
+    pub(crate) fn parse(name: &str, text: &str) -> anyhow::Result<SessionScript> {
         serde_json::from_str(text).map_err(|e| anyhow::anyhow!("bad script `{name}`: {e}"))
     }
 }
 
 /// Everything a session run needs.
-pub struct SessionOptions<'a> {
+pub(crate) struct SessionOptions<'a> {
     pub policy: &'a Policy,
     pub script: SessionScript,
     /// The working directory (the sandbox's default root).
@@ -97,7 +97,7 @@ impl Approver for PromptApprover {
 }
 
 /// The layer a refusal or result code belongs to, for the printed trace.
-pub fn layer_of(result: &ToolCallResult) -> &str {
+pub(crate) fn layer_of(result: &ToolCallResult) -> &str {
     if let Some(layer) = &result.layer {
         return layer;
     }
@@ -198,7 +198,7 @@ fn print_outcome(outcome: &TurnOutcome) {
 }
 
 /// Runs the session and prints it. Exit 0 when the session ran, whatever was refused.
-pub fn run(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -414,7 +414,7 @@ fn summarise(rows: &[perm_hooks::AuditRecord]) -> Vec<perm_hooks::ToolSummary> {
 }
 
 /// Resolves `path` against `cwd`.
-pub fn absolute(cwd: &Path, path: &Path) -> PathBuf {
+pub(crate) fn absolute(cwd: &Path, path: &Path) -> PathBuf {
     // A database URL is not a path to join.
     if path.is_absolute() || perm_hooks::is_postgres_url(&path.to_string_lossy()) {
         path.to_path_buf()

@@ -45,7 +45,7 @@ Exit status:
 /// Arguments of `agent-guard test`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The policy file under test.
     pub policy: PathBuf,
     /// The cases file (TOML with `[[case]]` tables, or JSONL).
@@ -218,7 +218,7 @@ fn outcome(index: usize, case: &Case, trace: &Verdict) -> Outcome {
 }
 
 /// Runs the subcommand.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     run_inner(args).map_err(crate::front::one_line)
 }
 

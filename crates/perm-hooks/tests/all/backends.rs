@@ -8,10 +8,10 @@ use std::process::{Command, Stdio};
 
 use sqlx::Connection;
 
-pub const PG_ENV: &str = "AGENT_GUARD_TEST_PG_URL";
+pub(crate) const PG_ENV: &str = "AGENT_GUARD_TEST_PG_URL";
 
 /// One fresh, empty database.
-pub struct Target {
+pub(crate) struct Target {
     /// What to pass to `AuditLog::open` / `KillSwitch::open`.
     pub url: String,
     pub kind: &'static str,
@@ -19,13 +19,13 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn is_postgres(&self) -> bool {
+    pub(crate) fn is_postgres(&self) -> bool {
         self.kind == "postgres"
     }
 }
 
 /// The server's URL, or `None` after saying loudly that the PostgreSQL half is skipped.
-pub fn pg_url(test: &str) -> Option<String> {
+pub(crate) fn pg_url(test: &str) -> Option<String> {
     match std::env::var(PG_ENV) {
         Ok(url) if !url.is_empty() => Some(url),
         _ if std::env::var_os("CI").is_some() => panic!(
@@ -45,7 +45,7 @@ pub fn pg_url(test: &str) -> Option<String> {
 }
 
 /// `url` with its database name replaced.
-pub fn with_database(url: &str, db: &str) -> String {
+pub(crate) fn with_database(url: &str, db: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, format!("?{q}")),
         None => (url, String::new()),
@@ -59,7 +59,7 @@ pub fn with_database(url: &str, db: &str) -> String {
 }
 
 /// A new PostgreSQL database named after the test (dropped first if a previous run left it).
-pub async fn fresh_pg_database(admin_url: &str, test: &str) -> String {
+pub(crate) async fn fresh_pg_database(admin_url: &str, test: &str) -> String {
     let name: String = format!("ag_{test}")
         .chars()
         .map(|c| {
@@ -87,7 +87,7 @@ pub async fn fresh_pg_database(admin_url: &str, test: &str) -> String {
 }
 
 /// A fresh SQLite file, and a fresh PostgreSQL database when a server is available.
-pub async fn targets(test: &str) -> Vec<Target> {
+pub(crate) async fn targets(test: &str) -> Vec<Target> {
     let dir = tempfile::tempdir().unwrap();
     let mut out = vec![Target {
         url: dir.path().join("audit.db").display().to_string(),
@@ -105,7 +105,7 @@ pub async fn targets(test: &str) -> Vec<Target> {
 }
 
 /// A private PostgreSQL server (for tests that stop and restart it), stopped on drop.
-pub struct PrivateServer {
+pub(crate) struct PrivateServer {
     pub url: String,
     dir: tempfile::TempDir,
 }
@@ -127,18 +127,18 @@ fn pg_sh(action: &str, dir: &std::path::Path) -> String {
 }
 
 impl PrivateServer {
-    pub fn start() -> PrivateServer {
+    pub(crate) fn start() -> PrivateServer {
         let dir = tempfile::tempdir().unwrap();
         let url = pg_sh("start", dir.path());
         PrivateServer { url, dir }
     }
 
     /// Stops the server as a crash would.
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         pg_sh("kill", self.dir.path());
     }
 
-    pub fn restart(&self) {
+    pub(crate) fn restart(&self) {
         pg_sh("start", self.dir.path());
     }
 }

@@ -21,7 +21,7 @@ fn row(session: &str, step: u32) -> AuditRow {
     })
 }
 
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -30,7 +30,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Re-runs this test binary as a child running only `test` (a `*_child` function below).
-pub fn spawn_child(test: &str, envs: &[(&str, &str)]) -> Child {
+pub(crate) fn spawn_child(test: &str, envs: &[(&str, &str)]) -> Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
         .stdout(Stdio::piped())
