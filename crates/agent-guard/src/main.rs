@@ -50,6 +50,9 @@ enum Command {
     Lint(cmd::lint::Args),
     /// Explain a decision with a human trace of every layer.
     Explain(cmd::explain::Args),
+    /// Serve approvals: Asks from `run --approve http://ADDR` and the hooks' --approve-via,
+    /// answered from a web page.
+    Serve(cmd::serve::Args),
     /// The sandbox trampoline `exec` re-executes itself as (internal).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(cmd::exec::TrampolineArgs),
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::SandboxExec(args) => return cmd::exec::trampoline(args),
     };
     match result {

@@ -14,5 +14,6 @@ mod hook;
 pub mod lint;
 pub mod path;
 pub mod run;
+pub mod serve;
 pub mod session;
 pub mod test;
