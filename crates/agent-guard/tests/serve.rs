@@ -963,3 +963,51 @@ async fn codex_hook_gets_a_real_ask_and_fails_closed_without_a_server() {
         "{v}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_withdraws_its_request() {
+    let s = Server::start(&[]);
+    let w = spawn_ask(&s, ask("s1", "file_write", json!({})));
+    let id = pending(&s, 1).await[0]["id"].as_str().unwrap().to_owned();
+    w.abort();
+    let start = Instant::now();
+    loop {
+        let (_, v) = get(&s, "/api/permissions").await;
+        if v["pending"].as_array().unwrap().is_empty() {
+            assert_eq!(v["recent"][0]["by"], "withdrawn", "{v}");
+            assert_eq!(v["recent"][0]["decision"], "deny");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "still pending");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (st, _) = post(
+        &s,
+        &format!("/api/permissions/{id}"),
+        json!({"decision": "allow"}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CONFLICT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stopped_with_ctrl_c_denies_what_waits() {
+    let s = Server::start(&[]);
+    let w = spawn_ask(&s, ask("s1", "file_write", json!({})));
+    pending(&s, 1).await;
+    let status = Command::new("kill")
+        .args(["-INT", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (st, v) = tokio::time::timeout(Duration::from_secs(10), w)
+        .await
+        .expect("the waiter hung")
+        .unwrap();
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(
+        (v["decision"].as_str(), v["by"].as_str()),
+        (Some("deny"), Some("server-stopped")),
+        "{v}"
+    );
+}
