@@ -468,3 +468,22 @@ pub fn absolute(cwd: &Path, path: &Path) -> PathBuf {
         cwd.join(path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approve_takes_the_three_modes_or_an_http_server() {
+        assert_eq!("no".parse::<ApproveMode>(), Ok(ApproveMode::No));
+        assert_eq!(
+            "http://127.0.0.1:8917".parse::<ApproveMode>(),
+            Ok(ApproveMode::Http {
+                url: "http://127.0.0.1:8917".into(),
+                token_file: None
+            })
+        );
+        let err = "https://x".parse::<ApproveMode>().unwrap_err();
+        assert!(err.contains("http://HOST:PORT"), "{err}");
+    }
+}

@@ -404,3 +404,54 @@ pub fn ask_blocking(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_frames_give_their_name_and_data_and_comments_give_nothing() {
+        assert_eq!(
+            parse_frame("event: SessionCancelled\nid: 7\ndata: {\"session\":\"s\"}\n\n"),
+            Some((
+                "SessionCancelled".to_owned(),
+                "{\"session\":\"s\"}".to_owned()
+            ))
+        );
+        assert_eq!(
+            parse_frame("event: x\ndata: a\ndata: b\n\n"),
+            Some(("x".to_owned(), "a\nb".to_owned()))
+        );
+        assert_eq!(parse_frame(":\n\n"), None);
+    }
+
+    #[test]
+    fn only_plain_http_urls_with_a_host_are_accepted() {
+        let token = "0123456789abcdef".to_owned();
+        assert!(ApprovalClient::new("http://127.0.0.1:8917", token.clone(), "t").is_ok());
+        for bad in ["https://x:1", "ftp://x", "127.0.0.1:8917", "http://"] {
+            assert!(
+                ApprovalClient::new(bad, token.clone(), "t").is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_executor_ask_keeps_its_trace_and_the_wait_on_the_wire() {
+        let req = ApprovalRequest {
+            session_id: "s".into(),
+            call_id: "c".into(),
+            tool: "file_write".into(),
+            args: serde_json::json!({"file_path": "a"}),
+            message: "m".into(),
+            agent_name: "lead".into(),
+            steps: vec![],
+        };
+        let wire = new_request(&req, "run", Duration::from_secs(120));
+        assert_eq!(
+            (wire.session.as_str(), wire.agent.as_str(), wire.wait_ms),
+            ("s", "lead", Some(120_000))
+        );
+    }
+}
