@@ -1011,3 +1011,59 @@ async fn a_server_stopped_with_ctrl_c_denies_what_waits() {
         "{v}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_between_asks_stops_the_run_through_the_event_stream() {
+    let s = Server::start(&[]);
+    let work = tempfile::tempdir().unwrap();
+    let slow = json!({"content": "waiting", "tool_calls": [{"id": "c1", "name": "run_bash",
+                      "arguments": {"command": "sleep 2"}}]});
+    let (policy, script) = project(
+        work.path(),
+        json!([slow, write_call("c2"), {"content": "done"}]),
+    );
+    let child = Command::new(BIN)
+        .current_dir(work.path())
+        .args(["run", "--json", "--policy"])
+        .arg(&policy)
+        .arg("--script")
+        .arg(&script)
+        .arg("--audit-db")
+        .arg(s.dir.path().join("audit.db"))
+        .args(["--approve", &s.base, "--approve-token-file"])
+        .arg(s.token_file())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let session = loop {
+        let (_, v) = get(&s, "/api/sessions").await;
+        if let Some(id) = v["sessions"][0]["session"].as_str() {
+            break id.to_owned();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the run never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Let the run's watcher subscribe, then cancel while `sleep 2` runs (nothing is pending).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, v) = post(&s, "/api/chat/cancel", json!({"session": session})).await;
+    assert_eq!(v["denied_pending"], 0);
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["stop"],
+        "cancelled",
+        "{v}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The write after the cancel never reached anyone.
+    let (_, p) = get(&s, "/api/permissions").await;
+    assert!(p["recent"].as_array().unwrap().is_empty(), "{p}");
+    assert!(!work.path().join("out.txt").exists());
+}
