@@ -141,10 +141,12 @@ async fn post_request(State(app): State<AppState>, headers: HeaderMap, body: Byt
                 broker: Arc::clone(&app.broker),
                 id: id.clone(),
             };
-            let resolution = match tokio::time::timeout_at(deadline.into(), answer).await {
+            let mut answer = answer;
+            let resolution = match tokio::time::timeout_at(deadline.into(), &mut answer).await {
                 Ok(Ok(r)) => Some(r),
-                // The sender is dropped only after resolving; fall through to expiry.
-                Ok(Err(_)) | Err(_) => app.broker.expire(&id),
+                // Deadline: expire it, unless an answer won the race for the lock, in which
+                // case that answer (already announced on the stream) is the one to return.
+                Ok(Err(_)) | Err(_) => app.broker.expire(&id).or_else(|| answer.try_recv().ok()),
             };
             drop(guard);
             match resolution {
