@@ -6,6 +6,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::verdict::Step;
+
 /// The default time a person has to answer (the spec's 120 s); silence is a deny.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -22,6 +24,11 @@ pub struct ApprovalRequest {
     pub args: Value,
     /// Why approval is needed (the deciding rule or hook).
     pub message: String,
+    /// The agent asking (`lead`, or a subagent's name).
+    pub agent_name: String,
+    /// Every layer's step of the verdict that asked (the `explain` trace), for an approver that
+    /// shows a person why.
+    pub steps: Vec<Step>,
 }
 
 /// A person's answer.
@@ -31,6 +38,9 @@ pub enum Approval {
     Approve,
     /// Do not.
     Deny,
+    /// Nobody could be asked: the approver itself failed (e.g. an approval server went away
+    /// while the call waited). A deny, with its own reason code.
+    Unavailable,
 }
 
 /// How an Ask ended, with a stable code for the audit row.
@@ -46,6 +56,8 @@ pub enum ApprovalOutcome {
     Silent,
     /// No approver is configured.
     NoApprover,
+    /// The approver could not be reached or failed while the call waited.
+    Unreachable,
 }
 
 impl ApprovalOutcome {
@@ -62,6 +74,7 @@ impl ApprovalOutcome {
             ApprovalOutcome::TimedOut => "ask-timeout",
             ApprovalOutcome::Silent => "ask-silent-context",
             ApprovalOutcome::NoApprover => "ask-no-approver",
+            ApprovalOutcome::Unreachable => "ask-approver-unreachable",
         }
     }
 
@@ -79,6 +92,9 @@ impl ApprovalOutcome {
             ApprovalOutcome::NoApprover => {
                 format!("`{tool}` needs approval and no approver is configured")
             }
+            ApprovalOutcome::Unreachable => format!(
+                "`{tool}` needed approval and the approver could not be reached (or went away) while it waited"
+            ),
         }
     }
 }
@@ -107,6 +123,7 @@ pub async fn ask(
     match tokio::time::timeout(timeout, approver.approve(request)).await {
         Ok(Approval::Approve) => ApprovalOutcome::Approved,
         Ok(Approval::Deny) => ApprovalOutcome::Refused,
+        Ok(Approval::Unavailable) => ApprovalOutcome::Unreachable,
         Err(_) => ApprovalOutcome::TimedOut,
     }
 }
@@ -162,6 +179,8 @@ mod tests {
             tool: "file_write".into(),
             args: Value::Null,
             message: "m".into(),
+            agent_name: "lead".into(),
+            steps: Vec::new(),
         }
     }
 
@@ -180,6 +199,15 @@ mod tests {
             ask(Some(&a), true, &req(), DEFAULT_APPROVAL_TIMEOUT).await,
             ApprovalOutcome::Silent
         );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_approver_is_a_deny_with_its_own_code() {
+        let a = FixedApprover(Approval::Unavailable);
+        let out = ask(Some(&a), false, &req(), DEFAULT_APPROVAL_TIMEOUT).await;
+        assert_eq!(out, ApprovalOutcome::Unreachable);
+        assert!(!out.is_approved());
+        assert_eq!(out.code(), "ask-approver-unreachable");
     }
 
     #[tokio::test]

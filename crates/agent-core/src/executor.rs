@@ -529,6 +529,8 @@ impl Executor {
                     tool: call.name.clone(),
                     args: final_args.clone(),
                     message: reason.clone(),
+                    agent_name: ctx.agent_name.clone(),
+                    steps: verdict.steps.clone(),
                 };
                 if !ctx.silent {
                     ctx.emit(AgentEvent::PermissionRequest {

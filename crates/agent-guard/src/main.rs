@@ -56,6 +56,9 @@ enum Command {
     Init(cmd::init::Args),
     /// Check a hook installation end to end (settings, program, policy, a self-test).
     Doctor(cmd::doctor::Args),
+    /// Serve approvals: Asks from `run --approve http://ADDR` and the hooks' --approve-via,
+    /// answered from a web page.
+    Serve(cmd::serve::Args),
     /// The sandbox trampoline `exec` re-executes itself as (internal).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(cmd::exec::TrampolineArgs),
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd::explain::run(args),
         Command::Init(args) => cmd::init::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::SandboxExec(args) => return cmd::exec::trampoline(args),
     };
     match result {

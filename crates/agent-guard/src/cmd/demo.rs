@@ -52,8 +52,9 @@ pub(crate) struct Args {
     /// Create the demo project here instead of in a temporary directory (kept afterwards).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// How the session's Ask is answered.
-    #[arg(long, value_enum, default_value = "no")]
+    /// How the session's Ask is answered: yes, no (default), prompt, or an approval server's
+    /// http://HOST:PORT.
+    #[arg(long, value_name = "yes|no|prompt|URL", default_value = "no")]
     pub approve: ApproveMode,
     /// Print one JSON object instead of the trace.
     #[arg(long)]

@@ -42,6 +42,18 @@ pub(crate) struct HookArgs {
     /// records into its `audit_db`; with no policy file nothing is recorded.
     #[arg(long, value_name = "PATH|URL")]
     pub audit_db: Option<PathBuf>,
+    /// Send what the guard would ask about to an approval server (`agent-guard serve`,
+    /// http://HOST:PORT) and wait for a person's answer there; anything but an allow denies.
+    #[arg(long, value_name = "URL", env = "AGENT_GUARD_APPROVE_VIA")]
+    pub approve_via: Option<String>,
+    /// The approval server's token file (default: AGENT_GUARD_SERVE_TOKEN, then
+    /// ~/.agent-guard/serve.token).
+    #[arg(long, value_name = "FILE", env = "AGENT_GUARD_SERVE_TOKEN_FILE")]
+    pub approve_token_file: Option<PathBuf>,
+    /// Seconds to wait for that answer: keep it under the client's hook timeout (Claude Code
+    /// and Codex give a command hook 60 s unless its `timeout` says more).
+    #[arg(long, value_name = "SECS", default_value_t = 55)]
+    pub approve_wait_secs: u64,
 }
 
 /// How one client's hook protocol answers.
@@ -379,7 +391,18 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         // The decision stands; the lost row is reported where the client logs hook stderr.
         eprintln!("agent-guard: {e}");
     }
-    Ok(verdict)
+    Ok(approve_via(verdict, client, event, args))
+}
+
+/// With `--approve-via`, an Ask becomes a request on the approval server and the person's
+/// answer decides; without it (or for an Allow or a Deny) the verdict is unchanged.
+fn approve_via(verdict: Verdict, client: Client, event: &Event, args: &HookArgs) -> Verdict {
+    match &args.approve_via {
+        Some(url) if verdict.decision == Decision::Ask => {
+            super::serve::client::decide_hook_ask(verdict, url, client.as_str(), event, args)
+        }
+        _ => verdict,
+    }
 }
 
 /// One sentence for the model and the user: who decided, why, and how to allow it

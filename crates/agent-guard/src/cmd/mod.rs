@@ -17,5 +17,6 @@ pub(crate) mod init;
 pub(crate) mod lint;
 pub(crate) mod path;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod test;

@@ -35,9 +35,14 @@ pub(crate) struct Args {
     /// The project directory the agent works in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// How Asks are answered: yes, no (default) or prompt (on the terminal).
-    #[arg(long, value_enum, default_value = "no")]
+    /// How Asks are answered: yes, no (default), prompt (on the terminal), or
+    /// http://HOST:PORT: an approval server (`agent-guard serve`) where a person answers.
+    #[arg(long, value_name = "yes|no|prompt|URL", default_value = "no")]
     pub approve: ApproveMode,
+    /// The approval server's token file, with --approve http://... (default:
+    /// AGENT_GUARD_SERVE_TOKEN, then ~/.agent-guard/serve.token).
+    #[arg(long, value_name = "FILE")]
+    pub approve_token_file: Option<PathBuf>,
     /// An OpenAI-compatible chat-completions endpoint (e.g. http://127.0.0.1:8080/v1) to use
     /// instead of the script's turns; the key is read from OPENAI_API_KEY.
     #[arg(long, value_name = "URL")]
@@ -80,7 +85,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         script,
         cwd,
         audit_db,
-        approve: args.approve,
+        approve: match args.approve {
+            ApproveMode::Http { url, .. } => ApproveMode::Http {
+                url,
+                token_file: args.approve_token_file.clone(),
+            },
+            other => other,
+        },
         model,
         json: args.json,
     })

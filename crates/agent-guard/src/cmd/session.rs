@@ -18,10 +18,11 @@ use perm_rules::Decision;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::serve::client;
 use crate::policy::Policy;
 
 /// How Asks are answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ApproveMode {
     /// Approve every Ask.
     Yes,
@@ -29,6 +30,32 @@ pub(crate) enum ApproveMode {
     No,
     /// Ask on the terminal.
     Prompt,
+    /// Ask through an approval server (`agent-guard serve`) at this `http://` URL.
+    Http {
+        url: String,
+        /// The server's token file (default: `AGENT_GUARD_SERVE_TOKEN`, then
+        /// ~/.agent-guard/serve.token).
+        token_file: Option<PathBuf>,
+    },
+}
+
+impl std::str::FromStr for ApproveMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "yes" => Ok(ApproveMode::Yes),
+            "no" => Ok(ApproveMode::No),
+            "prompt" => Ok(ApproveMode::Prompt),
+            url if url.starts_with("http://") => Ok(ApproveMode::Http {
+                url: url.to_owned(),
+                token_file: None,
+            }),
+            other => Err(format!(
+                "`{other}` is not one of yes, no, prompt or an approval server's http://HOST:PORT"
+            )),
+        }
+    }
 }
 
 /// A scripted session: the system prompt, the user's prompt, the assistant turns to replay and
@@ -236,10 +263,27 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         Some(m) => Arc::clone(m),
         None => Arc::new(ScriptedModel::new(opts.script.subagent_turns.clone())),
     };
-    let approver: Arc<dyn Approver> = match opts.approve {
+    let session_id = format!("demo-{}", std::process::id());
+    // A cancellation recorded from anywhere (`agent-guard cancel`, the approval server) stops
+    // this run at its next step.
+    let cancel = kill.watch(&session_id);
+    let mut server = None;
+    let approver: Arc<dyn Approver> = match &opts.approve {
         ApproveMode::Yes => Arc::new(FixedApprover(Approval::Approve)),
         ApproveMode::No => Arc::new(FixedApprover(Approval::Deny)),
         ApproveMode::Prompt => Arc::new(PromptApprover),
+        ApproveMode::Http { url, token_file } => {
+            let token = client::client_token(token_file.as_deref())?;
+            let api = Arc::new(client::ApprovalClient::new(url, token, "run")?);
+            api.check().await?;
+            let (sink, reports) = client::ReportSink::new(Arc::clone(&api), session_id.clone());
+            let approver = Arc::new(
+                client::HttpApprover::new(Arc::clone(&api), agent_core::DEFAULT_APPROVAL_TIMEOUT)
+                    .cancelling(cancel.clone()),
+            );
+            server = Some((api, Arc::new(sink), reports));
+            approver
+        }
     };
     let spawner = subagent::SubAgentRunner::new(child).with_limits(doc.limits.clone());
     let mut builder = opts
@@ -249,6 +293,9 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         .subagents(Arc::new(spawner))
         .audit(audit.clone())
         .kill_switch(kill.clone());
+    if let Some((_, sink, _)) = &server {
+        builder = builder.events(Arc::clone(sink) as Arc<dyn agent_core::EventSink>);
+    }
     if let Ok(exe) = std::env::current_exe() {
         // This binary is the confinement trampoline (`agent-guard __sandbox-exec -- ...`).
         builder = builder.trampoline_with_args(exe, ["__sandbox-exec", "--"]);
@@ -256,7 +303,6 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     let guard = builder.build().await?;
     let runtime = guard.runtime(lead);
 
-    let session_id = format!("demo-{}", std::process::id());
     let mut messages = vec![
         Message::system(opts.script.system.clone()),
         Message::user(opts.script.prompt.clone()),
@@ -268,9 +314,23 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
         );
         println!("user: {}", first_line(&opts.script.prompt, 200));
     }
-    // A cancellation recorded from anywhere stops this run at its next step.
-    let cancel = kill.watch(&session_id);
+    // `POST /api/chat/cancel` on the approval server stops this session like a local cancel.
+    let watcher = server.as_ref().map(|(api, _, _)| {
+        let api = Arc::clone(api);
+        tokio::spawn(api.watch_cancel_owned(session_id.clone(), cancel.clone()))
+    });
     let outcome = runtime.run_turn(&session_id, &mut messages, &cancel).await;
+    if let Some(w) = watcher {
+        w.abort();
+    }
+    drop(runtime);
+    drop(guard);
+    if let Some((_, sink, reports)) = server {
+        sink.stop(outcome.stop.code());
+        drop(sink);
+        // The reports are best effort; a slow server must not hold the run's exit for long.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), reports).await;
+    }
     audit.shutdown().await?;
 
     let reader = AuditReader::open(&opts.audit_db).await?;
@@ -420,5 +480,24 @@ pub(crate) fn absolute(cwd: &Path, path: &Path) -> PathBuf {
         path.to_path_buf()
     } else {
         cwd.join(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approve_takes_the_three_modes_or_an_http_server() {
+        assert_eq!("no".parse::<ApproveMode>(), Ok(ApproveMode::No));
+        assert_eq!(
+            "http://127.0.0.1:8917".parse::<ApproveMode>(),
+            Ok(ApproveMode::Http {
+                url: "http://127.0.0.1:8917".into(),
+                token_file: None
+            })
+        );
+        let err = "https://x".parse::<ApproveMode>().unwrap_err();
+        assert!(err.contains("http://HOST:PORT"), "{err}");
     }
 }
