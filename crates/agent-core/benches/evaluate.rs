@@ -53,6 +53,21 @@ fn bench(c: &mut Criterion) {
         b.iter(|| rt.block_on(guard.evaluate(&read)))
     });
 
+    // The layers a read goes through, alone.
+    let file = root.join("src/lib.rs");
+    g.bench_function("read_sandbox_check_alone", |b| {
+        b.iter(|| guard.sandbox().check(&file, fs_sandbox::Op::Read))
+    });
+    let read_args = read.args.clone();
+    g.bench_function("read_rules_alone", |b| {
+        b.iter(|| {
+            guard
+                .executor()
+                .checker()
+                .check("read_file", Some(&read_args))
+        })
+    });
+
     // Cache hits on both sides: what evaluate adds around bash-guard's cached verdict.
     let bash = Call::new("run_bash", json!({ "command": TYPICAL }));
     g.bench_function("bash_typical_cached", |b| {

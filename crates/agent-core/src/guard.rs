@@ -246,7 +246,6 @@ impl GuardBuilder {
             None => None,
         };
         let mut checker = self.checker;
-        checker.set_subjects(Arc::new(BashSubjects));
         checker.set_cwd(sandbox.cwd().display().to_string());
 
         let notifications = BgNotificationQueue::new();
@@ -257,6 +256,12 @@ impl GuardBuilder {
             runner = runner.with_trampoline_args(exe, args);
         }
         let bash_tool = Arc::new(RunBashTool::new(self.bash, Arc::clone(&sandbox), runner));
+        // The rules split a command with the verdict that judges it: one parse for both.
+        let subjects: Arc<dyn perm_rules::ContentSubjects> = Arc::new(BashSubjects::sharing(
+            Arc::clone(bash_tool.analyzer()),
+            sandbox.cwd().to_path_buf(),
+        ));
+        checker.set_subjects(Arc::clone(&subjects));
         let ask = match self.user {
             Some(ch) => AskUserTool::new(ch),
             None => AskUserTool::default(),
@@ -292,7 +297,7 @@ impl GuardBuilder {
         }
         let mut executor = Executor::new(registry)
             .with_checker(Arc::new(checker))
-            .with_subjects(Arc::new(BashSubjects))
+            .with_subjects(Arc::clone(&subjects))
             .with_hooks(Arc::new(hooks))
             .with_sandbox(Arc::clone(&sandbox))
             .with_bash(Arc::clone(bash_tool.analyzer()))

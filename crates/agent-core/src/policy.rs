@@ -100,7 +100,7 @@ impl Policy {
             })?;
         // Content rules on `run_bash` see the simple commands of a real shell parse, exactly as
         // in the runtime, not the fallback splitter.
-        checker.set_subjects(Arc::new(crate::tools::BashSubjects));
+        checker.set_subjects(Arc::new(crate::tools::BashSubjects::default()));
         Ok(checker)
     }
 

@@ -687,17 +687,22 @@ impl Executor {
 fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
     let finding = &resolution.decided_by;
     let rule = finding.rule.as_ref();
-    let mut text = args.to_string();
-    if text.len() > 300 {
-        text = format!("{}...", crate::truncate_chars(&text, 300).0);
-    }
+    // The arguments themselves are in `Verdict::final_args`; name what the rules matched on.
+    let text = match args.as_object() {
+        Some(obj) => obj
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => String::new(),
+    };
     let layer = match finding.priority {
         Priority::HookBlock | Priority::HookPermissionRequired => "perm-hooks",
         _ => "perm-rules",
     };
     Step {
         layer,
-        saw: format!("`{tool}` with {text}"),
+        saw: format!("`{tool}` ({text})"),
         decision: resolution.decision,
         code: finding.priority.code().to_owned(),
         message: finding.message.clone(),

@@ -250,20 +250,17 @@ impl<'a> Walker<'a> {
         if self.needs_big_stack {
             return None;
         }
-        if let Some(f) = self
-            .findings
-            .iter()
-            .find(|f| limits::UNPARSABLE.contains(&f.code))
-        {
-            return Some(f.message.clone());
-        }
-        let mut seen = HashSet::new();
-        for f in &self.findings {
-            if !f.subcommand.is_empty() && seen.insert(f.subcommand.clone()) {
-                out.push(f.subcommand.clone());
+        let verdict = Verdict {
+            decision: Decision::Allow,
+            findings: std::mem::take(&mut self.findings),
+        };
+        match verdict.simple_commands() {
+            Ok(list) => {
+                out.extend(list);
+                None
             }
+            Err(why) => Some(why),
         }
-        None
     }
 
     pub(crate) fn add(

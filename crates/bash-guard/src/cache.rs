@@ -109,3 +109,64 @@ impl CachedAnalyzer {
         }
     }
 }
+/// Longest command whose split is kept; longer ones are split every time (they are rare, and
+/// the cache's memory stays bounded at `SPLIT_CAPACITY` times this).
+const SPLIT_MAX_LEN: usize = 4096;
+const SPLIT_CAPACITY: usize = 512;
+
+type SplitKey = (String, Option<String>);
+type SplitCache = lru::LruCache<SplitKey, Result<Vec<String>, crate::ParseError>>;
+
+/// [`crate::simple_commands`] behind a process-wide LRU keyed by the command and `HOME` (which
+/// `~` expands to). Permission rules split every `run_bash` command the analyzer also judges,
+/// and a parse costs tens of microseconds; agents repeat the same commands constantly.
+pub fn simple_commands_cached(command: &str) -> Result<Vec<String>, crate::ParseError> {
+    static CACHE: std::sync::LazyLock<Mutex<SplitCache>> = std::sync::LazyLock::new(|| {
+        Mutex::new(lru::LruCache::new(
+            NonZeroUsize::new(SPLIT_CAPACITY).unwrap_or(NonZeroUsize::MIN),
+        ))
+    });
+    if command.len() > SPLIT_MAX_LEN {
+        return crate::simple_commands(command);
+    }
+    let key = (command.to_owned(), std::env::var("HOME").ok());
+    if let Some(hit) = CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+    {
+        return hit.clone();
+    }
+    let split = crate::simple_commands(command);
+    CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .put(key, split.clone());
+    split
+}
+
+#[cfg(test)]
+mod split_tests {
+    #[test]
+    fn the_cached_split_is_the_split_and_keeps_errors() {
+        for cmd in [
+            "ls && cat a | wc -l",
+            "echo $(rm -rf /tmp/x)",
+            "if then fi",
+            "( (ls) )",
+        ] {
+            assert_eq!(
+                super::simple_commands_cached(cmd),
+                crate::simple_commands(cmd),
+                "{cmd}"
+            );
+            // Twice: the second answer comes from the cache.
+            assert_eq!(
+                super::simple_commands_cached(cmd),
+                crate::simple_commands(cmd),
+                "{cmd}"
+            );
+        }
+        assert!(super::simple_commands_cached("if then fi").is_err());
+    }
+}

@@ -51,7 +51,7 @@ pub mod tidy {
         crate::table::table().is_some()
     }
 }
-pub use cache::CachedAnalyzer;
+pub use cache::{CachedAnalyzer, simple_commands_cached};
 pub use config::BashConfig;
 pub use error::ParseError;
 pub use exec::{

@@ -57,6 +57,28 @@ impl Verdict {
         Verdict { decision, findings }
     }
 
+    /// Every simple command the analysis met (inside substitutions, `bash -c` strings, wrappers
+    /// and `find -exec` too), each once, in walk order: the subjects perm-rules' content rules
+    /// match. `Err` (why) when any part could not be parsed or hit a cap: such a command is
+    /// unsplittable, and no allow rule may allow it. Derived from the same walk as the verdict,
+    /// so a command is parsed once for both.
+    pub fn simple_commands(&self) -> Result<Vec<String>, String> {
+        if let Some(f) = self
+            .findings
+            .iter()
+            .find(|f| crate::limits::UNPARSABLE.contains(&f.code))
+        {
+            return Err(f.message.clone());
+        }
+        let mut seen = std::collections::HashSet::new();
+        Ok(self
+            .findings
+            .iter()
+            .filter(|f| !f.subcommand.is_empty() && seen.insert(f.subcommand.as_str()))
+            .map(|f| f.subcommand.clone())
+            .collect())
+    }
+
     /// The findings that decided the verdict (those as strict as the verdict itself).
     pub fn deciding(&self) -> impl Iterator<Item = &Finding> {
         self.findings

@@ -200,6 +200,13 @@ pub trait AgentHook: Send + Sync {
     /// A stable name used in results, logs and audit rows.
     fn name(&self) -> &str;
 
+    /// Whether this hook has anything to do before tool calls. A hook that answers `false`
+    /// is skipped by the pre chain (no task, no timer): the decision path of every call pays
+    /// only for hooks that can change it.
+    fn wants_pre_tool_use(&self) -> bool {
+        true
+    }
+
     /// A session started.
     async fn on_session_start(&self, _ctx: &SessionStartContext) -> HookResult {
         Ok(())

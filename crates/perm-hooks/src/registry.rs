@@ -292,7 +292,7 @@ impl HookRegistry {
             permission_requests: Vec::new(),
             failures: Vec::new(),
         };
-        for entry in &self.entries {
+        for entry in self.entries.iter().filter(|e| e.hook.wants_pre_tool_use()) {
             let name = entry.hook.name();
             match guarded(name, entry.options.timeout, entry.hook.pre_tool_use(&ctx)).await {
                 Ok(PreToolUseAction::Continue) => {}

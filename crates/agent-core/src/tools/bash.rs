@@ -69,20 +69,46 @@ impl PathJudge for SandboxJudge {
 /// perm-rules' [`ContentSubjects`] backed by bash-guard's real parser: a `run_bash` command is
 /// split into every simple command it contains (inside substitutions and `bash -c` too); a
 /// command that does not parse is [`Subjects::Unsplittable`] and never matches an Allow rule.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BashSubjects;
+///
+/// With [`BashSubjects::sharing`] the split comes from the same cached analysis that judges the
+/// command, so a command is parsed once for the rules and for bash-guard.
+#[derive(Debug, Clone, Default)]
+pub struct BashSubjects {
+    analyzer: Option<(Arc<CachedAnalyzer>, PathBuf)>,
+}
+
+impl BashSubjects {
+    /// A provider that splits with the verdicts of `analyzer` (as run in `cwd`), which the
+    /// `run_bash` judgement shares.
+    pub fn sharing(analyzer: Arc<CachedAnalyzer>, cwd: PathBuf) -> Self {
+        BashSubjects {
+            analyzer: Some((analyzer, cwd)),
+        }
+    }
+}
 
 impl ContentSubjects for BashSubjects {
     fn subjects(&self, tool: &str, args: &Value) -> Subjects {
         if tool != "run_bash" {
             return DefaultSubjects.subjects(tool, args);
         }
-        match args.get("command").and_then(Value::as_str) {
-            Some(cmd) => match bash_guard::simple_commands(cmd) {
-                Ok(list) if !list.is_empty() => Subjects::List(list),
-                _ => Subjects::Unsplittable,
-            },
-            None => Subjects::Unsplittable,
+        let Some(cmd) = args.get("command").and_then(Value::as_str) else {
+            return Subjects::Unsplittable;
+        };
+        let split = match &self.analyzer {
+            Some((analyzer, cwd)) => {
+                let dir = match args.get("working_dir").and_then(Value::as_str) {
+                    Some(d) if Path::new(d).is_absolute() => PathBuf::from(d),
+                    Some(d) if !d.is_empty() => cwd.join(d),
+                    _ => cwd.clone(),
+                };
+                analyzer.analyze(cmd, &dir).simple_commands().ok()
+            }
+            None => bash_guard::simple_commands_cached(cmd).ok(),
+        };
+        match split {
+            Some(list) if !list.is_empty() => Subjects::List(list),
+            _ => Subjects::Unsplittable,
         }
     }
 }

@@ -66,6 +66,10 @@ impl AgentHook for RedactionHook {
         "redaction"
     }
 
+    fn wants_pre_tool_use(&self) -> bool {
+        false
+    }
+
     async fn post_tool_use(&self, ctx: &PostToolUseContext) -> HookResult<PostToolUseAction> {
         if call_path(&ctx.args).is_some_and(|p| self.scanner.path_allowed(p)) {
             return Ok(PostToolUseAction::Continue);

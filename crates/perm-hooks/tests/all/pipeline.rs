@@ -421,3 +421,30 @@ proptest! {
         prop_assert_eq!(r.failures.len(), failures);
     }
 }
+
+/// A hook with nothing to do before tool calls would block them all if it were called.
+struct PostOnly;
+
+#[async_trait]
+impl AgentHook for PostOnly {
+    fn name(&self) -> &str {
+        "post-only"
+    }
+    fn wants_pre_tool_use(&self) -> bool {
+        false
+    }
+    async fn pre_tool_use(&self, _ctx: &PreToolUseContext) -> HookResult<PreToolUseAction> {
+        Ok(PreToolUseAction::Block {
+            reason: "a post-only hook was asked about a call".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_pre_chain_skips_hooks_that_do_not_want_it() {
+    let mut reg = HookRegistry::new();
+    reg.register(Arc::new(PostOnly));
+    let r = reg.run_pre_tool_use(ctx()).await;
+    assert!(r.blocked.is_none(), "{r:?}");
+    assert_eq!(r.final_args, ctx().args);
+}
