@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use bash_guard::Decision as BashDecision;
 use fs_sandbox::{Op, SandboxError};
-use perm_hooks::PreToolUseContext;
+use perm_hooks::{PreToolUseContext, PreToolUseResult};
 use perm_rules::{
     Decision, HookBlock, HookPermissionRequest, PermissionMode, PrecedenceInputs, Priority,
     Resolution, resolve_permission_precedence,
@@ -333,19 +333,29 @@ impl Executor {
         }
 
         // Layer 3: PreToolUse hooks. They see the call first and may rewrite it.
-        let pre = self
-            .hooks()
-            .run_pre_tool_use(PreToolUseContext {
-                session_id: call.session_id.clone(),
-                step: call.step,
-                agent_name: call.agent_name.clone(),
-                tool_name: call.tool.clone(),
-                tool_call_id: call.call_id.clone(),
-                args: call.args.clone(),
-                cwd: Some(self.cwd_of(call)),
-                transcript_path: None,
-            })
-            .await;
+        let pre = if self.hooks().wants_pre_tool_use() {
+            self.hooks()
+                .run_pre_tool_use(PreToolUseContext {
+                    session_id: call.session_id.clone(),
+                    step: call.step,
+                    agent_name: call.agent_name.clone(),
+                    tool_name: call.tool.clone(),
+                    tool_call_id: call.call_id.clone(),
+                    args: call.args.clone(),
+                    cwd: Some(self.cwd_of(call)),
+                    transcript_path: None,
+                })
+                .await
+        } else {
+            PreToolUseResult {
+                final_args: call.args.clone(),
+                blocked: None,
+                mutations: Vec::new(),
+                additional_context: String::new(),
+                permission_requests: Vec::new(),
+                failures: Vec::new(),
+            }
+        };
         let args = pre.final_args;
         if !pre.mutations.is_empty() {
             steps.push(Step::new(

@@ -266,6 +266,11 @@ impl HookRegistry {
         self
     }
 
+    /// Whether any registered hook has work before tool calls ([`AgentHook::wants_pre_tool_use`]).
+    pub fn wants_pre_tool_use(&self) -> bool {
+        self.entries.iter().any(|e| e.hook.wants_pre_tool_use())
+    }
+
     /// How many hooks are registered.
     pub fn len(&self) -> usize {
         self.entries.len()
