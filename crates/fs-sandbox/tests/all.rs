@@ -1450,3 +1450,13 @@ fn protected_identity_in_a_very_large_directory() {
     );
     assert!(sb.check("f1", Op::Write).is_ok());
 }
+
+// The op names appear in refusal messages and on the command line (`agent-guard explain`):
+// part of the interface, so pinned.
+#[test]
+fn op_names_are_stable() {
+    assert_eq!(Op::Read.as_str(), "read");
+    assert_eq!(Op::Write.as_str(), "write");
+    assert_eq!(Op::List.as_str(), "list");
+    assert_eq!(Op::ExecuteDir.as_str(), "execute-dir");
+}
