@@ -1460,3 +1460,45 @@ fn op_names_are_stable() {
     assert_eq!(Op::List.as_str(), "list");
     assert_eq!(Op::ExecuteDir.as_str(), "execute-dir");
 }
+
+// The resolved path is reported and audited as text, so its spelling matters, not only its
+// components (`Path` equality ignores `/./` and `//`, which hid the normalisation from the
+// mutation run). Every form must come back as the one clean absolute path.
+#[test]
+fn resolved_paths_are_spelled_cleanly() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let t = tree();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        let want = t.proj.join("src/main.rs");
+        let proj = t.proj.to_str().unwrap();
+        for form in [
+            "src/main.rs".to_owned(),
+            "./src/main.rs".to_owned(),
+            "src//main.rs".to_owned(),
+            "src/./main.rs".to_owned(),
+            "src/deep/../main.rs".to_owned(),
+            format!("{proj}/src/./main.rs"),
+            format!("{proj}//src/main.rs"),
+        ] {
+            let got = sb.check(&form, Op::Read).unwrap();
+            assert_eq!(
+                got.path().as_os_str().as_bytes(),
+                want.as_os_str().as_bytes(),
+                "{form} ({mode:?})"
+            );
+        }
+        for (form, want) in [
+            ("src/", t.proj.join("src")),
+            ("src/.", t.proj.join("src")),
+            (".", t.proj.clone()),
+        ] {
+            let got = sb.check(form, Op::List).unwrap();
+            assert_eq!(
+                got.path().as_os_str().as_bytes(),
+                want.as_os_str().as_bytes(),
+                "{form} ({mode:?})"
+            );
+        }
+    }
+}
