@@ -1502,3 +1502,24 @@ fn resolved_paths_are_spelled_cleanly() {
         }
     }
 }
+
+// A missing name under a regular file is not a path that can be created. The `openat2` fast
+// path and the component walk must give the same answer for it. (The kernel answers ENOTDIR
+// here, not ENOENT, so the fast path's parent re-open is never reached; see docs/mutants.md.)
+#[test]
+fn a_name_under_a_regular_file_is_judged_alike_by_both_resolvers() {
+    let t = tree();
+    let auto = sandbox(&t, ResolveMode::Auto);
+    let walk = sandbox(&t, ResolveMode::Walk);
+    for path in ["file.txt/new", "src/main.rs/x"] {
+        for op in [Op::Write, Op::Read] {
+            let a = auto.check(path, op).map(|p| p.path().to_owned());
+            let w = walk.check(path, op).map(|p| p.path().to_owned());
+            assert_eq!(
+                a.as_ref().map_err(|e| e.code()),
+                w.as_ref().map_err(|e| e.code()),
+                "{path} {op:?}"
+            );
+        }
+    }
+}
