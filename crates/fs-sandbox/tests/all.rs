@@ -1523,3 +1523,48 @@ fn a_name_under_a_regular_file_is_judged_alike_by_both_resolvers() {
         }
     }
 }
+
+// The symlink budget is exactly 40 hops, as the kernel's: a chain of 40 resolves, 41 is a
+// loop. Both resolvers, so the component walk's own count is what is tested.
+#[test]
+fn forty_symlink_hops_resolve_and_forty_one_do_not() {
+    let t = tree();
+    let chain = |len: usize, name: &str| {
+        let dir = t.proj.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("target"), "end").unwrap();
+        for i in 0..len {
+            let next = if i + 1 == len {
+                "target".to_owned()
+            } else {
+                format!("l{}", i + 1)
+            };
+            symlink(next, dir.join(format!("l{i}"))).unwrap();
+        }
+        format!("{name}/l0")
+    };
+    let forty = chain(40, "c40");
+    let forty_one = chain(41, "c41");
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        let ok = sb.check(&forty, Op::Read).unwrap();
+        assert_eq!(ok.path(), t.proj.join("c40/target"), "{mode:?}");
+        assert_eq!(
+            sb.check(&forty_one, Op::Read).err().map(|e| e.code()),
+            Some("symlink_loop"),
+            "{mode:?}"
+        );
+    }
+}
+
+// `/proc/self` is a plain symlink, followed like any other; only `/proc/<x>/<y>` links are
+// magic. With `/proc` as a read-only root, `/proc/self/status` is readable.
+#[test]
+fn proc_self_is_a_plain_symlink() {
+    let sb = Sandbox::builder("/proc")
+        .root("/proc", Access::ReadOnly)
+        .build()
+        .unwrap();
+    let got = sb.check("/proc/self/status", Op::Read);
+    assert!(got.is_ok(), "{:?}", got.err());
+}
