@@ -854,10 +854,36 @@ mod property {
         prop::collection::vec(prop::collection::vec((0u8..4, 0u8..3), 0..4), 1..5)
     }
 
+    /// How the person answers an Ask.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Answer {
+        Yes,
+        No,
+        Never,
+        Panics,
+    }
+
+    struct ScriptedApprover(Answer);
+
+    #[async_trait]
+    impl Approver for ScriptedApprover {
+        async fn approve(&self, _r: &ApprovalRequest) -> Approval {
+            match self.0 {
+                Answer::Yes => Approval::Approve,
+                Answer::No => Approval::Deny,
+                Answer::Never => std::future::pending().await,
+                Answer::Panics => panic!("approver crashed"),
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
         #[test]
-        fn executed_calls_were_allowed_and_denied_calls_never_ran(script in arb_calls()) {
+        fn executed_calls_were_allowed_and_denied_calls_never_ran(
+            script in arb_calls(),
+            answer in prop_oneof![Just(Answer::Yes), Just(Answer::No), Just(Answer::Never), Just(Answer::Panics)],
+        ) {
             let names = ["t_allow", "t_deny", "t_ask", "t_hook"];
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let mut registry = ToolRegistry::new();
@@ -885,7 +911,11 @@ mod property {
             let exec = Executor::new(registry)
                 .with_checker(Arc::new(checker(&[(RuleKind::Deny, "t_deny"), (RuleKind::Ask, "t_ask")])))
                 .with_hooks(Arc::new(hooks))
-                .with_approver(Arc::new(FixedApprover(Approval::Deny)));
+                .with_approver(Arc::new(ScriptedApprover(answer)))
+                .with_config(ExecutorConfig {
+                    approval_timeout: Duration::from_millis(20),
+                    ..ExecutorConfig::default()
+                });
             let mut id = 0;
             let turns: Vec<AssistantMessage> = script.iter().map(|calls| {
                 turn(calls.iter().map(|(t, n)| {
@@ -905,14 +935,35 @@ mod property {
             for r in &out.results {
                 let ran = executed.contains(&r.call_id);
                 prop_assert_eq!(ran, r.executed, "{:?}", r);
-                if ran {
-                    prop_assert_eq!(r.decision, Some(Decision::Allow));
+                match r.decision {
+                    // Only an approver that said yes lets an Ask run; no, silence and a crash
+                    // all refuse it, each with its own code.
+                    Some(Decision::Ask) => {
+                        prop_assert_eq!(ran, answer == Answer::Yes, "{:?} {:?}", answer, r);
+                        let want = match answer {
+                            Answer::Yes => None,
+                            Answer::No => Some("ask-refused"),
+                            Answer::Never => Some("ask-timeout"),
+                            Answer::Panics => Some("ask-approver-failed"),
+                        };
+                        if !ran {
+                            prop_assert_eq!(r.code.as_deref(), want, "{:?}", r);
+                        }
+                    }
+                    Some(Decision::Deny) => prop_assert!(!ran, "{:?}", r),
+                    Some(Decision::Allow) => {}
+                    None => prop_assert!(!ran, "{:?}", r),
                 }
-                if r.decision == Some(Decision::Deny) || r.decision == Some(Decision::Ask) {
-                    prop_assert!(!ran);
+                // The tool decides its own decision here: t_ask is always Ask, t_deny always Deny.
+                if r.tool == "t_ask" && r.decision.is_some() {
+                    prop_assert_eq!(r.decision, Some(Decision::Ask), "{:?}", r);
                 }
             }
-            prop_assert!(!executed.iter().any(|id| out.results.iter().any(|r| &r.call_id == id && (r.tool == "t_deny" || r.tool == "t_ask"))));
+            prop_assert!(!executed.iter().any(|id| out.results.iter().any(|r| &r.call_id == id && r.tool == "t_deny")));
+            let asks_ran = out.results.iter().filter(|r| r.tool == "t_ask" && r.executed).count();
+            if answer != Answer::Yes {
+                prop_assert_eq!(asks_ran, 0);
+            }
         }
     }
 }

@@ -2,10 +2,12 @@
 //! long commands. Run `cargo xtask help` for the list.
 
 mod bench_exec;
+mod ignored;
 mod tidy;
 
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 
@@ -19,6 +21,9 @@ chores:
           `bench exec [--runs N]`: whole-process `agent-guard exec -- true` vs `bash -c true`,
           paired, release build
   fuzz    run a fuzz target for a while: cargo xtask fuzz <crate> <target> [seconds]
+  mutants cargo-mutants on the security paths (perm-rules precedence.rs and mode.rs,
+          fs-sandbox sandbox.rs), by hand, not in CI; extra arguments go to cargo-mutants.
+          Results in target/mutants/<crate>; see docs/mutants.md
   tidy    check the workspace layout rules (dependency direction, READMEs, lints)";
 
 fn main() -> anyhow::Result<()> {
@@ -30,6 +35,7 @@ fn main() -> anyhow::Result<()> {
         "ci" => ci(&root),
         "bench" => bench(&root, &rest),
         "fuzz" => fuzz(&root, &rest),
+        "mutants" => mutants(&root, &rest),
         "tidy" => {
             tidy::check(&root)?;
             println!("tidy: ok");
@@ -65,7 +71,12 @@ fn ci(root: &Path) -> anyhow::Result<()> {
         ],
         &[],
     )?;
-    cargo(root, &["test", "--workspace"], &[])?;
+    let output = cargo_tee(root, &["test", "--workspace"])?;
+    let ignored = ignored::parse(&output);
+    println!("ignored tests: {}", ignored.count);
+    for test in &ignored.tests {
+        println!("  {test}");
+    }
     cargo(
         root,
         &["doc", "--workspace", "--no-deps"],
@@ -117,6 +128,84 @@ fn fuzz(root: &Path, rest: &[String]) -> anyhow::Result<()> {
         bail!("fuzzing `{krate}/{target}` failed: {status}");
     }
     Ok(())
+}
+
+/// The files whose surviving mutants docs/mutants.md accounts for, per package.
+const MUTANT_TARGETS: &[(&str, &[&str])] = &[
+    (
+        "perm-rules",
+        &[
+            "crates/perm-rules/src/precedence.rs",
+            "crates/perm-rules/src/mode.rs",
+        ],
+    ),
+    ("fs-sandbox", &["crates/fs-sandbox/src/sandbox.rs"]),
+];
+
+fn mutants(root: &Path, rest: &[String]) -> anyhow::Result<()> {
+    let have = Command::new("cargo")
+        .args(["mutants", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have {
+        println!("installing cargo-mutants (once)...");
+        cargo(root, &["install", "cargo-mutants", "--locked"], &[])?;
+    }
+    for (package, files) in MUTANT_TARGETS {
+        let out = root.join("target").join("mutants").join(package);
+        let out = out.to_string_lossy();
+        // Copy mode (the default) leaves the worktree alone; one job because the machines
+        // are shared; fewer proptest cases keep each mutant's run short.
+        let mut args = vec![
+            "mutants",
+            "-p",
+            package,
+            "-j",
+            "1",
+            "--timeout",
+            "90",
+            "--output",
+            &out,
+        ];
+        for file in *files {
+            args.extend(["--file", file]);
+        }
+        args.extend(rest.iter().map(String::as_str));
+        // cargo-mutants exits non-zero when a mutant survives: report it and go on, so every
+        // package is run; the caller reads missed.txt against docs/mutants.md.
+        if let Err(err) = cargo(root, &args, &[("PROPTEST_CASES", "64")]) {
+            println!("{err}: see {out}/mutants.out/missed.txt and docs/mutants.md");
+        }
+    }
+    Ok(())
+}
+
+/// Runs cargo, echoing its stdout as it comes and returning it (stderr is passed through).
+fn cargo_tee(root: &Path, args: &[&str]) -> anyhow::Result<String> {
+    println!("$ cargo {}", args.join(" "));
+    let mut child = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .current_dir(root)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;
+    let mut output = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("reading cargo's output")?;
+            println!("{line}");
+            output.push_str(&line);
+            output.push('\n');
+        }
+    }
+    let status = child.wait().context("waiting for cargo")?;
+    if !status.success() {
+        let ignored = ignored::parse(&output);
+        println!("ignored tests so far: {}", ignored.count);
+        bail!("`cargo {}` failed: {status}", args.join(" "));
+    }
+    Ok(output)
 }
 
 fn cargo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<()> {

@@ -10,11 +10,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_core::tools::ReadFileTool;
 use agent_core::{
     AgentTool, CallScreen, Executor, ToolCall, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
 use async_trait::async_trait;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use fs_sandbox::{Access, Sandbox};
 use perm_hooks::{AgentHook, AuditLog, HookRegistry, RedactionHook};
 use perm_rules::{PermissionChecker, PermissionRule, RuleKind, RuleSource};
 use runtime_limits::DuplicateDetector;
@@ -62,7 +64,7 @@ impl CallScreen for Dup {
     }
 }
 
-fn executor(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> Executor {
+fn executor(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> (Executor, Arc<Sandbox>) {
     let registry = ToolRegistry::new()
         .with(Arc::new(Noop { safe: false }))
         .unwrap()
@@ -84,10 +86,23 @@ fn executor(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> Executor {
     hooks.register(Arc::new(PassThrough));
     hooks.register(Arc::new(RedactionHook::default()));
     let audit = rt.block_on(AuditLog::open(dir.join("audit.db"))).unwrap();
-    Executor::new(registry)
+    // The real fs-sandbox: `read_file` paths are judged by physical resolution at decision
+    // time and opened through the sandbox at execution, as in production.
+    let project = dir.join("proj");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    let sandbox = Arc::new(
+        Sandbox::builder(&project)
+            .root(&project, Access::ReadWrite)
+            .build()
+            .unwrap(),
+    );
+    let exec = Executor::new(registry.with(Arc::new(ReadFileTool)).unwrap())
         .with_checker(Arc::new(checker))
         .with_hooks(Arc::new(hooks))
         .with_audit(audit)
+        .with_sandbox(Arc::clone(&sandbox));
+    (exec, sandbox)
 }
 
 fn bench(c: &mut Criterion) {
@@ -97,8 +112,10 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let exec = executor(&rt, dir.path());
-    let ctx = ToolContext::new("bench");
+    let (exec, sandbox) = executor(&rt, dir.path());
+    // The tools open files through the context's sandbox (the race guard); the executor's
+    // judges the path first.
+    let ctx = ToolContext::new("bench").with_sandbox(sandbox);
     let mut group = c.benchmark_group("agent_core");
     group.measurement_time(Duration::from_secs(3));
     group.sample_size(30);
@@ -121,6 +138,21 @@ fn bench(c: &mut Criterion) {
             assert!(!r[0].is_error);
         })
     });
+    // A path-carrying call: everything above plus fs-sandbox's judgement of the path and the
+    // sandboxed open and read of a 14-byte file.
+    let file = dir.path().join("proj/src/lib.rs");
+    group.bench_function("read_file_full_pipeline", |b| {
+        b.iter(|| {
+            n += 1;
+            let calls = [ToolCall {
+                id: format!("r{n}"),
+                name: "read_file".into(),
+                arguments: json!({"file_path": file.to_str().unwrap(), "offset": n % 2}),
+            }];
+            let r = rt.block_on(exec.execute_parallel(&calls, &ctx, None));
+            assert!(!r[0].is_error, "{:?}", r[0]);
+        })
+    });
     // The same call on a current-thread runtime: no cross-thread wake-ups, so what is left is
     // the guards themselves (the audit writer shares the thread).
     let local = tokio::runtime::Builder::new_current_thread()
@@ -128,7 +160,7 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let local_dir = tempfile::tempdir().unwrap();
-    let local_exec = executor(&local, local_dir.path());
+    let (local_exec, _) = executor(&local, local_dir.path());
     group.bench_function("noop_call_full_pipeline_current_thread", |b| {
         b.iter(|| {
             n += 1;

@@ -1,5 +1,9 @@
 //! Asking a person: the `Approver` trait and the 120 s rule.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -58,6 +62,8 @@ pub enum ApprovalOutcome {
     NoApprover,
     /// The approver could not be reached or failed while the call waited.
     Unreachable,
+    /// The approver panicked: a crash is a deny, never a crash of the whole turn.
+    Failed,
 }
 
 impl ApprovalOutcome {
@@ -75,6 +81,7 @@ impl ApprovalOutcome {
             ApprovalOutcome::Silent => "ask-silent-context",
             ApprovalOutcome::NoApprover => "ask-no-approver",
             ApprovalOutcome::Unreachable => "ask-approver-unreachable",
+            ApprovalOutcome::Failed => "ask-approver-failed",
         }
     }
 
@@ -95,6 +102,9 @@ impl ApprovalOutcome {
             ApprovalOutcome::Unreachable => format!(
                 "`{tool}` needed approval and the approver could not be reached (or went away) while it waited"
             ),
+            ApprovalOutcome::Failed => {
+                format!("`{tool}` needed approval and the approver failed; treated as a refusal")
+            }
         }
     }
 }
@@ -120,11 +130,29 @@ pub async fn ask(
     let Some(approver) = approver else {
         return ApprovalOutcome::NoApprover;
     };
-    match tokio::time::timeout(timeout, approver.approve(request)).await {
-        Ok(Approval::Approve) => ApprovalOutcome::Approved,
-        Ok(Approval::Deny) => ApprovalOutcome::Refused,
-        Ok(Approval::Unavailable) => ApprovalOutcome::Unreachable,
+    match tokio::time::timeout(timeout, CatchPanic(approver.approve(request))).await {
+        Ok(Some(Approval::Approve)) => ApprovalOutcome::Approved,
+        Ok(Some(Approval::Deny)) => ApprovalOutcome::Refused,
+        Ok(None) => ApprovalOutcome::Failed,
+        Ok(Some(Approval::Unavailable)) => ApprovalOutcome::Unreachable,
         Err(_) => ApprovalOutcome::TimedOut,
+    }
+}
+
+/// Polls an approver's answer and turns a panic into `None`, so a crashing approver (a UI
+/// bridge, a plugin) refuses the call instead of unwinding through the executor.
+struct CatchPanic<'a>(Pin<Box<dyn Future<Output = Approval> + Send + 'a>>);
+
+impl Future for CatchPanic<'_> {
+    type Output = Option<Approval>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Approval>> {
+        let answer = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| answer.poll(cx))) {
+            Ok(Poll::Ready(approval)) => Poll::Ready(Some(approval)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(None),
+        }
     }
 }
 

@@ -1450,3 +1450,121 @@ fn protected_identity_in_a_very_large_directory() {
     );
     assert!(sb.check("f1", Op::Write).is_ok());
 }
+
+// The op names appear in refusal messages and on the command line (`agent-guard explain`):
+// part of the interface, so pinned.
+#[test]
+fn op_names_are_stable() {
+    assert_eq!(Op::Read.as_str(), "read");
+    assert_eq!(Op::Write.as_str(), "write");
+    assert_eq!(Op::List.as_str(), "list");
+    assert_eq!(Op::ExecuteDir.as_str(), "execute-dir");
+}
+
+// The resolved path is reported and audited as text, so its spelling matters, not only its
+// components (`Path` equality ignores `/./` and `//`, which hid the normalisation from the
+// mutation run). Every form must come back as the one clean absolute path.
+#[test]
+fn resolved_paths_are_spelled_cleanly() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let t = tree();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        let want = t.proj.join("src/main.rs");
+        let proj = t.proj.to_str().unwrap();
+        for form in [
+            "src/main.rs".to_owned(),
+            "./src/main.rs".to_owned(),
+            "src//main.rs".to_owned(),
+            "src/./main.rs".to_owned(),
+            "src/deep/../main.rs".to_owned(),
+            format!("{proj}/src/./main.rs"),
+            format!("{proj}//src/main.rs"),
+        ] {
+            let got = sb.check(&form, Op::Read).unwrap();
+            assert_eq!(
+                got.path().as_os_str().as_bytes(),
+                want.as_os_str().as_bytes(),
+                "{form} ({mode:?})"
+            );
+        }
+        for (form, want) in [
+            ("src/", t.proj.join("src")),
+            ("src/.", t.proj.join("src")),
+            (".", t.proj.clone()),
+        ] {
+            let got = sb.check(form, Op::List).unwrap();
+            assert_eq!(
+                got.path().as_os_str().as_bytes(),
+                want.as_os_str().as_bytes(),
+                "{form} ({mode:?})"
+            );
+        }
+    }
+}
+
+// A missing name under a regular file is not a path that can be created. The `openat2` fast
+// path and the component walk must give the same answer for it. (The kernel answers ENOTDIR
+// here, not ENOENT, so the fast path's parent re-open is never reached; see docs/mutants.md.)
+#[test]
+fn a_name_under_a_regular_file_is_judged_alike_by_both_resolvers() {
+    let t = tree();
+    let auto = sandbox(&t, ResolveMode::Auto);
+    let walk = sandbox(&t, ResolveMode::Walk);
+    for path in ["file.txt/new", "src/main.rs/x"] {
+        for op in [Op::Write, Op::Read] {
+            let a = auto.check(path, op).map(|p| p.path().to_owned());
+            let w = walk.check(path, op).map(|p| p.path().to_owned());
+            assert_eq!(
+                a.as_ref().map_err(|e| e.code()),
+                w.as_ref().map_err(|e| e.code()),
+                "{path} {op:?}"
+            );
+        }
+    }
+}
+
+// The symlink budget is exactly 40 hops, as the kernel's: a chain of 40 resolves, 41 is a
+// loop. Both resolvers, so the component walk's own count is what is tested.
+#[test]
+fn forty_symlink_hops_resolve_and_forty_one_do_not() {
+    let t = tree();
+    let chain = |len: usize, name: &str| {
+        let dir = t.proj.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("target"), "end").unwrap();
+        for i in 0..len {
+            let next = if i + 1 == len {
+                "target".to_owned()
+            } else {
+                format!("l{}", i + 1)
+            };
+            symlink(next, dir.join(format!("l{i}"))).unwrap();
+        }
+        format!("{name}/l0")
+    };
+    let forty = chain(40, "c40");
+    let forty_one = chain(41, "c41");
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let sb = sandbox(&t, mode);
+        let ok = sb.check(&forty, Op::Read).unwrap();
+        assert_eq!(ok.path(), t.proj.join("c40/target"), "{mode:?}");
+        assert_eq!(
+            sb.check(&forty_one, Op::Read).err().map(|e| e.code()),
+            Some("symlink_loop"),
+            "{mode:?}"
+        );
+    }
+}
+
+// `/proc/self` is a plain symlink, followed like any other; only `/proc/<x>/<y>` links are
+// magic. With `/proc` as a read-only root, `/proc/self/status` is readable.
+#[test]
+fn proc_self_is_a_plain_symlink() {
+    let sb = Sandbox::builder("/proc")
+        .root("/proc", Access::ReadOnly)
+        .build()
+        .unwrap();
+    let got = sb.check("/proc/self/status", Op::Read);
+    assert!(got.is_ok(), "{:?}", got.err());
+}

@@ -94,6 +94,8 @@ async fn per_row(rows: u64) -> Duration {
         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
         .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(30));
+    // The batched writer's pool (`AuditLog::open`, POOL_SIZE in audit/mod.rs) has 4
+    // connections too: the comparison is of the write pattern, not of the pool.
     let pool = sqlx::sqlite::SqlitePoolOptions::new()
         .max_connections(4)
         .connect_with(opts)

@@ -239,6 +239,33 @@ mod tests {
     use super::*;
     use crate::{PermissionRule, RuleKind, RuleSource};
 
+    // The codes are a machine-readable contract (audit rows, hook answers, dashboards): pin
+    // each one, and keep them distinct.
+    #[test]
+    fn priority_codes_are_stable_and_distinct() {
+        let table = [
+            (Priority::ConfigDeny, "p0-config-deny"),
+            (Priority::ToolDeny, "p1-tool-deny"),
+            (Priority::SessionDeny, "p2-session-deny"),
+            (Priority::HookBlock, "p3-hook-block"),
+            (
+                Priority::HookPermissionRequired,
+                "p4-hook-permission-required",
+            ),
+            (Priority::ConfigAsk, "p4-config-ask"),
+            (Priority::SessionAsk, "p5-session-ask"),
+            (Priority::ToolAsk, "p6-tool-ask"),
+            (Priority::ConfigAllow, "p7-config-allow"),
+            (Priority::Default, "p8-default"),
+            (Priority::Mode, "mode"),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for (priority, code) in table {
+            assert_eq!(priority.code(), code);
+            assert!(seen.insert(priority.code()), "duplicate code {code}");
+        }
+    }
+
     fn result(kind: RuleKind, text: &str) -> PermissionResult {
         let rule = PermissionRule::parse(kind, text, RuleSource::Api).unwrap();
         PermissionResult {

@@ -443,7 +443,10 @@ impl PathForms {
         let relative = match cwd {
             Some(cwd) => {
                 let cwd = normalize_path(cwd, None);
-                match normalized.strip_prefix(cwd.as_str()) {
+                // `/` is the one normalised cwd that ends in a separator; without the trim,
+                // `/src/a.rs` would count as outside a cwd of `/` and a `./src/**` Deny would
+                // not match.
+                match normalized.strip_prefix(cwd.trim_end_matches('/')) {
                     Some(rest) if rest.is_empty() || rest.starts_with('/') => {
                         Some(rest.trim_start_matches('/').to_owned())
                     }
@@ -597,6 +600,8 @@ mod tests {
         assert!(key.matches_content(&list(&["/a/b/c.pem"]), None));
         let src = rule(RuleKind::Allow, "file_edit(./src/**)");
         assert!(src.matches_content(&list(&["/repo/src/lib.rs"]), Some("/repo")));
+        assert!(src.matches_content(&list(&["/src/lib.rs"]), Some("/")));
+        assert!(src.matches_content(&list(&["src/lib.rs"]), Some("/")));
         assert!(src.matches_content(&list(&["src/lib.rs"]), Some("/repo")));
         assert!(!src.matches_content(&list(&["/other/src/lib.rs"]), Some("/repo")));
         assert!(!src.matches_content(&list(&["src/../../etc/passwd"]), Some("/repo")));

@@ -15,6 +15,7 @@ use perm_rules::{
     PrecedenceInputs, RuleKind, RuleSource, Subjects, resolve_permission_precedence,
 };
 use proptest::prelude::*;
+use regex::Regex;
 use serde_json::{Value, json};
 
 const TOOLS: &[&str] = &[
@@ -102,7 +103,7 @@ fn naive_in(
     };
     for kind in [RuleKind::Deny, RuleKind::Ask] {
         for r in rules.iter().filter(|r| r.kind() == kind) {
-            if r.matches_tool(tool) && r.matches_content(&subjects, cwd) {
+            if naive_matches(r, tool, &subjects, cwd) {
                 return (kind.decision(), Some(r.text().to_owned()));
             }
         }
@@ -111,7 +112,7 @@ fn naive_in(
         rules
             .iter()
             .filter(|r| r.kind() == RuleKind::Allow)
-            .find(|r| r.matches_tool(tool) && r.matches_content(subjects, cwd))
+            .find(|r| naive_matches(r, tool, subjects, cwd))
     };
     // Several simple commands: each must be allowed by some Allow rule, judged alone; the rule
     // of the first one is reported. Any subject no rule allows leaves the call to the default.
@@ -132,6 +133,316 @@ fn naive_in(
         Some(r) => (Decision::Allow, Some(r.text().to_owned())),
         None => (Decision::Allow, None),
     }
+}
+
+/// The reference's own matcher. It reads only the rule's text and kind and shares no code with
+/// the engine (no `matches_tool`, no `matches_content`, no globset): globs become regexes by a
+/// few lines below, command specifiers compare words, paths are normalised here. So a bug in
+/// the engine's matcher makes the two sides disagree instead of hiding in both.
+fn naive_matches(
+    rule: &PermissionRule,
+    tool: &str,
+    subjects: &Subjects,
+    cwd: Option<&str>,
+) -> bool {
+    let text = rule.text();
+    let (tool_pattern, spec) = match text.split_once('(') {
+        None => (text, None),
+        Some((t, rest)) => (t.trim(), rest.strip_suffix(')').map(str::trim)),
+    };
+    let tool_hit = if tool_pattern.contains(['*', '?', '[', '{']) {
+        Regex::new(&format!("^{}$", glob_regex(tool_pattern, false)))
+            .unwrap()
+            .is_match(tool)
+    } else {
+        tool_pattern == tool
+    };
+    if !tool_hit {
+        return false;
+    }
+    let Some(spec) = spec.filter(|s| !s.is_empty() && *s != "*") else {
+        return true;
+    };
+    let allow = rule.kind() == RuleKind::Allow;
+    let list = match subjects {
+        // Unknown content: a Deny/Ask content rule matches, an Allow content rule never does.
+        Subjects::Unsplittable => return !allow,
+        Subjects::List(list) => list,
+    };
+    let one = |subject: &String| naive_spec_matches(tool_pattern, spec, allow, subject, cwd);
+    if allow {
+        !list.is_empty() && list.iter().all(one)
+    } else {
+        list.iter().any(one)
+    }
+}
+
+fn naive_spec_matches(
+    tool: &str,
+    spec: &str,
+    allow: bool,
+    subject: &str,
+    cwd: Option<&str>,
+) -> bool {
+    const PATH_TOOLS: &[&str] = &[
+        "read_file",
+        "file_write",
+        "file_edit",
+        "glob_files",
+        "grep_files",
+    ];
+    if let Some(domain) = spec.strip_prefix("domain:") {
+        let domain = domain.trim().trim_start_matches("*.").to_ascii_lowercase();
+        let host = subject.to_ascii_lowercase();
+        return host == domain || host.ends_with(&format!(".{domain}"));
+    }
+    if tool == "run_bash" || (!PATH_TOOLS.contains(&tool) && spec.ends_with(":*")) {
+        let (prefix, is_prefix) = match spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *"))
+        {
+            Some(p) => (p, true),
+            None => (spec, false),
+        };
+        let want: Vec<&str> = prefix.split_whitespace().collect();
+        // Words as the shell splits them: on blanks and newlines only.
+        let words: Vec<&str> = subject
+            .split([' ', '\t', '\n', '\r'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        let hit = |words: &[&str]| {
+            if is_prefix {
+                words.len() >= want.len() && words[..want.len()] == want[..]
+            } else {
+                words == want.as_slice()
+            }
+        };
+        if hit(&words) {
+            return true;
+        }
+        // Deny/Ask also see `/bin/rm` as `rm`.
+        if !allow
+            && let Some((first, rest)) = words.split_first()
+            && first.contains('/')
+        {
+            let base = first.rsplit('/').next().unwrap();
+            let mut short = vec![base];
+            short.extend_from_slice(rest);
+            return hit(&short);
+        }
+        return false;
+    }
+    let (pattern, relative) = if let Some(rest) = spec.strip_prefix("./") {
+        (rest.to_owned(), true)
+    } else if spec.starts_with('/') || spec.starts_with("**") {
+        (spec.to_owned(), false)
+    } else if !spec.trim_end_matches('/').contains('/') {
+        (format!("**/{spec}"), false)
+    } else {
+        (spec.to_owned(), true)
+    };
+    let pattern = pattern.trim_end_matches('/');
+    let re = Regex::new(&format!(
+        "^(?:{}|{})$",
+        glob_regex(pattern, true),
+        glob_regex(&format!("{pattern}/**"), true)
+    ))
+    .unwrap();
+    let joined = match cwd {
+        Some(cwd) if !subject.starts_with('/') => format!("{cwd}/{subject}"),
+        _ => subject.to_owned(),
+    };
+    let normalized = naive_normalize(&joined);
+    if relative {
+        let inside = match cwd {
+            Some(cwd) => {
+                let cwd = naive_normalize(cwd);
+                if normalized == cwd {
+                    Some(String::new())
+                } else if cwd == "/" {
+                    normalized.strip_prefix('/').map(str::to_owned)
+                } else {
+                    normalized
+                        .strip_prefix(&format!("{cwd}/"))
+                        .map(str::to_owned)
+                }
+            }
+            None if normalized.starts_with('/') || normalized.starts_with("..") => None,
+            None => Some(normalized.clone()),
+        };
+        inside.is_some_and(|r| re.is_match(&r))
+    } else {
+        re.is_match(&normalized)
+            || (!normalized.starts_with('/') && re.is_match(&format!("/{normalized}")))
+    }
+}
+
+/// `a/./b//../c` -> `a/c`; `..` above `/` stays at `/`, above a relative start is kept.
+fn naive_normalize(path: &str) -> String {
+    let mut stack: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        if part.is_empty() || part == "." {
+            continue;
+        }
+        if part == ".." {
+            match stack.last() {
+                Some(&"..") | None => {
+                    if !path.starts_with('/') {
+                        stack.push("..");
+                    }
+                }
+                Some(_) => {
+                    stack.pop();
+                }
+            }
+        } else {
+            stack.push(part);
+        }
+    }
+    let body = stack.join("/");
+    if path.starts_with('/') {
+        format!("/{body}")
+    } else {
+        body
+    }
+}
+
+/// A glob as a regex body. With `paths`, `*`/`?` stay inside one component and `**` spans
+/// components (gitignore style); without, `*` matches anything (tool names).
+fn glob_regex(glob: &str, paths: bool) -> String {
+    let chars: Vec<char> = glob.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    let mut in_braces = false;
+    while i < chars.len() {
+        let at_component_start = i == 0 || chars[i - 1] == '/';
+        let c = chars[i];
+        if paths && c == '*' && chars.get(i + 1) == Some(&'*') && at_component_start {
+            if chars.get(i + 2) == Some(&'/') {
+                out.push_str("(?:.*/)?");
+                i += 3;
+                continue;
+            }
+            if i + 2 == chars.len() {
+                out.push_str(".*");
+                i += 2;
+                continue;
+            }
+        }
+        match c {
+            '*' => out.push_str(if paths { "[^/]*" } else { ".*" }),
+            '?' => out.push_str(if paths { "[^/]" } else { "." }),
+            '[' => {
+                let end = chars[i..].iter().position(|&c| c == ']').unwrap() + i;
+                out.push('[');
+                for (n, &c) in chars[i + 1..end].iter().enumerate() {
+                    if n == 0 && c == '!' {
+                        out.push('^');
+                    } else {
+                        out.push_str(&regex::escape(&c.to_string()));
+                    }
+                }
+                out.push(']');
+                i = end;
+            }
+            '{' => {
+                in_braces = true;
+                out.push_str("(?:");
+            }
+            '}' if in_braces => {
+                in_braces = false;
+                out.push(')');
+            }
+            ',' if in_braces => out.push('|'),
+            c => out.push_str(&regex::escape(&c.to_string())),
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn naive_matcher_reads_rules_its_own_way() {
+    let rule = |k, t| PermissionRule::parse(k, t, RuleSource::Api).unwrap();
+    let list = |items: &[&str]| Subjects::List(items.iter().map(|s| (*s).to_owned()).collect());
+    let diff = rule(RuleKind::Allow, "run_bash(git diff:*)");
+    assert!(naive_matches(
+        &diff,
+        "run_bash",
+        &list(&["git  diff --stat"]),
+        None
+    ));
+    assert!(!naive_matches(
+        &diff,
+        "run_bash",
+        &list(&["git diffx"]),
+        None
+    ));
+    let rm = rule(RuleKind::Deny, "run_bash(rm:*)");
+    assert!(naive_matches(
+        &rm,
+        "run_bash",
+        &list(&["ls", "/bin/rm -r x"]),
+        None
+    ));
+    let env = rule(RuleKind::Deny, "read_file(**/.env)");
+    assert!(naive_matches(
+        &env,
+        "read_file",
+        &list(&["/repo/.env"]),
+        None
+    ));
+    assert!(naive_matches(&env, "read_file", &list(&[".env"]), None));
+    let etc = rule(RuleKind::Deny, "file_*(/etc/**)");
+    assert!(naive_matches(
+        &etc,
+        "file_write",
+        &list(&["/tmp/../etc/passwd"]),
+        None
+    ));
+    assert!(!naive_matches(
+        &etc,
+        "file_write",
+        &list(&["/tmp/etc/passwd"]),
+        None
+    ));
+    let src = rule(RuleKind::Allow, "read_file(./src/**)");
+    assert!(naive_matches(
+        &src,
+        "read_file",
+        &list(&["src/a.rs"]),
+        Some("/repo")
+    ));
+    assert!(!naive_matches(
+        &src,
+        "read_file",
+        &list(&["/etc/src/a.rs"]),
+        Some("/repo")
+    ));
+    let dom = rule(RuleKind::Allow, "web_fetch(domain:example.com)");
+    assert!(naive_matches(
+        &dom,
+        "web_fetch",
+        &list(&["a.EXAMPLE.com"]),
+        None
+    ));
+    assert!(!naive_matches(
+        &dom,
+        "web_fetch",
+        &list(&["badexample.com"]),
+        None
+    ));
+    let class = rule(RuleKind::Deny, "*([gr]m status)");
+    assert!(naive_matches(
+        &class,
+        "read_file",
+        &list(&["/x/rm status"]),
+        None
+    ));
+    assert!(!naive_matches(
+        &class,
+        "read_file",
+        &list(&["/x/[gr]m status"]),
+        None
+    ));
 }
 
 // Vocabulary for the index property: command rules sharing and not sharing first words

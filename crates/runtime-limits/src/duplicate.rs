@@ -52,16 +52,24 @@ fn hash_value(value: &Value, state: &mut DefaultHasher) {
         Value::Object(map) => {
             state.write_u8(5);
             state.write_usize(map.len());
-            let mut sum: u64 = 0;
-            for (key, item) in map {
-                let mut entry = DefaultHasher::new();
-                key.hash(&mut entry);
-                hash_value(item, &mut entry);
-                sum = sum.wrapping_add(entry.finish());
-            }
-            state.write_u64(sum);
+            state.write_u64(object_digest(map));
         }
     }
+}
+
+/// The order-independent digest of an object's entries: each entry is hashed on its own and
+/// the results are summed, so any iteration order gives the same digest. Kept separate so a
+/// test can feed the entries in different orders (serde_json's `Map` always iterates sorted,
+/// so a test through `canonical_hash` alone could not notice an order-dependent combination).
+fn object_digest<'a>(entries: impl IntoIterator<Item = (&'a String, &'a Value)>) -> u64 {
+    let mut sum: u64 = 0;
+    for (key, item) in entries {
+        let mut entry = DefaultHasher::new();
+        key.hash(&mut entry);
+        hash_value(item, &mut entry);
+        sum = sum.wrapping_add(entry.finish());
+    }
+    sum
 }
 
 fn text_hash(text: &str) -> u64 {
@@ -226,6 +234,50 @@ mod tests {
             canonical_hash(&json!({"a": 1, "b": 2})),
             canonical_hash(&json!({"a": 2, "b": 1}))
         );
+    }
+
+    // `serde_json::Map` iterates in sorted key order whatever the input text, so the test above
+    // cannot see an order-dependent combination. This one feeds the same entries to the
+    // combination in every order and needs the digests to agree.
+    #[test]
+    fn object_digest_is_independent_of_entry_order() {
+        let entries: Vec<(String, Value)> = vec![
+            ("a".to_owned(), json!(1)),
+            ("b".to_owned(), json!({"x": [1, 2], "y": null})),
+            ("c".to_owned(), json!("1")),
+            ("d".to_owned(), json!([true, 2.5])),
+        ];
+        let forward = object_digest(entries.iter().map(|(k, v)| (k, v)));
+        let mut orders = 0;
+        permute(
+            &mut (0..entries.len()).collect::<Vec<_>>(),
+            0,
+            &mut |order| {
+                let digest = object_digest(order.iter().map(|&i| (&entries[i].0, &entries[i].1)));
+                assert_eq!(digest, forward, "order {order:?} changed the digest");
+                orders += 1;
+            },
+        );
+        assert_eq!(orders, 24);
+        // Still sensitive to which value sits under which key.
+        let swapped = [("a".to_owned(), json!("1")), ("c".to_owned(), json!(1))];
+        let straight = [("a".to_owned(), json!(1)), ("c".to_owned(), json!("1"))];
+        assert_ne!(
+            object_digest(swapped.iter().map(|(k, v)| (k, v))),
+            object_digest(straight.iter().map(|(k, v)| (k, v)))
+        );
+    }
+
+    fn permute(items: &mut Vec<usize>, start: usize, visit: &mut dyn FnMut(&[usize])) {
+        if start == items.len() {
+            visit(items);
+            return;
+        }
+        for i in start..items.len() {
+            items.swap(start, i);
+            permute(items, start + 1, visit);
+            items.swap(start, i);
+        }
     }
 
     #[test]
