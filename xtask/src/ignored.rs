@@ -3,7 +3,7 @@
 
 /// What libtest's output says about ignored tests.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Ignored {
+pub(crate) struct Ignored {
     /// The sum of `N ignored` over every `test result:` line.
     pub count: usize,
     /// `name: reason` for every `test name ... ignored[, reason]` line.
@@ -11,7 +11,7 @@ pub struct Ignored {
 }
 
 /// Reads libtest's output (the stdout of `cargo test`).
-pub fn parse(output: &str) -> Ignored {
+pub(crate) fn parse(output: &str) -> Ignored {
     let mut ignored = Ignored::default();
     for line in output.lines() {
         if let Some(summary) = line.strip_prefix("test result: ") {
