@@ -410,7 +410,11 @@ fn approve_via(verdict: Verdict, client: Client, event: &Event, args: &HookArgs)
 pub(crate) fn reason(v: &Verdict) -> String {
     let mut text = format!("agent-guard: {}", v.summary());
     if let Some(step) = v.deciding() {
-        if let Some(rule) = &step.rule {
+        if let Some(rule) = step
+            .rule
+            .as_ref()
+            .filter(|r| !step.message.contains(r.as_str()))
+        {
             let at = step.source.as_deref().unwrap_or("the policy");
             text.push_str(&format!(" (rule `{rule}` at {at})"));
         }
