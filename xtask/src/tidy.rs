@@ -33,11 +33,10 @@ const COMPOSING: &[&str] = &[
 ];
 /// The one file that composes the layers.
 const COMPOSER: &str = "crates/agent-core/src/verdict.rs";
-/// Files that may use those calls for something else: the rules-only helper `resolve`
-/// (executor), and the tools that build their analyzer and judge (bash.rs); the CLI's
+/// Files that may use those calls for something else: the tool that builds its analyzer and
+/// judge (bash.rs); the CLI's
 /// single-layer commands (`check`, `bash`, `path`, `exec`, `lint`) are not deciding front ends.
 const COMPOSING_ALLOWED: &[&str] = &[
-    "crates/agent-core/src/executor.rs",
     "crates/agent-core/src/tools/bash.rs",
     "crates/agent-guard/src/cmd/check.rs",
     "crates/agent-guard/src/cmd/bash.rs",

@@ -157,6 +157,11 @@ const GREP: &[Field] = &[
     f("path", "path", false),
     f("glob", "glob", false),
 ];
+const GEMINI_GREP: &[Field] = &[
+    f("pattern", "pattern", true),
+    f("dir_path", "path", false),
+    f("include_pattern", "glob", false),
+];
 const AGENT: &[Field] = &[
     f("prompt", "prompt", false),
     f("description", "description", false),
@@ -376,11 +381,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "grep_search",
         "grep_files",
-        Shape::Fields(&[
-            f("pattern", "pattern", true),
-            f("dir_path", "path", false),
-            f("include_pattern", "glob", false),
-        ]),
+        Shape::Fields(GEMINI_GREP),
         &[],
         true,
     ),
@@ -388,11 +389,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "search_file_content",
         "grep_files",
-        Shape::Fields(&[
-            f("pattern", "pattern", true),
-            f("dir_path", "path", false),
-            f("include_pattern", "glob", false),
-        ]),
+        Shape::Fields(GEMINI_GREP),
         &[],
         true,
     ),

@@ -10,7 +10,7 @@ use fs_sandbox::Sandbox;
 use perm_hooks::{AuditLog, AuditRow, HookRegistry, KillSwitch, PostToolUseContext};
 use perm_rules::{
     ContentSubjects, Decision, HookBlock, HookPermissionRequest, PermissionChecker,
-    PermissionResult, PermissionRule, PrecedenceInputs, Resolution, resolve_permission_precedence,
+    PermissionResult, PermissionRule, Resolution,
 };
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -326,20 +326,17 @@ impl Executor {
         hook_block: Option<HookBlock>,
         hook_requests: Vec<HookPermissionRequest>,
     ) -> Resolution {
-        let name = tool.name();
-        let config = self.inner.checker.check(name, Some(args));
-        let session = self.session_result(name, args);
-        let tool_level = self.tool_level(tool, args);
-        resolve_permission_precedence(&PrecedenceInputs {
-            tool: name.to_owned(),
-            read_only: tool.is_read_only(),
-            mode: self.inner.checker.mode(),
-            config,
-            session,
-            tool_level,
-            hook_block,
-            hook_requests,
-        })
+        self.resolve_rules(
+            tool.name(),
+            Some(tool),
+            tool.is_read_only(),
+            args,
+            crate::verdict::HookVerdicts {
+                block: hook_block,
+                requests: hook_requests,
+            },
+            self.inner.checker.mode(),
+        )
     }
 
     /// The session rules' result, when there are session rules.
@@ -444,19 +441,7 @@ impl Executor {
         let Some(tool) = self.inner.registry.get(&call.name).cloned() else {
             // The verdict still decides a refusal's reason: a call the guard denies is reported
             // as denied (with the same code a hook would give), whether or not the tool exists.
-            let verdict = self
-                .evaluate(&Call {
-                    tool: call.name.clone(),
-                    args: call.arguments.clone(),
-                    session_id: ctx.session_id.clone(),
-                    agent_name: ctx.agent_name.clone(),
-                    call_id: call.id.clone(),
-                    step: ctx.step,
-                    cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
-                    read_only: false,
-                    client: Vec::new(),
-                })
-                .await;
+            let verdict = self.evaluate(&guard_call(call, ctx, false)).await;
             if verdict.decision == Decision::Deny {
                 let msg = format!("`{}` was denied: {}", call.name, verdict.summary());
                 let mut r = self
@@ -482,17 +467,7 @@ impl Executor {
             return Err(self.refuse(call, ctx, &code, &msg, None).await);
         }
         let verdict = self
-            .evaluate(&Call {
-                tool: call.name.clone(),
-                args: call.arguments.clone(),
-                session_id: ctx.session_id.clone(),
-                agent_name: ctx.agent_name.clone(),
-                call_id: call.id.clone(),
-                step: ctx.step,
-                cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
-                read_only: tool.is_read_only(),
-                client: Vec::new(),
-            })
+            .evaluate(&guard_call(call, ctx, tool.is_read_only()))
             .await;
         let final_args = verdict.final_args.clone();
         // A hook may rewrite the arguments into something the schema forbids.
@@ -739,6 +714,21 @@ impl Executor {
             final_args: q.args.clone(),
             layer: None,
         }
+    }
+}
+
+/// A model's tool call in the guard's vocabulary, in the context it runs in.
+fn guard_call(call: &ToolCall, ctx: &ToolContext, read_only: bool) -> Call {
+    Call {
+        tool: call.name.clone(),
+        args: call.arguments.clone(),
+        session_id: ctx.session_id.clone(),
+        agent_name: ctx.agent_name.clone(),
+        call_id: call.id.clone(),
+        step: ctx.step,
+        cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
+        read_only,
+        client: Vec::new(),
     }
 }
 

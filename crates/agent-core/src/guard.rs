@@ -328,15 +328,14 @@ impl GuardBuilder {
 /// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (its
 /// directory created).
 fn audit_target(cwd: &Path, p: &Path) -> PathBuf {
-    if perm_hooks::is_postgres_url(&p.to_string_lossy()) || p.is_absolute() {
-        return p.to_path_buf();
-    }
-    let full = cwd.join(p);
-    if let Some(dir) = full.parent() {
+    let target = perm_hooks::AuditTarget::parse(p).resolve(cwd);
+    if let perm_hooks::AuditTarget::Sqlite(file) = &target
+        && let Some(dir) = file.parent()
+    {
         // A missing directory is reported by the open that follows.
         let _ = std::fs::create_dir_all(dir);
     }
-    full
+    target.as_ref().to_path_buf()
 }
 
 impl Guard {

@@ -306,6 +306,7 @@ impl Executor {
     pub async fn evaluate(&self, call: &Call) -> Verdict {
         let tool = self.registry().get(&call.tool).cloned();
         let read_only = tool.as_ref().map_or(call.read_only, |t| t.is_read_only());
+        let cwd = self.cwd_of(call);
         let mut steps = Vec::new();
 
         // The fleet kill switch: a cancelled session gets nothing more, whatever it asks.
@@ -342,19 +343,12 @@ impl Executor {
                     tool_name: call.tool.clone(),
                     tool_call_id: call.call_id.clone(),
                     args: call.args.clone(),
-                    cwd: Some(self.cwd_of(call)),
+                    cwd: Some(cwd.clone()),
                     transcript_path: None,
                 })
                 .await
         } else {
-            PreToolUseResult {
-                final_args: call.args.clone(),
-                blocked: None,
-                mutations: Vec::new(),
-                additional_context: String::new(),
-                permission_requests: Vec::new(),
-                failures: Vec::new(),
-            }
+            PreToolUseResult::unchanged(call.args.clone())
         };
         let args = pre.final_args;
         if !pre.mutations.is_empty() {
@@ -392,13 +386,16 @@ impl Executor {
             tool.as_deref(),
             read_only,
             &args,
-            hook_block,
-            hook_requests,
+            HookVerdicts {
+                block: hook_block,
+                requests: hook_requests,
+            },
+            // The mode applies once, to the combined verdict of every layer.
+            PermissionMode::Default,
         );
         steps.push(rules_step(&call.tool, &args, &resolution));
 
         // Layer 4: every path the call names.
-        let cwd = self.cwd_of(call);
         for arg in PATH_ARGS.iter().filter(|a| a.tool == call.tool) {
             if let Some(step) = self.path_step(arg, &args, &cwd) {
                 steps.push(step);
@@ -481,14 +478,17 @@ impl Executor {
         }
     }
 
-    fn resolve_rules(
+    /// The rules layer: policy, session and tool-level rules with the hooks' verdicts through
+    /// P0-P8, then `mode` (`Default` inside `evaluate`, which applies the mode once to the
+    /// combined verdict).
+    pub(crate) fn resolve_rules(
         &self,
         name: &str,
         tool: Option<&dyn crate::AgentTool>,
         read_only: bool,
         args: &Value,
-        hook_block: Option<HookBlock>,
-        hook_requests: Vec<HookPermissionRequest>,
+        hooks: HookVerdicts,
+        mode: PermissionMode,
     ) -> Resolution {
         let config = self.checker().check(name, Some(args));
         let session = self.session_result(name, args);
@@ -496,13 +496,12 @@ impl Executor {
         resolve_permission_precedence(&PrecedenceInputs {
             tool: name.to_owned(),
             read_only,
-            // The mode applies once, to the combined verdict of every layer.
-            mode: PermissionMode::Default,
+            mode,
             config,
             session,
             tool_level,
-            hook_block,
-            hook_requests,
+            hook_block: hooks.block,
+            hook_requests: hooks.requests,
         })
     }
 
@@ -692,6 +691,12 @@ impl Executor {
         };
         Step::new("bash-guard", saw, decision, code, message)
     }
+}
+
+/// What the PreToolUse hooks said, for the rules layer (P3, P4).
+pub(crate) struct HookVerdicts {
+    pub(crate) block: Option<HookBlock>,
+    pub(crate) requests: Vec<HookPermissionRequest>,
 }
 
 fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {

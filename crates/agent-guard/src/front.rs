@@ -16,11 +16,11 @@ use crate::report::{Reason, Report};
 
 pub(crate) use agent_core::clients::GUARD_TOOLS as KNOWN_TOOLS;
 
-/// `path` made absolute against `cwd` and normalised lexically. For rule text only (`lint`):
-/// paths a call names are resolved physically by fs-sandbox, never like this.
-pub(crate) fn absolutize(cwd: &Path, path: &str) -> PathBuf {
+/// `path` made absolute against `cwd` and normalised lexically, without touching the
+/// filesystem. For rule text and configuration paths only (`lint`, `init`): paths a call names
+/// are resolved physically by fs-sandbox, never like this.
+pub(crate) fn absolutize(cwd: &Path, path: &Path) -> PathBuf {
     use std::path::Component;
-    let path = Path::new(path);
     let joined = if path.is_absolute() {
         path.to_owned()
     } else {

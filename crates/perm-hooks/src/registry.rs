@@ -146,6 +146,18 @@ pub struct PreToolUseResult {
 }
 
 impl PreToolUseResult {
+    /// The result of a chain that did nothing: `args` unchanged, no verdict, no context.
+    pub fn unchanged(args: Value) -> Self {
+        PreToolUseResult {
+            final_args: args,
+            blocked: None,
+            mutations: Vec::new(),
+            additional_context: String::new(),
+            permission_requests: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
     /// Whether the call must not run.
     pub fn is_blocked(&self) -> bool {
         self.blocked.is_some()
@@ -289,14 +301,7 @@ impl HookRegistry {
     /// Runs the pre chain. The first Block (or failure under `deny`) ends it; `MutateInput`
     /// chains, so each hook sees the previous hook's arguments.
     pub async fn run_pre_tool_use(&self, mut ctx: PreToolUseContext) -> PreToolUseResult {
-        let mut result = PreToolUseResult {
-            final_args: Value::Null,
-            blocked: None,
-            mutations: Vec::new(),
-            additional_context: String::new(),
-            permission_requests: Vec::new(),
-            failures: Vec::new(),
-        };
+        let mut result = PreToolUseResult::unchanged(Value::Null);
         for entry in self.entries.iter().filter(|e| e.hook.wants_pre_tool_use()) {
             let name = entry.hook.name();
             match guarded(name, entry.options.timeout, entry.hook.pre_tool_use(&ctx)).await {

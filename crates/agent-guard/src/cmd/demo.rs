@@ -89,7 +89,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot resolve `{}`", dir.display()))?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| dir.clone());
     let audit_db = match &args.audit_db {
-        Some(db) => session::absolute(&cwd, db),
+        Some(db) => session::audit_target(&cwd, db),
         None => dir.join(".agent-guard").join("audit.db"),
     };
     let policy = Policy::from_text("<bundled demo policy>", POLICY)?;

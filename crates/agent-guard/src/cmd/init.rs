@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+
+use crate::front::absolutize;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
@@ -349,7 +351,7 @@ impl Scope {
             });
         }
         let dir = match project {
-            Some(dir) => absolute(&cwd, dir),
+            Some(dir) => absolutize(&cwd, dir),
             None => cwd,
         };
         anyhow::ensure!(
@@ -381,22 +383,6 @@ pub(crate) fn home() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// `path` made absolute against `cwd`, without touching the filesystem (`.`/`..` folded).
-pub(crate) fn absolute(cwd: &Path, path: &Path) -> PathBuf {
-    let joined = cwd.join(path);
-    let mut out = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 /// The program to write into the hook: see AFTER_HELP.
 fn hook_program(binary: Option<&Path>) -> anyhow::Result<String> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -405,7 +391,7 @@ fn hook_program(binary: Option<&Path>) -> anyhow::Result<String> {
         if binary.components().count() == 1 && !binary.has_root() {
             return Ok(binary.display().to_string());
         }
-        return Ok(absolute(&cwd, binary).display().to_string());
+        return Ok(absolutize(&cwd, binary).display().to_string());
     }
     let exe = std::env::current_exe().context("cannot find this executable's path")?;
     if in_cargo_target_dir(&exe) {
@@ -788,7 +774,7 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let scope = Scope::resolve(args.project.as_deref(), args.user)?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let policy = match &args.policy {
-        Some(p) => absolute(&cwd, p),
+        Some(p) => absolutize(&cwd, p),
         None => scope.default_policy()?,
     };
     let program = hook_program(args.binary.as_deref())?;

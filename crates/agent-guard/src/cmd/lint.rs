@@ -363,7 +363,7 @@ fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) 
         // `./x`, `x/y` and `**/x` are relative to the cwd or match anywhere.
         return None;
     };
-    let base = absolutize(Path::new("/"), &base.display().to_string());
+    let base = absolutize(Path::new("/"), &base);
     let inside = roots
         .iter()
         .any(|root| base.starts_with(root) || root.starts_with(&base));
@@ -393,7 +393,7 @@ pub(crate) fn lint_policy(path: &Path, project: &Path, cwd: &Path) -> anyhow::Re
         .roots
         .iter()
         .chain(&sandbox.read_only_roots)
-        .map(|r| absolutize(cwd, &r.display().to_string()))
+        .map(|r| absolutize(cwd, r))
         .collect();
     if roots.is_empty() {
         roots.push(cwd.to_owned());
@@ -444,7 +444,7 @@ pub(crate) fn lint_policy(path: &Path, project: &Path, cwd: &Path) -> anyhow::Re
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let project = match &args.project {
-        Some(dir) => absolutize(&cwd, &dir.display().to_string()),
+        Some(dir) => absolutize(&cwd, dir),
         None => cwd.clone(),
     };
     let report = lint_policy(&args.policy, &project, &cwd)?;

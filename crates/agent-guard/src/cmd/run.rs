@@ -66,8 +66,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .canonicalize()
         .context("cannot resolve --cwd")?;
     let audit_db = match &args.audit_db {
-        Some(db) => session::absolute(&here, db),
-        None => session::absolute(&cwd, &policy.doc.hooks.audit_db_path()),
+        Some(db) => session::audit_target(&here, db),
+        None => session::audit_target(&cwd, &policy.doc.hooks.audit_db_path()),
     };
     let model: Option<Arc<dyn Model>> = match &args.model_url {
         Some(url) => {

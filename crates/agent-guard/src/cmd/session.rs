@@ -473,10 +473,17 @@ fn summarise(rows: &[perm_hooks::AuditRecord]) -> Vec<perm_hooks::ToolSummary> {
         .collect()
 }
 
+/// Where an audit database is: a `postgres://` URL as it is, a SQLite path against `base`.
+pub(crate) fn audit_target(base: &Path, spec: &Path) -> PathBuf {
+    perm_hooks::AuditTarget::parse(spec)
+        .resolve(base)
+        .as_ref()
+        .to_path_buf()
+}
+
 /// Resolves `path` against `cwd`.
 pub(crate) fn absolute(cwd: &Path, path: &Path) -> PathBuf {
-    // A database URL is not a path to join.
-    if path.is_absolute() || perm_hooks::is_postgres_url(&path.to_string_lossy()) {
+    if path.is_absolute() {
         path.to_path_buf()
     } else {
         cwd.join(path)
