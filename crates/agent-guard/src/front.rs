@@ -106,12 +106,14 @@ impl Front {
         if let Some(db) = &opts.audit_db {
             hooks.audit_db = Some(db.clone());
         }
-        let builder = policy
-            .guard_builder(cwd, &env)?
+        // Every section but the limits is adjusted above, so the builder starts from them rather
+        // than from `Policy::guard_builder` (which would parse the rules a second time).
+        let builder = Guard::builder(cwd)
             .permissions(checker)
             .sandbox(sandbox)
             .bash(bash)
-            .hooks(hooks);
+            .hooks(hooks)
+            .limits(policy.doc.limits.clone());
         let guard = rt
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;
