@@ -120,11 +120,11 @@ struct Queued {
 
 /// Runs tool calls through every guard layer.
 ///
-/// Order of the phases for each call: validate (known tool, schema, duplicate screen) ->
-/// PreToolUse hooks -> schema re-check of the final arguments -> permission phase on the final
-/// arguments (policy checker, tool-level rules, session rules, hook Block and
-/// PermissionRequired, all through [`resolve_permission_precedence`], then the mode) -> Deny:
-/// error result, Ask: [`AgentEvent::PermissionRequest`] and the [`Approver`], Allow: queued.
+/// Order of the phases for each call: validate (known tool, schema, duplicate screen) -> the
+/// verdict, [`Executor::evaluate`] (PreToolUse hooks, rules through
+/// [`perm_rules::resolve_permission_precedence`], fs-sandbox, bash-guard, network, the mode) ->
+/// schema re-check of the final arguments -> Deny: error result, Ask:
+/// [`AgentEvent::PermissionRequest`] and the [`Approver`], Allow: queued.
 /// Queued calls are partitioned into batches (consecutive concurrency-safe calls together,
 /// others alone) and run; results come back in call order.
 #[derive(Clone)]
