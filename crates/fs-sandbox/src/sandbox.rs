@@ -351,6 +351,15 @@ impl Sandbox {
         self.sensitive.matching(&self.absolute(path))
     }
 
+    /// What sensitive location lies at or below the directory `dir`, for a reader that
+    /// descends a whole tree (`grep -r`, `tar c`, `cp -r`): `/`, `/etc` and the home directory
+    /// hold credential stores, a project directory does not. Only the table's anchored entries
+    /// (`~/...`, `/...`) count, since unanchored names (`.env`) may be in any project. Like
+    /// [`sensitive`](Sandbox::sensitive) the path is matched as given: pass a resolved one.
+    pub fn sensitive_below(&self, dir: &Path) -> Option<&'static str> {
+        self.sensitive.below(&self.absolute(dir))
+    }
+
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
     ///
     /// Returns where the path really leads, or why it is refused. A sensitive path (as given or

@@ -9,7 +9,9 @@
 //!
 //! Pattern forms (one interpreter, [`Sensitive::compile`]):
 //! - `~/x` is anchored at the home directory given to the builder (default `$HOME`, never the
-//!   cwd); both the home as given and its canonical form are matched;
+//!   cwd; both the home as given and its canonical form), and at every other account's home
+//!   (`OTHER_HOMES`: `/root`, `/home/*`, `/Users/*`): another user's SSH keys are as secret as
+//!   one's own;
 //! - `/x` is an absolute glob;
 //! - anything else matches at any depth (`.env` is `/**/.env`);
 //! - `dir/**` is a tree: the directory itself and everything below it. Every other pattern names
@@ -160,6 +162,122 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "a desktop keyring",
         "~/.local/share/keyrings/login.keyring",
     ),
+    // Shell and REPL histories: people type passwords, tokens and `export KEY=...` there.
+    always(
+        "~/.bash_history",
+        "a shell history (typed secrets)",
+        "~/.bash_history",
+    ),
+    always(
+        "~/.zsh_history",
+        "a shell history (typed secrets)",
+        "~/.zsh_history",
+    ),
+    always(
+        "~/.histfile",
+        "a shell history (typed secrets)",
+        "~/.histfile",
+    ),
+    always(
+        "~/.sh_history",
+        "a shell history (typed secrets)",
+        "~/.sh_history",
+    ),
+    always(
+        "~/.local/share/fish/fish_history",
+        "a shell history (typed secrets)",
+        "~/.local/share/fish/fish_history",
+    ),
+    always(
+        "~/.python_history",
+        "a REPL history (typed secrets)",
+        "~/.python_history",
+    ),
+    always(
+        "~/.node_repl_history",
+        "a REPL history (typed secrets)",
+        "~/.node_repl_history",
+    ),
+    always(
+        "~/.psql_history",
+        "a database client history (typed secrets)",
+        "~/.psql_history",
+    ),
+    always(
+        "~/.mysql_history",
+        "a database client history (typed secrets)",
+        "~/.mysql_history",
+    ),
+    always(
+        "~/.rediscli_history",
+        "a database client history (typed secrets)",
+        "~/.rediscli_history",
+    ),
+    // More per-user credential stores.
+    always("~/.my.cnf", "MySQL passwords", "~/.my.cnf"),
+    always("~/.s3cfg", "S3 credentials (s3cmd)", "~/.s3cfg"),
+    always("~/.boto", "cloud storage credentials (boto)", "~/.boto"),
+    always("~/.oci/**", "Oracle Cloud credentials", "~/.oci/config"),
+    always(
+        "~/.config/rclone/rclone.conf",
+        "cloud storage credentials (rclone)",
+        "~/.config/rclone/rclone.conf",
+    ),
+    always(
+        "~/.config/doctl/config.yaml",
+        "a DigitalOcean token",
+        "~/.config/doctl/config.yaml",
+    ),
+    always(
+        "~/.config/hcloud/cli.toml",
+        "a Hetzner Cloud token",
+        "~/.config/hcloud/cli.toml",
+    ),
+    always(
+        "~/.composer/auth.json",
+        "Composer registry tokens",
+        "~/.composer/auth.json",
+    ),
+    always(
+        "~/.m2/settings.xml",
+        "Maven repository passwords",
+        "~/.m2/settings.xml",
+    ),
+    always(
+        "~/.gradle/gradle.properties",
+        "Gradle repository tokens",
+        "~/.gradle/gradle.properties",
+    ),
+    always(
+        "~/.config/configstore/**",
+        "CLI login tokens (configstore: firebase, vercel ...)",
+        "~/.config/configstore/firebase-tools.json",
+    ),
+    always(
+        "~/.mozilla/firefox/*/logins.json",
+        "browser-saved passwords",
+        "~/.mozilla/firefox/abc.default/logins.json",
+    ),
+    always(
+        "~/.mozilla/firefox/*/key4.db",
+        "the browser's password key",
+        "~/.mozilla/firefox/abc.default/key4.db",
+    ),
+    always(
+        "~/.mozilla/firefox/*/cookies.sqlite",
+        "browser session cookies",
+        "~/.mozilla/firefox/abc.default/cookies.sqlite",
+    ),
+    always(
+        "~/.config/google-chrome/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.config/google-chrome/Default/Login Data",
+    ),
+    always(
+        "~/.config/chromium/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.config/chromium/Default/Cookies",
+    ),
     // Credential files that may sit in a project as well as in the home directory.
     always(".npmrc", "an npm token", "/p/.npmrc"),
     always(".pypirc", "a PyPI token", "~/.pypirc"),
@@ -273,6 +391,9 @@ pub const NOT_SENSITIVE: &[&str] = &[
     ".env.schema",
 ];
 
+/// Where other accounts' home directories are (globs), so `~/.ssh/**` covers them too.
+pub(crate) const OTHER_HOMES: &[&str] = &["/root", "/home/*", "/Users/*"];
+
 /// What a policy-added pattern is called in messages.
 const POLICY_WHAT: &str = "a path the policy marks sensitive";
 
@@ -289,6 +410,37 @@ pub(crate) struct Sensitive {
     trees: GlobSet,
     trees_what: Vec<&'static str>,
     except: GlobSet,
+    /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
+    anchored: Vec<(Vec<Part>, &'static str)>,
+}
+
+/// One component of an anchored pattern.
+#[derive(Debug)]
+enum Part {
+    Literal(String),
+    Glob(globset::GlobMatcher),
+    /// `**`: anything from here down.
+    Any,
+}
+
+impl Part {
+    fn parse(pattern: &str, component: &str) -> Result<Self, SandboxError> {
+        if component == "**" {
+            return Ok(Part::Any);
+        }
+        if component.contains(['*', '?', '[', '{', '\\']) {
+            return Ok(Part::Glob(glob_of(pattern, component)?.compile_matcher()));
+        }
+        Ok(Part::Literal(component.to_owned()))
+    }
+
+    fn matches(&self, component: &std::ffi::OsStr) -> bool {
+        match self {
+            Part::Literal(text) => component == text.as_str(),
+            Part::Glob(glob) => glob.is_match(component),
+            Part::Any => true,
+        }
+    }
 }
 
 impl Sensitive {
@@ -298,6 +450,7 @@ impl Sensitive {
         let mut files_meta = Vec::new();
         let mut trees = GlobSetBuilder::new();
         let mut trees_what = Vec::new();
+        let mut anchored = Vec::new();
         let entries = DEFAULT_SENSITIVE
             .iter()
             .map(|e| (e.pattern, e.what, e.when))
@@ -309,6 +462,14 @@ impl Sensitive {
         for (pattern, what, when) in entries {
             let forms = absolute_forms(pattern, homes)?;
             for form in forms {
+                if !form.starts_with("/**/") {
+                    let parts = form
+                        .split('/')
+                        .filter(|c| !c.is_empty())
+                        .map(|c| Part::parse(pattern, c))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    anchored.push((parts, what));
+                }
                 if let Some(base) = form.strip_suffix("/**") {
                     for glob in [base, form.as_str()] {
                         trees.add(glob_of(pattern, glob)?);
@@ -336,7 +497,35 @@ impl Sensitive {
             trees: build(trees)?,
             trees_what,
             except: build(except)?,
+            anchored,
         })
+    }
+
+    /// What sensitive location lies at or below the directory `absolute` (`/` holds
+    /// `/etc/shadow`, `/home` holds every `~/.ssh`), for readers that descend a whole tree.
+    /// Only anchored patterns count: `.env` or `id_rsa` may be anywhere, and a tree reader
+    /// in a project is not refused for what a project might hold.
+    pub(crate) fn below(&self, absolute: &Path) -> Option<&'static str> {
+        let components: Vec<&std::ffi::OsStr> = absolute
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        'patterns: for (parts, what) in &self.anchored {
+            for (index, component) in components.iter().enumerate() {
+                match parts.get(index) {
+                    Some(Part::Any) => return Some(what),
+                    Some(part) if part.matches(component) => {}
+                    // Below a whole file pattern (`/etc/shadow/x`) or off the pattern's path.
+                    _ => continue 'patterns,
+                }
+            }
+            // Every component of the directory matched: the pattern's location is at or below.
+            return Some(what);
+        }
+        self.matching(absolute)
     }
 
     /// What `absolute` holds when it is sensitive. `absolute` is matched as it is (no
@@ -397,13 +586,19 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
         return Err(bad("an empty sensitive pattern would match nothing"));
     }
     if let Some(rest) = trimmed.strip_prefix("~/") {
-        // With no home directory known there is nothing to anchor to; the other forms still
-        // apply.
-        return Ok(homes
+        // The builder's home forms (escaped: a home is a literal path), then every account's.
+        let mut forms: Vec<String> = homes
             .iter()
             .filter_map(|home| home.to_str())
             .map(|home| format!("{}/{rest}", globset::escape(home.trim_end_matches('/'))))
-            .collect());
+            .collect();
+        for other in OTHER_HOMES {
+            let form = format!("{other}/{rest}");
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+        return Ok(forms);
     }
     if trimmed.starts_with('~') {
         return Err(bad("only `~/` (the home directory) is understood"));
@@ -510,7 +705,8 @@ mod tests {
             "/home/u/.kube/cache/x",
             "/home/u/.claude/settings.json",
             "/home/u/.codex/config.toml",
-            "/home/other/.ssh/id_rsa.pub",
+            "/home/other/.sshkeys/id_rsa.pub",
+            "/home/a/b/.ssh/config",
             "/etc/passwd",
             "/etc/ssh/ssh_host_ed25519_key.pub",
             "/etc/ssh/sshd_config",
@@ -520,6 +716,49 @@ mod tests {
             "/p/notes/secrets.md",
         ] {
             assert_eq!(t.matching(Path::new(path)), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn other_accounts_homes_are_covered() {
+        let t = table();
+        for path in [
+            "/root/.ssh/id_ed25519",
+            "/home/bob/.aws/credentials",
+            "/Users/al/.netrc",
+        ] {
+            assert!(t.matching(Path::new(path)).is_some(), "{path}");
+        }
+    }
+
+    #[test]
+    fn below_finds_anchored_locations_under_a_directory() {
+        let t = table();
+        for dir in [
+            "/",
+            "/etc",
+            "/home",
+            "/home/u",
+            "/home/u/.ssh",
+            "/home/u/.ssh/keys",
+            "/proc",
+            "/proc/1",
+            "/root",
+            "/Users",
+            "/home/u/.mozilla",
+        ] {
+            assert!(t.below(Path::new(dir)).is_some(), "{dir} holds a secret");
+        }
+        for dir in [
+            "/home/u/src/app",
+            "/etc/nginx",
+            "/usr",
+            "/tmp/p",
+            "/proc/1/fd",
+            "/home/u/.config/nvim",
+            "/home/u/.mozilla/firefox/abc/extensions",
+        ] {
+            assert_eq!(t.below(Path::new(dir)), None, "{dir}");
         }
     }
 
