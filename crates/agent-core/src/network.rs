@@ -53,6 +53,7 @@ pub const INTERNAL_NAMES: &[(&str, &str)] = &[
     (".localhost", "a loopback name"),
     ("metadata.google.internal", "the GCE metadata service"),
     ("metadata", "a cloud metadata service name"),
+    ("instance-data", "the EC2 metadata service name"),
     (".internal", "an internal DNS name"),
     (".local", "an mDNS (local network) name"),
     (".localdomain", "a local-domain name"),
@@ -79,6 +80,17 @@ pub const INTERNAL_NAMES: &[(&str, &str)] = &[
 
 /// Judges `url`: `Ok` for an http(s) URL to a public host.
 pub fn judge_url(url: &str) -> Result<(), UrlRefusal> {
+    let (url, parsed) = parse_unambiguous(url)?;
+    if !matches!(parsed.scheme(), "http" | "https" | "ws" | "wss") {
+        return Err(UrlRefusal::Scheme {
+            scheme: parsed.scheme().to_owned(),
+        });
+    }
+    judge_host(url, &parsed)
+}
+
+/// Parses `url`, refusing one whose destination depends on the parser.
+fn parse_unambiguous(url: &str) -> Result<(&str, url::Url), UrlRefusal> {
     let url = url.trim();
     // Parsers disagree about `a@b@c` and backslashes in the authority (curl and the WHATWG
     // spec pick different hosts): a URL whose destination depends on the parser is refused.
@@ -95,11 +107,10 @@ pub fn judge_url(url: &str) -> Result<(), UrlRefusal> {
         url: url.to_owned(),
         reason: e.to_string(),
     })?;
-    if !matches!(parsed.scheme(), "http" | "https" | "ws" | "wss") {
-        return Err(UrlRefusal::Scheme {
-            scheme: parsed.scheme().to_owned(),
-        });
-    }
+    Ok((url, parsed))
+}
+
+fn judge_host(url: &str, parsed: &url::Url) -> Result<(), UrlRefusal> {
     match parsed.host() {
         None => Err(UrlRefusal::Unparsable {
             url: url.to_owned(),
@@ -109,6 +120,92 @@ pub fn judge_url(url: &str) -> Result<(), UrlRefusal> {
         Some(url::Host::Ipv6(ip)) => judge_ip(IpAddr::V6(ip), &ip.to_string()),
         Some(url::Host::Domain(name)) => judge_name(name),
     }
+}
+
+/// Judges a destination named on a network client's command line (`curl`, `wget`, `ssh`,
+/// `nc`, `git`, `pip -i` ...): a URL of any scheme, or a bare `[user@]host[:port|:path]`.
+/// `Ok` when it is public, or when the word is not recognisably a destination: a bare word is
+/// refused only when it is an address literal (a dotted quad in any radix, IPv6) or an
+/// internal name, so `install`, `origin` or `1.5` (an option value) pass.
+pub fn judge_destination(target: &str) -> Result<(), UrlRefusal> {
+    let target = target.trim();
+    if let Some((scheme, _)) = target.split_once("://")
+        && !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        let (url, parsed) = parse_unambiguous(target)?;
+        if parsed.scheme() == "file" {
+            // `curl file:///etc/shadow` reads a local file, out of the sandbox's sight.
+            return Err(UrlRefusal::Scheme {
+                scheme: "file".to_owned(),
+            });
+        }
+        // A URL parser knows no host for some schemes (`ssh://`, `git://` are opaque to
+        // WHATWG); their authority is judged as a bare destination.
+        return match parsed.host() {
+            // Non-special schemes (`gopher:`, `ftp:` in some parsers) keep an address as an
+            // opaque name: read it as an address too.
+            Some(url::Host::Domain(name)) => judge_bare(name).and_then(|()| judge_name(name)),
+            Some(_) => judge_host(url, &parsed),
+            None => {
+                let authority = target.split_once("://").map_or("", |(_, rest)| {
+                    rest.split(['/', '?', '#']).next().unwrap_or("")
+                });
+                judge_bare(authority)
+            }
+        };
+    }
+    judge_bare(target)
+}
+
+/// `[user@]host[:port|:path]`, `[v6]:port`, a bare IPv6 address.
+fn judge_bare(word: &str) -> Result<(), UrlRefusal> {
+    let host = word.rsplit_once('@').map_or(word, |(_, host)| host);
+    if let Some(rest) = host.strip_prefix('[') {
+        let inner = rest.split(']').next().unwrap_or("");
+        let inner = inner.split('%').next().unwrap_or("");
+        return match inner.parse::<Ipv6Addr>() {
+            Ok(ip) => judge_ip(IpAddr::V6(ip), inner),
+            Err(_) => Ok(()),
+        };
+    }
+    if let Ok(ip) = host.split('%').next().unwrap_or("").parse::<Ipv6Addr>() {
+        return judge_ip(IpAddr::V6(ip), host);
+    }
+    let host = host.split([':', '/']).next().unwrap_or("");
+    let parts: Vec<&str> = host.split('.').collect();
+    let numeric = |p: &&str| {
+        !p.is_empty()
+            && (p.chars().all(|c| c.is_ascii_digit())
+                || p.strip_prefix("0x")
+                    .or_else(|| p.strip_prefix("0X"))
+                    .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit())))
+    };
+    let hex_literal =
+        parts.len() == 1 && host.len() > 2 && host.starts_with(['0']) && numeric(&host);
+    if (parts.len() == 4 && parts.iter().all(numeric)) || (hex_literal && host.contains(['x', 'X']))
+    {
+        // The WHATWG IPv4 parser reads every radix the way inet_aton (and curl) do.
+        return match url::Url::parse(&format!("http://{host}/"))
+            .ok()
+            .and_then(|u| match u.host() {
+                Some(url::Host::Ipv4(ip)) => Some(ip),
+                _ => None,
+            }) {
+            Some(ip) => judge_ip(IpAddr::V4(ip), host),
+            None => Ok(()),
+        };
+    }
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    let known = INTERNAL_NAMES
+        .iter()
+        .any(|(pattern, _)| match pattern.strip_prefix('.') {
+            Some(suffix) => name.ends_with(pattern) || name == suffix,
+            None => name == *pattern,
+        });
+    if known { judge_name(&name) } else { Ok(()) }
 }
 
 /// Judges a host name (already lowercased by the URL parser).
@@ -291,6 +388,48 @@ mod tests {
             judge_url("not a url"),
             Err(UrlRefusal::Unparsable { .. })
         ));
+    }
+
+    #[test]
+    fn command_line_destinations_are_judged_by_where_they_go() {
+        for target in [
+            "http://0x7f.1/",
+            "https://127.0.0.1.nip.io/x",
+            "ftp://10.0.0.1/f",
+            "gopher://127.0.0.1:6379/_x",
+            "file:///etc/shadow",
+            "ssh://git@169.254.169.254/x",
+            "root@10.0.0.5",
+            "127.0.0.1:8080",
+            "0x7f.0.0.1",
+            "0177.0.0.1",
+            "0x7f000001",
+            "[::1]:22",
+            "::1",
+            "fe80::1%eth0",
+            "git@192.168.0.2:repo.git",
+            "localhost:3000",
+            "metadata.google.internal",
+            "instance-data",
+            "db.internal:5432",
+        ] {
+            assert!(judge_destination(target).is_err(), "{target}");
+        }
+        for target in [
+            "https://example.com/x",
+            "git@github.com:org/repo.git",
+            "origin",
+            "install",
+            "1.5",
+            "30",
+            "0",
+            "a.txt",
+            "Accept: text/html",
+            "93.184.216.34",
+            "ssh://git@github.com/org/repo",
+        ] {
+            assert_eq!(judge_destination(target), Ok(()), "{target}");
+        }
     }
 
     #[test]

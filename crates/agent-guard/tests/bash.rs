@@ -99,3 +99,47 @@ fn agent_block_network_env_is_read() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["decision"], "ask");
 }
+
+/// With the network allowed, a network client is asked about, except where it goes somewhere
+/// that is not the public web: loopback, private and metadata addresses in any spelling, as a
+/// URL, an option value, `user@host` or `host:port`, behind a wrapper.
+#[test]
+fn network_clients_are_judged_by_where_they_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let allow = ["--allow-network"];
+    for command in [
+        "curl -s http://169.254.169.254/latest/meta-data/",
+        "curl --url=http://0x7f.1/ -o /dev/null",
+        "wget -qO- 127.0.0.1:8080",
+        "ssh root@10.0.0.5 id",
+        "nc -z 127.1.2.3 22",
+        "git clone http://localhost:8000/x",
+        "pip install -i http://10.0.0.1/simple x",
+        "timeout 5 curl 'http://[::1]:80/'",
+        "curl file:///etc/passwd",
+        "curl http://metadata.google.internal/computeMetadata/v1/",
+    ] {
+        let v = bash(dir.path(), &allow, command);
+        assert_eq!(v["decision"], "deny", "{command}: {v}");
+        assert!(
+            v["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["code"] == "network_internal"),
+            "{command}: {v}"
+        );
+    }
+    for command in [
+        "curl -s https://example.com",
+        "curl --max-time 1.5 --retry-delay 0 https://example.com",
+        "git clone https://github.com/org/repo",
+        "npm install",
+    ] {
+        assert_eq!(
+            bash(dir.path(), &allow, command)["decision"],
+            "ask",
+            "{command}"
+        );
+    }
+}

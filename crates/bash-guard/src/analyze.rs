@@ -868,7 +868,9 @@ impl<'a> Walker<'a> {
             }
             return;
         }
+        let before = self.findings.len();
         crate::classify::classify(self, &decoded, &display, &input);
+        crate::destination::check(self, before, &decoded, &display);
     }
 
     /// Judges one path argument.

@@ -44,4 +44,14 @@ pub trait PathJudge: Send + Sync {
     fn fingerprint(&self) -> u64 {
         0
     }
+
+    /// Why `target`, a destination named on a network client's command line (a URL of any
+    /// scheme, `host`, `user@host`, `host:port`, `user@host:path`), is not the public web
+    /// (loopback, private, link-local or cloud metadata, internal names, in any spelling), or
+    /// `None` when it is public or not a destination. Network use is judged by where it really
+    /// goes; the default knows no addresses and says `None`, so the network finding stands.
+    fn destination(&self, target: &str) -> Option<String> {
+        let _ = target;
+        None
+    }
 }

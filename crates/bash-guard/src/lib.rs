@@ -7,6 +7,7 @@ mod builtins;
 mod cache;
 mod classify;
 mod config;
+mod destination;
 mod error;
 pub mod exec;
 #[doc(hidden)]

@@ -54,6 +54,12 @@ impl PathJudge for SandboxJudge {
         }
     }
 
+    fn destination(&self, target: &str) -> Option<String> {
+        crate::network::judge_destination(target)
+            .err()
+            .map(|refusal| refusal.to_string())
+    }
+
     fn fingerprint(&self) -> u64 {
         use std::hash::{DefaultHasher, Hash, Hasher};
         let mut h = DefaultHasher::new();
