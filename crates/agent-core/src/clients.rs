@@ -514,7 +514,7 @@ pub fn translate(
         Shape::ApplyPatch => apply_patch_calls(obj, cwd)?,
         Shape::UrlsInText(key) => {
             let text = obj.get(key).and_then(Value::as_str).unwrap_or_default();
-            let urls = urls_in(text);
+            let urls = crate::network::urls_in(text);
             if urls.is_empty() {
                 let mut call = base(map.guard, input.clone(), cwd, map.read_only);
                 call.client.push(ClientFinding {
@@ -659,46 +659,9 @@ fn apply_patch_calls(obj: &Map<String, Value>, cwd: &Path) -> Result<Vec<Call>, 
         .collect())
 }
 
-/// Every `http(s)://` URL in free text, up to the first character that cannot be in one.
-fn urls_in(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let lower = text.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(pos) = lower.get(from..).and_then(|rest| {
-        let h = rest.find("http://");
-        let s = rest.find("https://");
-        match (h, s) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }) {
-        let start = from + pos;
-        let tail = text.get(start..).unwrap_or_default();
-        let end = tail
-            .find(|c: char| c.is_whitespace() || "<>\"'`()[]{}".contains(c))
-            .unwrap_or(tail.len());
-        let url = tail
-            .get(..end)
-            .unwrap_or_default()
-            .trim_end_matches(['.', ',', ';', ':', '!', '?']);
-        out.push(url.to_owned());
-        from = start + end.max(1);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_found_in_prose() {
-        assert_eq!(
-            urls_in("Summarise https://example.com/a, then (http://127.0.0.1:8080/x)."),
-            vec!["https://example.com/a", "http://127.0.0.1:8080/x"]
-        );
-        assert!(urls_in("no links here").is_empty());
-    }
 
     #[test]
     fn each_client_tool_name_is_in_the_table_once() {

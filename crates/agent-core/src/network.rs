@@ -160,6 +160,36 @@ pub fn judge_destination(target: &str) -> Result<(), UrlRefusal> {
     judge_bare(target)
 }
 
+/// Every URL in free text (`scheme://...`, any scheme), up to the first character that
+/// cannot be in one. A scheme is the run of scheme characters right before `://`.
+pub fn urls_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(pos) = text.get(from..).and_then(|rest| rest.find("://")) {
+        let sep = from + pos;
+        let head = text.get(..sep).unwrap_or_default();
+        let scheme_len = head
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            .count();
+        let start = sep - scheme_len;
+        let tail = text.get(start..).unwrap_or_default();
+        let end = tail
+            .find(|c: char| c.is_whitespace() || "<>\"'`(){}".contains(c))
+            .unwrap_or(tail.len());
+        let url = tail
+            .get(..end)
+            .unwrap_or_default()
+            .trim_end_matches(['.', ',', ';', ':', '!', '?', ']']);
+        if scheme_len > 0 {
+            out.push(url.to_owned());
+        }
+        from = sep + 3;
+    }
+    out
+}
+
 /// `[user@]host[:port|:path]`, `[v6]:port`, a bare IPv6 address.
 fn judge_bare(word: &str) -> Result<(), UrlRefusal> {
     let host = word.rsplit_once('@').map_or(word, |(_, host)| host);
@@ -388,6 +418,19 @@ mod tests {
             judge_url("not a url"),
             Err(UrlRefusal::Unparsable { .. })
         ));
+    }
+
+    #[test]
+    fn urls_are_found_in_prose() {
+        assert_eq!(
+            urls_in("Summarise https://example.com/a, then (http://127.0.0.1:8080/x)."),
+            vec!["https://example.com/a", "http://127.0.0.1:8080/x"]
+        );
+        assert_eq!(
+            urls_in("ws://[::1]:9/x and gopher://10.0.0.1:70/ and HTTP://A.B"),
+            vec!["ws://[::1]:9/x", "gopher://10.0.0.1:70/", "HTTP://A.B"]
+        );
+        assert!(urls_in("no links here, nor ://this").is_empty());
     }
 
     #[test]

@@ -417,6 +417,13 @@ impl Executor {
             steps.push(network_step(&args, key));
         }
 
+        // MCP servers' tools (`mcp__server__tool`, Gemini's `mcp_server_tool`) have no contract
+        // here: the URLs and paths their input names, at any depth, are judged like the known
+        // tools' arguments.
+        if tool.is_none() && call.tool.starts_with("mcp_") {
+            steps.extend(self.opaque_input_steps(&args, &cwd));
+        }
+
         // What the client adapter saw.
         let before_client = steps.iter().map(|s| s.decision).max();
         let explicit_allow = resolution.decision == Decision::Allow
@@ -503,6 +510,54 @@ impl Executor {
             hook_block: hooks.block,
             hook_requests: hooks.requests,
         })
+    }
+
+    /// Every string of an opaque tool's input (at any depth) that is a URL is judged by where
+    /// it goes, and every one that is an absolute or `~/` path by whether it is a secret
+    /// (physically: a link to `~/.ssh/id_rsa` counts). URLs inside prose are not (a chat
+    /// message may mention `http://localhost:3000`), and nothing else is refused: an MCP server
+    /// has its own scope, so a path outside the roots is not a refusal here. No refusal, no
+    /// step.
+    fn opaque_input_steps(&self, args: &Value, cwd: &Path) -> Vec<Step> {
+        let mut strings = Vec::new();
+        collect_strings(args, &mut strings, 0);
+        let mut steps = Vec::new();
+        for text in strings {
+            let text = text.trim();
+            let is_url = !text.contains(char::is_whitespace)
+                && network::urls_in(text)
+                    .first()
+                    .is_some_and(|u| text.starts_with(u.as_str()));
+            if is_url && let Err(refusal) = network::judge_destination(text) {
+                steps.push(Step::new(
+                    "network",
+                    format!("`{}`", crate::truncate_chars(text, 200).0),
+                    Decision::Deny,
+                    refusal.code(),
+                    refusal.to_string(),
+                ));
+                continue;
+            }
+            let looks_like_path = (text.starts_with('/') || text.starts_with("~/"))
+                && !text.contains(['\n', '\0'])
+                && text.len() <= 4096;
+            if !looks_like_path {
+                continue;
+            }
+            let (Some(sandbox), Ok(path)) = (self.sandbox(), self.physical_input(text, cwd)) else {
+                continue;
+            };
+            if let Err(err @ SandboxError::Sensitive { .. }) = sandbox.check(&path, Op::Read) {
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}`", path.display()),
+                    Decision::Deny,
+                    err.code(),
+                    err.to_string(),
+                ));
+            }
+        }
+        steps
     }
 
     fn path_step(&self, arg: &PathArg, args: &Value, cwd: &Path) -> Option<Step> {
@@ -723,6 +778,24 @@ fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
         message: finding.message.clone(),
         rule: rule.map(|r| r.text().to_owned()),
         source: rule.map(|r| r.source().to_string()),
+    }
+}
+
+/// The strings of a JSON value, depth first; past a depth that no tool input has, the rest is
+/// not read (serde_json refuses deeper input anyway).
+fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|v| collect_strings(v, out, depth + 1)),
+        Value::Object(map) => map
+            .values()
+            .for_each(|v| collect_strings(v, out, depth + 1)),
+        _ => {}
     }
 }
 

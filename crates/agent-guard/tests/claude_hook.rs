@@ -303,3 +303,72 @@ fn help_documents_exit_codes() {
     );
     assert!(text.contains("settings.json"), "{text}");
 }
+
+/// An MCP tool has no contract in the guard, so what its input names is judged: a string that
+/// is a URL by where it goes, a string that is a path by whether it is a secret. URLs inside
+/// prose and ordinary paths are not refusals (the server has its own scope).
+#[test]
+fn mcp_tool_inputs_are_judged_by_what_they_name() {
+    let s = Session::new();
+    let event = |tool: &str, input: Value| {
+        serde_json::json!({
+            "session_id": "s-mcp", "transcript_path": "/dev/null", "cwd": s.project(),
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
+        })
+        .to_string()
+    };
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
+    for (tool, input, code) in [
+        (
+            "mcp__fetch__fetch",
+            serde_json::json!({"url": "http://169.254.169.254/latest/"}),
+            "internal_address",
+        ),
+        (
+            "mcp__fetch__fetch",
+            serde_json::json!({"req": {"urls": ["https://example.com/", "http://0x7f.1/"]}}),
+            "internal_address",
+        ),
+        (
+            "mcp__browser__open",
+            serde_json::json!({"url": "file:///etc/passwd"}),
+            "url_scheme",
+        ),
+        (
+            "mcp__fs__read_file",
+            serde_json::json!({"path": "/etc/shadow"}),
+            "sensitive_path",
+        ),
+        (
+            "mcp__fs__read_file",
+            serde_json::json!({"path": format!("{home}/.ssh/id_ed25519")}),
+            "sensitive_path",
+        ),
+    ] {
+        let v = answer(&["--policy", &policy()], event(tool, input.clone()));
+        let (decision, reason) = pre_decision(&v);
+        assert_eq!(decision, "deny", "{tool} {input}: {reason}");
+        assert!(reason.contains(code), "{tool} {input}: {reason}");
+    }
+    for (tool, input) in [
+        (
+            "mcp__slack__post",
+            serde_json::json!({"text": "deployed to http://localhost:3000"}),
+        ),
+        (
+            "mcp__fetch__fetch",
+            serde_json::json!({"url": "https://example.com/docs"}),
+        ),
+        (
+            "mcp__fs__read_file",
+            serde_json::json!({"path": "/etc/hosts"}),
+        ),
+    ] {
+        let v = answer(&["--policy", &policy()], event(tool, input.clone()));
+        let decision = v["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .unwrap_or("none");
+        assert_ne!(decision, "deny", "{tool} {input}: {v}");
+    }
+}

@@ -41,10 +41,50 @@ const TREE_REMOVERS: &[&str] = &[
     "rmdir(",
 ];
 
+/// Endless-loop spellings across shell, Python, Perl, Ruby, Node and awk, whitespace removed
+/// and lowercased: with a `fork` in the same text, a fork bomb.
+const ENDLESS_LOOPS: &[&str] = &[
+    "while1",
+    "while(1)",
+    "whiletrue",
+    "while(true)",
+    "while:",
+    "for(;;)",
+    "loop{",
+    "loopdo",
+    "until0",
+    "until(0)",
+    "untilfalse",
+];
+
+/// Calls that create a process, in the languages above.
+const FORKS: &[&str] = &[
+    "fork(",
+    "fork;",
+    "fork}",
+    "forkwhile",
+    "forkuntil",
+    "fork)",
+    "fork\n",
+];
+
 /// Names the catastrophic command it finds in `text`, if any.
 pub(crate) fn catastrophic(text: &str) -> Option<&'static str> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     if compact.contains(":(){:|:&};:") || compact.contains(":|:&") {
+        return Some("a fork bomb");
+    }
+    // `perl -e 'fork while 1'`, `python3 -c 'while 1: os.fork()'`, `ruby -e 'loop { fork }'`:
+    // the same bomb in an interpreter. Newlines are kept so a bare `fork` at the end of a line
+    // counts; a `fork` that ends the text counts too.
+    let lower: String = text
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| !c.is_whitespace() || *c == '\n')
+        .collect();
+    let looping = ENDLESS_LOOPS.iter().any(|l| lower.contains(l));
+    let forking = FORKS.iter().any(|f| lower.contains(f)) || lower.trim_end().ends_with("fork");
+    if (looping && forking) || lower.contains("forkwhile") || lower.contains("forkuntil") {
         return Some("a fork bomb");
     }
     for statement in text.split(['\n', ';', '&', '|', '(', ')', '`', '{', '}']) {
@@ -125,6 +165,15 @@ mod tests {
             "chmod -R 777 /",
             "import shutil; shutil.rmtree('/')",
             "/bin/rm --recursive --force /*",
+            "fork while 1",
+            "fork while fork",
+            "import os\nwhile True: os.fork()",
+            "import os\nwhile 1:\n    os.fork()",
+            "loop { fork }",
+            "loop do\n fork\nend",
+            "while(1) require('child_process').fork(__filename)",
+            "for(;;) fork();",
+            "while (1) { fork; }",
         ] {
             assert!(catastrophic(t).is_some(), "{t}");
         }
@@ -139,6 +188,10 @@ mod tests {
             "dd if=a.img of=b.img",
             "chmod +x script.sh",
             "mkfs.ext4 disk.img",
+            "import os; pid = os.fork(); print(pid)",
+            "while True: print(1); break",
+            "for i in range(3): print(i)",
+            "print('fork')",
         ] {
             assert!(catastrophic(t).is_none(), "{t}");
         }
