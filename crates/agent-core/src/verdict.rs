@@ -297,6 +297,14 @@ pub const PATTERN_ARGS: &[PatternArg] = &[
     },
 ];
 
+/// Tools that run code the guard does not parse, and the argument holding it: the text goes
+/// through bash-guard's catastrophic-text backstop, which no allow rule lifts.
+pub(crate) const UNSEEN_CODE_ARGS: &[(&str, &str)] = &[
+    ("powershell", "command"),
+    ("repl", "code"),
+    ("workflow", "script"),
+];
+
 /// Tools whose `url` argument is judged by where it really goes.
 pub const URL_ARGS: &[(&str, &str)] = &[("web_fetch", "url")];
 
@@ -415,6 +423,23 @@ impl Executor {
         // Network tools, by where they really go.
         for (_, key) in URL_ARGS.iter().filter(|(t, _)| *t == call.tool) {
             steps.push(network_step(&args, key));
+        }
+
+        // Code in a language the guard does not parse: at least never a catastrophe.
+        for (_, key) in UNSEEN_CODE_ARGS.iter().filter(|(t, _)| *t == call.tool) {
+            if let Some(what) = args
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(bash_guard::catastrophic_text)
+            {
+                steps.push(Step::new(
+                    "bash-guard",
+                    format!("`{}` {key}", call.tool),
+                    Decision::Deny,
+                    "catastrophic_text",
+                    format!("the code holds {what}; no rule allows it"),
+                ));
+            }
         }
 
         // MCP servers' tools (`mcp__server__tool`, Gemini's `mcp_server_tool`) have no contract
@@ -877,6 +902,22 @@ mod tests {
         assert_eq!(literal_prefix("/etc/ssh/*"), PathBuf::from("/etc/ssh"));
         assert_eq!(literal_prefix("src/main.rs"), PathBuf::from("src"));
         assert_eq!(literal_prefix("/*"), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn every_unseen_code_arg_is_a_mapped_tool_whose_catastrophe_is_found() {
+        for (tool, key) in UNSEEN_CODE_ARGS {
+            assert!(
+                crate::clients::TOOL_MAP.iter().any(|m| m.guard == *tool),
+                "{tool} is no client tool's guard name"
+            );
+            let call = serde_json::json!({ *key: "rm -rf ~" });
+            let text = call.get(key).and_then(Value::as_str).unwrap_or_default();
+            assert!(
+                bash_guard::catastrophic_text(text).is_some(),
+                "{tool}.{key}"
+            );
+        }
     }
 
     #[test]

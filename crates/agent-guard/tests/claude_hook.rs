@@ -372,3 +372,65 @@ fn mcp_tool_inputs_are_judged_by_what_they_name() {
         assert_ne!(decision, "deny", "{tool} {input}: {v}");
     }
 }
+
+/// PowerShell, REPL and Workflow code is not parsed, so an explicit allow rule lets it run;
+/// a catastrophe in it is still denied, whatever the rules say.
+#[test]
+fn unparsed_code_holding_a_catastrophe_is_denied_even_when_allowed() {
+    let s = Session::new();
+    let event = |tool: &str, input: Value| {
+        serde_json::json!({
+            "session_id": "s-ps", "transcript_path": "/dev/null", "cwd": s.project(),
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
+        })
+        .to_string()
+    };
+    let run = |tool: &str, input: Value| -> Value {
+        let out = hook()
+            .env("AGENT_PERMISSIONS_ALLOW", "powershell,repl,workflow")
+            .args(["--policy", &policy()])
+            .write_stdin(event(tool, input))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice(&out).unwrap()
+    };
+    for (tool, input) in [
+        (
+            "PowerShell",
+            serde_json::json!({"command": "Remove-Item -Recurse -Force C:\\"}),
+        ),
+        (
+            "PowerShell",
+            serde_json::json!({"command": "ri -r $env:USERPROFILE"}),
+        ),
+        (
+            "PowerShell",
+            serde_json::json!({"command": "Get-Disk | Clear-Disk -RemoveData"}),
+        ),
+        (
+            "REPL",
+            serde_json::json!({"code": "require('child_process').execSync('rm -rf ~')"}),
+        ),
+        (
+            "REPL",
+            serde_json::json!({"code": "while(1) require('child_process').fork(__filename)"}),
+        ),
+    ] {
+        let v = run(tool, input.clone());
+        let (decision, reason) = pre_decision(&v);
+        assert_eq!(decision, "deny", "{tool} {input}: {reason}");
+        assert!(reason.contains("catastrophic_text"), "{reason}");
+    }
+    let v = run(
+        "PowerShell",
+        serde_json::json!({"command": "Get-ChildItem ."}),
+    );
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{v}"
+    );
+}

@@ -29,7 +29,25 @@ const TARGETS: &[&str] = &[
     "./",
     "..",
     "*",
+    // PowerShell and Windows spellings (compared lowercased).
+    "$env:userprofile",
+    "$env:homepath",
+    "$env:systemroot",
+    "$env:windir",
+    "~\\",
+    "c:",
+    "c:\\",
+    "c:/",
+    "c:\\*",
+    "c:\\windows",
+    "c:\\users",
 ];
+
+/// PowerShell's names for "remove" (cmdlet and aliases), compared lowercased.
+const POWERSHELL_REMOVERS: &[&str] = &["remove-item", "ri", "del", "erase", "rd", "rmdir"];
+
+/// PowerShell cmdlets that wipe or format a disk.
+const POWERSHELL_DISK_WIPERS: &[&str] = &["format-volume", "clear-disk", "initialize-disk"];
 
 /// Python/Node/Ruby/Perl spellings of "remove this tree".
 const TREE_REMOVERS: &[&str] = &[
@@ -55,6 +73,7 @@ const ENDLESS_LOOPS: &[&str] = &[
     "until0",
     "until(0)",
     "untilfalse",
+    "while($true)",
 ];
 
 /// Calls that create a process, in the languages above.
@@ -66,6 +85,8 @@ const FORKS: &[&str] = &[
     "forkuntil",
     "fork)",
     "fork\n",
+    "start-process",
+    "start-job",
 ];
 
 /// Names the catastrophic command it finds in `text`, if any.
@@ -92,34 +113,47 @@ pub(crate) fn catastrophic(text: &str) -> Option<&'static str> {
             .split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | ',' | '[' | ']'))
             .filter(|w| !w.is_empty())
             .collect();
-        let Some(pos) = words.iter().position(|w| {
+        // PowerShell is case-insensitive; so are the Windows targets.
+        let lowered: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
+        let Some(pos) = lowered.iter().position(|w| {
             let base = w.rsplit('/').next().unwrap_or(w);
             matches!(
                 base,
                 "rm" | "chmod" | "chown" | "chgrp" | "dd" | "shred" | "wipefs"
             ) || base.starts_with("mkfs")
+                || POWERSHELL_REMOVERS.contains(&base)
+                || POWERSHELL_DISK_WIPERS.contains(&base)
         }) else {
             continue;
         };
-        let cmd = words
+        let cmd = lowered
             .get(pos)
             .map_or("", |w| w.rsplit('/').next().unwrap_or(w));
-        let args = words.get(pos + 1..).unwrap_or(&[]);
+        let args = lowered.get(pos + 1..).unwrap_or(&[]);
         let recursive = args.iter().any(|a| {
-            *a == "--recursive"
-                || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+            a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('r'))
         });
-        let on_target = args.iter().any(|a| TARGETS.contains(a));
+        let on_target = args.iter().any(|a| {
+            let bare = a.trim_end_matches(['\\', '/']);
+            TARGETS
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(a) || t.eq_ignore_ascii_case(bare))
+        });
         let on_device = args
             .iter()
             .any(|a| a.starts_with("/dev/") || a.starts_with("of=/dev/"));
         match cmd {
-            "rm" | "chmod" | "chown" | "chgrp" if recursive && on_target => {
+            c if POWERSHELL_DISK_WIPERS.contains(&c) => return Some("a disk wiped or formatted"),
+            c if (matches!(c, "rm" | "chmod" | "chown" | "chgrp")
+                || POWERSHELL_REMOVERS.contains(&c))
+                && recursive
+                && on_target =>
+            {
                 return Some(
                     "a recursive removal or permission change of the system, the home directory or the project",
                 );
             }
-            "dd" | "shred" | "wipefs" if on_device && !args.contains(&"of=/dev/null") => {
+            "dd" | "shred" | "wipefs" if on_device && !args.iter().any(|a| a == "of=/dev/null") => {
                 return Some("a write onto a device");
             }
             c if c.starts_with("mkfs") && on_device => {
@@ -174,6 +208,14 @@ mod tests {
             "while(1) require('child_process').fork(__filename)",
             "for(;;) fork();",
             "while (1) { fork; }",
+            "Remove-Item -Recurse -Force C:\\",
+            "Remove-Item -Path $env:USERPROFILE -Recurse -Force",
+            "rm -r -fo ~",
+            "ri -Recurse $HOME",
+            "rd -r C:\\Windows",
+            "Get-Disk | Clear-Disk -RemoveData",
+            "Format-Volume -DriveLetter D",
+            "while($true){ Start-Process powershell }",
         ] {
             assert!(catastrophic(t).is_some(), "{t}");
         }
@@ -192,6 +234,9 @@ mod tests {
             "while True: print(1); break",
             "for i in range(3): print(i)",
             "print('fork')",
+            "Remove-Item -Recurse .\\build",
+            "Get-ChildItem C:\\ | Select-Object Name",
+            "del notes.txt",
         ] {
             assert!(catastrophic(t).is_none(), "{t}");
         }

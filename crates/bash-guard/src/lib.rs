@@ -23,6 +23,15 @@ mod words;
 
 pub use analyze::{Analyzer, simple_commands};
 
+/// What catastrophic command `text` holds (a recursive removal or permission change of `/`,
+/// the home directory or the project, a write onto a device, a fork bomb; in shell, Python,
+/// Perl, Ruby, Node or PowerShell spellings), found without parsing it. This is the backstop
+/// the analyzer runs on code it cannot read; callers with code in another language (a
+/// PowerShell command, a REPL snippet) run it too.
+pub fn catastrophic_text(text: &str) -> Option<&'static str> {
+    backstop::catastrophic(text)
+}
+
 /// The knowledge tables, listed for the tidy tests that require a corpus case per entry.
 #[doc(hidden)]
 pub mod tidy {
