@@ -389,7 +389,7 @@ impl Executor {
             .collect();
 
         // Layer 2 (and 1: the tool's own rules): P0-P8 without the mode.
-        let resolution = self.resolve_rules(
+        let mut resolution = self.resolve_rules(
             &call.tool,
             tool.as_deref(),
             read_only,
@@ -401,7 +401,25 @@ impl Executor {
             // The mode applies once, to the combined verdict of every layer.
             PermissionMode::Default,
         );
-        steps.push(rules_step(&call.tool, &args, &resolution));
+        // A symlink must not carry a path past a rule that names its target: path rules are
+        // matched against every name each path argument has (physically first), and the
+        // strictest resolution counts. An explicit allow holds only where every name has one.
+        if let Some((name, stricter)) = self.rules_on_every_name(
+            &call.tool,
+            tool.as_deref(),
+            read_only,
+            &args,
+            &cwd,
+            &resolution,
+        ) {
+            steps.push(rules_step(&call.tool, &args, &resolution));
+            let mut step = rules_step(&call.tool, &args, &stricter);
+            step.saw = format!("`{}` as `{}`", call.tool, name.display());
+            steps.push(step);
+            resolution = stricter;
+        } else {
+            steps.push(rules_step(&call.tool, &args, &resolution));
+        }
 
         // Layer 4: every path the call names.
         for arg in PATH_ARGS.iter().filter(|a| a.tool == call.tool) {
@@ -535,6 +553,68 @@ impl Executor {
             hook_block: hooks.block,
             hook_requests: hooks.requests,
         })
+    }
+
+    /// The strictest resolution of the rules over the other names of the call's path
+    /// arguments ([`Sandbox::names`](fs_sandbox::Sandbox::names): where each leads physically,
+    /// the names met on the way), when one is stricter than `given`: a higher decision, or an
+    /// Allow only the default gives where `given` had an explicit Allow rule. Hooks already
+    /// spoke in `given`; an unresolvable path is the sandbox step's to refuse.
+    fn rules_on_every_name(
+        &self,
+        name: &str,
+        tool: Option<&dyn crate::AgentTool>,
+        read_only: bool,
+        args: &Value,
+        cwd: &Path,
+        given: &Resolution,
+    ) -> Option<(PathBuf, Resolution)> {
+        let sandbox = self.sandbox()?;
+        let explicit = |r: &Resolution| {
+            r.decided_by.rule.is_some() && r.decided_by.priority != Priority::Default
+        };
+        let mut worst: Option<(PathBuf, Resolution)> = None;
+        for arg in PATH_ARGS.iter().filter(|a| a.tool == name) {
+            let Some(raw) = args.get(arg.key).and_then(Value::as_str) else {
+                continue;
+            };
+            let Ok(path) = self.physical_input(raw, cwd) else {
+                continue;
+            };
+            let Ok(names) = sandbox.names(&path) else {
+                continue;
+            };
+            for other in names.into_iter().filter(|n| *n != path) {
+                let mut view = args.clone();
+                if let Some(obj) = view.as_object_mut() {
+                    obj.insert(
+                        arg.key.to_owned(),
+                        Value::String(other.to_string_lossy().into_owned()),
+                    );
+                }
+                let r = self.resolve_rules(
+                    name,
+                    tool,
+                    read_only,
+                    &view,
+                    HookVerdicts {
+                        block: None,
+                        requests: Vec::new(),
+                    },
+                    PermissionMode::Default,
+                );
+                let bar = worst.as_ref().map_or(given, |(_, w)| w);
+                let stricter = r.decision > bar.decision
+                    || (r.decision == Decision::Allow
+                        && bar.decision == Decision::Allow
+                        && explicit(bar)
+                        && !explicit(&r));
+                if stricter {
+                    worst = Some((other, r));
+                }
+            }
+        }
+        worst
     }
 
     /// Every string of an opaque tool's input (at any depth) that is a URL is judged by where

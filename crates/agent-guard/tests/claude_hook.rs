@@ -434,3 +434,47 @@ fn unparsed_code_holding_a_catastrophe_is_denied_even_when_allowed() {
         "{v}"
     );
 }
+
+/// Path rules see through symlinks: a deny rule naming the target denies a write through a
+/// link to it, and an allow rule naming only the link's location does not allow the target.
+#[test]
+fn path_rules_are_matched_against_every_name_of_the_path() {
+    let s = Session::new();
+    let project = std::path::PathBuf::from(s.project());
+    std::fs::create_dir_all(project.join("other")).unwrap();
+    std::fs::create_dir_all(project.join("vault")).unwrap();
+    std::os::unix::fs::symlink("../other", project.join("src/link")).unwrap();
+    std::os::unix::fs::symlink("vault", project.join("innocent")).unwrap();
+    let write = |path: &str| {
+        serde_json::json!({
+            "session_id": "s-links", "transcript_path": "/dev/null", "cwd": s.project(),
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": format!("{}/{path}", s.project()), "content": "x"},
+            "tool_use_id": "t1"
+        })
+        .to_string()
+    };
+    let run = |path: &str| -> Value {
+        let out = hook()
+            .env("AGENT_PERMISSIONS_DENY", "file_write(./vault/**)")
+            .args(["--policy", &policy()])
+            .write_stdin(write(path))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice(&out).unwrap()
+    };
+    // The allow rule `file_write(./src/**)` covers src/a.rs itself.
+    assert_eq!(pre_decision(&run("src/a.rs")).0, "allow");
+    let through_link = run("innocent/keys.txt");
+    let (decision, reason) = pre_decision(&through_link);
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("file_write(./vault/**)"), "{reason}");
+    // src/link/x.rs is other/x.rs: no allow rule names it, so the default (ask) decides.
+    let out_of_src = run("src/link/x.rs");
+    let (decision, reason) = pre_decision(&out_of_src);
+    assert_eq!(decision, "ask", "{reason}");
+}

@@ -360,6 +360,28 @@ impl Sandbox {
         self.sensitive.below(&self.absolute(dir))
     }
 
+    /// Every name `path` has on its way to the file, without judging any: where it physically
+    /// leads first (symlinks followed, `..` after what precedes it, a missing tail appended),
+    /// then each name met on the way (a symlink's path joined with what remained). For callers
+    /// that match their own path rules (perm-rules' globs) against every name, so a symlink
+    /// cannot carry a path past a rule that names its target.
+    pub fn names(&self, path: impl AsRef<Path>) -> Result<Vec<PathBuf>, SandboxError> {
+        let path = path.as_ref();
+        validate(path)?;
+        let absolute = self.absolute(path);
+        let resolved = match self.fast_resolve(&absolute) {
+            Some(resolved) => resolved,
+            None => resolve(&absolute, path, self.containing_root(&absolute))?,
+        };
+        let mut names = vec![resolved.path];
+        for view in resolved.views {
+            if !names.contains(&view) {
+                names.push(view);
+            }
+        }
+        Ok(names)
+    }
+
     /// Decides whether `op` on `path` is allowed, resolving the path physically.
     ///
     /// Returns where the path really leads, or why it is refused. A sensitive path (as given or

@@ -1568,3 +1568,33 @@ fn proc_self_is_a_plain_symlink() {
     let got = sb.check("/proc/self/status", Op::Read);
     assert!(got.is_ok(), "{:?}", got.err());
 }
+
+/// `names` reports where a path physically leads first, then the names met on the way, and
+/// judges nothing: a path outside the roots still has names.
+#[test]
+fn names_lead_to_the_physical_file_first() {
+    let t = tree();
+    for mode in [ResolveMode::Auto, ResolveMode::Walk] {
+        let s = sandbox(&t, mode);
+        let names = s.names(t.proj.join("link_src/main.rs")).unwrap();
+        assert_eq!(names.first(), Some(&t.proj.join("src/main.rs")), "{mode:?}");
+        let names = s.names("to_gitconfig").unwrap();
+        assert_eq!(names.first(), Some(&t.proj.join(".git/config")), "{mode:?}");
+        let names = s.names(t.proj.join("link_out/new/file")).unwrap();
+        assert_eq!(
+            names.first(),
+            Some(&t.base.join("outside/new/file")),
+            "{mode:?}"
+        );
+        assert!(
+            names.contains(&t.proj.join("link_out/new/file")),
+            "{names:?}"
+        );
+        // No symlink: one name, the clean absolute path.
+        assert_eq!(
+            s.names("src/./deep/../main.rs").unwrap(),
+            vec![t.proj.join("src/main.rs")]
+        );
+        assert_eq!(s.names("loop_a").unwrap_err().code(), "symlink_loop");
+    }
+}
