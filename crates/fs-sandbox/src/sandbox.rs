@@ -146,6 +146,42 @@ pub struct SandboxBuilder {
     mode: ResolveMode,
 }
 
+/// Directories that are never a read-write root: as one, every system file would be "inside
+/// the project" (a hook session whose cwd is `/` must not make `/etc/passwd` writable).
+/// Directories below them (`/usr/local/src/app`, `/var/www/site`) can be roots.
+/// Merged-`/usr` systems link `/bin` to `/usr/bin`: roots are compared canonically, so both
+/// spellings are listed.
+pub(crate) const SYSTEM_DIRS: &[&str] = &[
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/libexec",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/local/lib",
+    "/usr/local/sbin",
+    "/usr/sbin",
+    "/usr/share",
+    "/Users",
+    "/var",
+];
+
 impl SandboxBuilder {
     /// The home directory `~/` sensitive patterns are anchored at (default: `$HOME`, else the
     /// user's entry in the password database; never the cwd). It must be absolute.
@@ -214,6 +250,16 @@ impl SandboxBuilder {
                 root: path.clone(),
                 message: format!("it is not an openable directory: {err}"),
             })?;
+            if access == Access::ReadWrite
+                && let Some(dir) = SYSTEM_DIRS.iter().find(|d| canonical == Path::new(d))
+            {
+                return Err(SandboxError::BadRoot {
+                    root: path.clone(),
+                    message: format!(
+                        "a read-write root at `{dir}` would let the agent change the system; make it read-only or give the project directory"
+                    ),
+                });
+            }
             let mount = fd_mount(&fd);
             roots.push(Root {
                 inner: Arc::new(RootInner {

@@ -1598,3 +1598,35 @@ fn names_lead_to_the_physical_file_first() {
         assert_eq!(s.names("loop_a").unwrap_err().code(), "symlink_loop");
     }
 }
+
+/// `/` and the system directories are never read-write roots (a hook session started in `/`
+/// would make `/etc/passwd` "inside the project"); read-only they are fine, and a project
+/// below one is a root like any other.
+#[test]
+fn system_directories_are_never_read_write_roots() {
+    for dir in ["/", "/etc", "/usr", "/var", "/bin", "/dev", "/proc", "/sys"] {
+        if !Path::new(dir).is_dir() {
+            continue;
+        }
+        let err = match Sandbox::builder("/").root(dir, Access::ReadWrite).build() {
+            Ok(s) => panic!("{dir} became a read-write root: {:?}", s.roots()),
+            Err(err) => err,
+        };
+        assert_eq!(err.code(), "bad_root", "{dir}");
+        assert!(err.to_string().contains("read-only"), "{err}");
+        assert!(
+            Sandbox::builder("/")
+                .root(dir, Access::ReadOnly)
+                .build()
+                .is_ok(),
+            "{dir} read-only"
+        );
+    }
+    // The default root is the cwd: a cwd of `/` is refused the same way.
+    assert_eq!(
+        Sandbox::builder("/").build().unwrap_err().code(),
+        "bad_root"
+    );
+    let t = tree();
+    assert!(Sandbox::builder(&t.proj).build().is_ok());
+}
