@@ -225,6 +225,9 @@ pub struct PathArg {
     pub op: Op,
     /// An absent argument means the working directory (a search scope).
     pub defaults_to_cwd: bool,
+    /// The tool reads the content of every file below the directory (a search), so a
+    /// directory holding a credential store (`/`, the home directory) is refused.
+    pub reads_tree: bool,
 }
 
 /// Every path-bearing argument of the guard's tools. Knowledge as data: each entry has a test.
@@ -234,36 +237,42 @@ pub const PATH_ARGS: &[PathArg] = &[
         key: "file_path",
         op: Op::Read,
         defaults_to_cwd: false,
+        reads_tree: false,
     },
     PathArg {
         tool: "file_write",
         key: "file_path",
         op: Op::Write,
         defaults_to_cwd: false,
+        reads_tree: false,
     },
     PathArg {
         tool: "file_edit",
         key: "file_path",
         op: Op::Write,
         defaults_to_cwd: false,
+        reads_tree: false,
     },
     PathArg {
         tool: "glob_files",
         key: "path",
         op: Op::List,
         defaults_to_cwd: true,
+        reads_tree: false,
     },
     PathArg {
         tool: "grep_files",
         key: "path",
         op: Op::List,
         defaults_to_cwd: true,
+        reads_tree: true,
     },
     PathArg {
         tool: "run_bash",
         key: "working_dir",
         op: Op::ExecuteDir,
         defaults_to_cwd: false,
+        reads_tree: false,
     },
 ];
 
@@ -691,6 +700,27 @@ impl Executor {
         } else {
             arg.op
         };
+        if arg.reads_tree
+            && op == Op::List
+            && let Some(sandbox) = self.sandbox()
+            && let Some(what) = sandbox.names(&path).ok().and_then(|names| {
+                // The search tools skip hidden names (ripgrep's default).
+                names
+                    .into_iter()
+                    .find_map(|n| sandbox.sensitive_below(&n, false))
+            })
+        {
+            return Some(Step::new(
+                "fs-sandbox",
+                format!("search below `{}`", path.display()),
+                Decision::Deny,
+                "sensitive_below",
+                format!(
+                    "searching `{}` reads every file below it, and {what} is there; search a narrower directory",
+                    path.display()
+                ),
+            ));
+        }
         Some(self.sandbox_step(&path, op))
     }
 
@@ -709,6 +739,17 @@ impl Executor {
             Err(step) => return Some(*step),
         };
         let sandbox = self.sandbox()?;
+        // A client may expand `~` in a pattern; judging it as the home directory fails closed.
+        let expanded;
+        let pattern = if pattern == "~" || pattern.starts_with("~/") {
+            expanded = match self.physical_input(pattern, cwd) {
+                Ok(p) => p.to_string_lossy().into_owned(),
+                Err(step) => return Some(*step),
+            };
+            expanded.as_str()
+        } else {
+            pattern
+        };
         // A pattern naming a sensitive file (`**/.env`, `~/.ssh/*`) is refused outright,
         // wherever it would match.
         let named = base.join(pattern.trim_start_matches("./"));

@@ -478,3 +478,59 @@ fn path_rules_are_matched_against_every_name_of_the_path() {
     let (decision, reason) = pre_decision(&out_of_src);
     assert_eq!(decision, "ask", "{reason}");
 }
+
+/// A search reads every file below its directory: one over `/`, `/etc` or `/proc` reaches
+/// credential stores and is denied, a project search is not. A `~` in a glob pattern is judged
+/// as the home directory.
+#[test]
+fn searches_over_credential_stores_and_tilde_patterns_are_denied() {
+    let s = Session::new();
+    let event = |tool: &str, input: Value| {
+        serde_json::json!({
+            "session_id": "s-search", "transcript_path": "/dev/null", "cwd": s.project(),
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
+        })
+        .to_string()
+    };
+    for (tool, input, code) in [
+        (
+            "Grep",
+            serde_json::json!({"pattern": "AKIA", "path": "/"}),
+            "sensitive_below",
+        ),
+        (
+            "Grep",
+            serde_json::json!({"pattern": "root:", "path": "/etc"}),
+            "sensitive_below",
+        ),
+        (
+            "Grep",
+            serde_json::json!({"pattern": "KEY", "path": "/proc"}),
+            "sensitive_below",
+        ),
+        (
+            "Glob",
+            serde_json::json!({"pattern": "~/.ssh/*"}),
+            "sensitive_path",
+        ),
+        (
+            "Glob",
+            serde_json::json!({"pattern": "~/.aws/**"}),
+            "sensitive_path",
+        ),
+    ] {
+        let v = answer(&["--policy", &policy()], event(tool, input.clone()));
+        let (decision, reason) = pre_decision(&v);
+        assert_eq!(decision, "deny", "{tool} {input}: {reason}");
+        assert!(reason.contains(code), "{tool} {input}: {reason}");
+    }
+    let v = answer(
+        &["--policy", &policy()],
+        event(
+            "Grep",
+            serde_json::json!({"pattern": "fn main", "path": s.project()}),
+        ),
+    );
+    assert_eq!(pre_decision(&v).0, "allow", "{v}");
+}

@@ -402,8 +402,10 @@ impl Sandbox {
     /// hold credential stores, a project directory does not. Only the table's anchored entries
     /// (`~/...`, `/...`) count, since unanchored names (`.env`) may be in any project. Like
     /// [`sensitive`](Sandbox::sensitive) the path is matched as given: pass a resolved one.
-    pub fn sensitive_below(&self, dir: &Path) -> Option<&'static str> {
-        self.sensitive.below(&self.absolute(dir))
+    /// `hidden` says whether the reader descends into dot-names: ripgrep's defaults skip them,
+    /// so `~` holds no reachable `~/.ssh` for it, while `grep -r` reads it.
+    pub fn sensitive_below(&self, dir: &Path, hidden: bool) -> Option<&'static str> {
+        self.sensitive.below(&self.absolute(dir), hidden)
     }
 
     /// Every name `path` has on its way to the file, without judging any: where it physically

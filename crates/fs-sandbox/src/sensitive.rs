@@ -505,7 +505,7 @@ impl Sensitive {
     /// `/etc/shadow`, `/home` holds every `~/.ssh`), for readers that descend a whole tree.
     /// Only anchored patterns count: `.env` or `id_rsa` may be anywhere, and a tree reader
     /// in a project is not refused for what a project might hold.
-    pub(crate) fn below(&self, absolute: &Path) -> Option<&'static str> {
+    pub(crate) fn below(&self, absolute: &Path, hidden: bool) -> Option<&'static str> {
         let components: Vec<&std::ffi::OsStr> = absolute
             .components()
             .filter_map(|c| match c {
@@ -522,8 +522,16 @@ impl Sensitive {
                     _ => continue 'patterns,
                 }
             }
-            // Every component of the directory matched: the pattern's location is at or below.
-            return Some(what);
+            // Every component of the directory matched: the pattern's location is at or below,
+            // unless the reader skips dot-names and the way down has one (`~/.ssh`).
+            let hidden_way = parts
+                .get(components.len()..)
+                .unwrap_or(&[])
+                .iter()
+                .any(|p| matches!(p, Part::Literal(name) if name.starts_with('.')));
+            if hidden || !hidden_way {
+                return Some(what);
+            }
         }
         self.matching(absolute)
     }
@@ -747,7 +755,10 @@ mod tests {
             "/Users",
             "/home/u/.mozilla",
         ] {
-            assert!(t.below(Path::new(dir)).is_some(), "{dir} holds a secret");
+            assert!(
+                t.below(Path::new(dir), true).is_some(),
+                "{dir} holds a secret"
+            );
         }
         for dir in [
             "/home/u/src/app",
@@ -758,8 +769,19 @@ mod tests {
             "/home/u/.config/nvim",
             "/home/u/.mozilla/firefox/abc/extensions",
         ] {
-            assert_eq!(t.below(Path::new(dir)), None, "{dir}");
+            assert_eq!(t.below(Path::new(dir), true), None, "{dir}");
         }
+    }
+
+    #[test]
+    fn a_reader_that_skips_dot_names_does_not_reach_home_stores() {
+        let t = table();
+        // `/etc/shadow` has no dot-name on the way; `~/.ssh` has.
+        assert!(t.below(Path::new("/etc"), false).is_some());
+        assert!(t.below(Path::new("/"), false).is_some());
+        assert_eq!(t.below(Path::new("/home/u"), false), None);
+        assert!(t.below(Path::new("/home/u/.ssh"), false).is_some());
+        assert!(t.below(Path::new("/home/u"), true).is_some());
     }
 
     #[test]
