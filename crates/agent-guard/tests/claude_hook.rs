@@ -29,6 +29,33 @@ impl Session {
         self.dir.path().join("project").display().to_string()
     }
 
+    /// A PreToolUse event for `tool` with `input` in the temp project.
+    fn pre_tool_use(&self, tool: &str, input: Value) -> String {
+        serde_json::json!({
+            "session_id": "s-pre", "transcript_path": "/dev/null", "cwd": self.project(),
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
+        })
+        .to_string()
+    }
+
+    /// The hook's answer to `tool`/`input` under the test policy plus the `env` variables.
+    fn answer_with(&self, env: &[(&str, &str)], tool: &str, input: Value) -> Value {
+        let mut cmd = hook();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .args(["--policy", &policy()])
+            .write_stdin(self.pre_tool_use(tool, input))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        serde_json::from_slice(&out).unwrap()
+    }
+
     /// The fixture with its cwd (and every path under it) moved into the temp project.
     fn fixture(&self, name: &str) -> String {
         let text = std::fs::read_to_string(format!("{DATA}/claude/{name}.json")).unwrap();
@@ -310,14 +337,6 @@ fn help_documents_exit_codes() {
 #[test]
 fn mcp_tool_inputs_are_judged_by_what_they_name() {
     let s = Session::new();
-    let event = |tool: &str, input: Value| {
-        serde_json::json!({
-            "session_id": "s-mcp", "transcript_path": "/dev/null", "cwd": s.project(),
-            "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
-        })
-        .to_string()
-    };
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".to_owned());
     for (tool, input, code) in [
         (
@@ -346,7 +365,7 @@ fn mcp_tool_inputs_are_judged_by_what_they_name() {
             "sensitive_path",
         ),
     ] {
-        let v = answer(&["--policy", &policy()], event(tool, input.clone()));
+        let v = s.answer_with(&[], tool, input.clone());
         let (decision, reason) = pre_decision(&v);
         assert_eq!(decision, "deny", "{tool} {input}: {reason}");
         assert!(reason.contains(code), "{tool} {input}: {reason}");
@@ -365,7 +384,7 @@ fn mcp_tool_inputs_are_judged_by_what_they_name() {
             serde_json::json!({"path": "/etc/hosts"}),
         ),
     ] {
-        let v = answer(&["--policy", &policy()], event(tool, input.clone()));
+        let v = s.answer_with(&[], tool, input.clone());
         let decision = v["hookSpecificOutput"]["permissionDecision"]
             .as_str()
             .unwrap_or("none");
@@ -378,26 +397,8 @@ fn mcp_tool_inputs_are_judged_by_what_they_name() {
 #[test]
 fn unparsed_code_holding_a_catastrophe_is_denied_even_when_allowed() {
     let s = Session::new();
-    let event = |tool: &str, input: Value| {
-        serde_json::json!({
-            "session_id": "s-ps", "transcript_path": "/dev/null", "cwd": s.project(),
-            "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
-        })
-        .to_string()
-    };
-    let run = |tool: &str, input: Value| -> Value {
-        let out = hook()
-            .env("AGENT_PERMISSIONS_ALLOW", "powershell,repl,workflow")
-            .args(["--policy", &policy()])
-            .write_stdin(event(tool, input))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        serde_json::from_slice(&out).unwrap()
-    };
+    let allow = [("AGENT_PERMISSIONS_ALLOW", "powershell,repl,workflow")];
+    let run = |tool: &str, input: Value| s.answer_with(&allow, tool, input);
     for (tool, input) in [
         (
             "PowerShell",
@@ -445,27 +446,11 @@ fn path_rules_are_matched_against_every_name_of_the_path() {
     std::fs::create_dir_all(project.join("vault")).unwrap();
     std::os::unix::fs::symlink("../other", project.join("src/link")).unwrap();
     std::os::unix::fs::symlink("vault", project.join("innocent")).unwrap();
-    let write = |path: &str| {
-        serde_json::json!({
-            "session_id": "s-links", "transcript_path": "/dev/null", "cwd": s.project(),
-            "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": "Write",
-            "tool_input": {"file_path": format!("{}/{path}", s.project()), "content": "x"},
-            "tool_use_id": "t1"
-        })
-        .to_string()
-    };
-    let run = |path: &str| -> Value {
-        let out = hook()
-            .env("AGENT_PERMISSIONS_DENY", "file_write(./vault/**)")
-            .args(["--policy", &policy()])
-            .write_stdin(write(path))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        serde_json::from_slice(&out).unwrap()
+    let deny = [("AGENT_PERMISSIONS_DENY", "file_write(./vault/**)")];
+    let run = |path: &str| {
+        let input =
+            serde_json::json!({"file_path": format!("{}/{path}", s.project()), "content": "x"});
+        s.answer_with(&deny, "Write", input)
     };
     // The allow rule `file_write(./src/**)` covers src/a.rs itself.
     assert_eq!(pre_decision(&run("src/a.rs")).0, "allow");
@@ -485,14 +470,6 @@ fn path_rules_are_matched_against_every_name_of_the_path() {
 #[test]
 fn searches_over_credential_stores_and_tilde_patterns_are_denied() {
     let s = Session::new();
-    let event = |tool: &str, input: Value| {
-        serde_json::json!({
-            "session_id": "s-search", "transcript_path": "/dev/null", "cwd": s.project(),
-            "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": tool, "tool_input": input, "tool_use_id": "t1"
-        })
-        .to_string()
-    };
     for (tool, input, code) in [
         (
             "Grep",
@@ -520,17 +497,15 @@ fn searches_over_credential_stores_and_tilde_patterns_are_denied() {
             "sensitive_path",
         ),
     ] {
-        let v = answer(&["--policy", &policy()], event(tool, input.clone()));
+        let v = s.answer_with(&[], tool, input.clone());
         let (decision, reason) = pre_decision(&v);
         assert_eq!(decision, "deny", "{tool} {input}: {reason}");
         assert!(reason.contains(code), "{tool} {input}: {reason}");
     }
-    let v = answer(
-        &["--policy", &policy()],
-        event(
-            "Grep",
-            serde_json::json!({"pattern": "fn main", "path": s.project()}),
-        ),
+    let v = s.answer_with(
+        &[],
+        "Grep",
+        serde_json::json!({"pattern": "fn main", "path": s.project()}),
     );
     assert_eq!(pre_decision(&v).0, "allow", "{v}");
 }
