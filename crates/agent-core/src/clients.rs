@@ -480,6 +480,24 @@ pub fn translate(
         Value::Object(o) => o,
         _ => return Err(format!("`{name}` input must be a JSON object")),
     };
+    // Codex asks for network access as a `Bash` PermissionRequest whose description is
+    // `network-access <domain>`, with no command: that is web access to the domain.
+    if client == Client::Codex
+        && map.guard == "run_bash"
+        && obj.get("command").is_none()
+        && let Some(domain) = obj
+            .get("description")
+            .and_then(Value::as_str)
+            .and_then(|d| d.strip_prefix("network-access "))
+    {
+        let url = format!("https://{}/", domain.trim());
+        return Ok(vec![base(
+            "web_fetch",
+            serde_json::json!({ "url": url }),
+            cwd,
+            true,
+        )]);
+    }
     let findings = flags(map, obj);
     let mut calls = match map.shape {
         Shape::Whole => vec![base(map.guard, input.clone(), cwd, map.read_only)],
@@ -520,9 +538,7 @@ pub fn translate(
                 call.client.push(ClientFinding {
                     decision: Decision::Ask,
                     code: "no-url".to_owned(),
-                    message: format!(
-                        "no http(s) URL was found in `{key}`, so the destination is unknown"
-                    ),
+                    message: format!("no URL was found in `{key}`, so the destination is unknown"),
                     only_upgrades_allow: false,
                     yields_to_allow_rule: false,
                 });
@@ -662,6 +678,40 @@ fn apply_patch_calls(obj: &Map<String, Value>, cwd: &Path) -> Result<Vec<Call>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codex_network_approvals_are_web_access_to_the_domain() {
+        let cwd = Path::new("/p");
+        let calls = translate(
+            Client::Codex,
+            "Bash",
+            &serde_json::json!({"description": "network-access 169.254.169.254"}),
+            cwd,
+        )
+        .unwrap_or_default();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].tool, "web_fetch");
+        assert_eq!(calls[0].args["url"], "https://169.254.169.254/");
+        // A shell call keeps being a shell call, whatever its description says.
+        let calls = translate(
+            Client::Codex,
+            "Bash",
+            &serde_json::json!({"command": "ls", "description": "network-access x.com"}),
+            cwd,
+        )
+        .unwrap_or_default();
+        assert_eq!(calls[0].tool, "run_bash");
+        // Other descriptions without a command stay untranslatable.
+        assert!(
+            translate(
+                Client::Codex,
+                "Bash",
+                &serde_json::json!({"description": "why"}),
+                cwd
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn each_client_tool_name_is_in_the_table_once() {
