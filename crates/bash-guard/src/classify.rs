@@ -457,6 +457,7 @@ pub(crate) fn is_known_command(name: &str) -> bool {
     ]
     .iter()
     .any(|list| list.contains(&name))
+        || crate::table::spec(name).is_some()
         || name.starts_with("mkfs.")
 }
 
@@ -762,6 +763,12 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     }
     if let Some(done) = special(w, name, args, sub, stdin) {
         return done;
+    }
+    // A command the table denies is denied by any path to it (`./target/debug/agent-guard`).
+    if let Some(spec) = crate::table::spec(name)
+        && spec.class == crate::table::Class::Deny
+    {
+        return table_command(w, name, spec, args, sub);
     }
     // `./tool`, `bin/tool`, or an absolute path inside the project: project code, whatever
     // its name (a `bin/ls` there is not the system `ls`).
@@ -1535,17 +1542,36 @@ fn tar_lists(args: &[Decoded]) -> bool {
     list
 }
 
-/// A reader judged by the command table and the option interpreter.
-fn table_reader(
+/// A command judged by the command table and the option interpreter: its options' effects,
+/// its operands' roles, then its decision class.
+fn table_command(
     w: &mut Walker<'_>,
     name: &str,
     spec: &crate::table::CommandSpec,
     args: &[Decoded],
     sub: &str,
 ) {
-    use crate::table::Operands;
+    use crate::table::{Class, Destroys, Operands};
+    if spec.class == Class::Deny {
+        w.add(
+            Decision::Deny,
+            "denied_command",
+            sub,
+            format!(
+                "`{name}`: {}",
+                spec.reason
+                    .as_deref()
+                    .unwrap_or("the command table denies it")
+            ),
+        );
+        return;
+    }
     let p = crate::table::interpret(spec, args);
     let mut pattern_given = false;
+    let mut recursive = false;
+    let mut target_dirs: Vec<&Decoded> = Vec::new();
+    let mut operands_written = false;
+    let mut wrote = false;
     for g in &p.opts {
         let e = g.spec.effects;
         let opt = g.spec.display();
@@ -1558,17 +1584,43 @@ fn table_reader(
             );
             return;
         }
-        let target = g.values.last();
-        if e.read || e.file_list {
-            match target {
-                Some(v) => w.path(v, PathAccess::Read, sub, &format!("`{opt}` file")),
-                None => w.add(
-                    Decision::Ask,
-                    "missing_value",
-                    sub,
-                    format!("`{opt}` of `{name}` has no value"),
+        if e.destroys {
+            w.add(
+                Decision::Deny,
+                "destroys_system",
+                sub,
+                format!(
+                    "`{name} {opt}` removes the safety net that keeps it off the root filesystem"
                 ),
+            );
+            return;
+        }
+        let target = g.values.last();
+        let takes_value = g.spec.arity != crate::table::Arity::Flag;
+        if (e.read || e.file_list || e.write || e.target_dir) && takes_value && target.is_none() {
+            w.add(
+                Decision::Ask,
+                "missing_value",
+                sub,
+                format!("`{opt}` of `{name}` has no value"),
+            );
+        }
+        if let Some(v) = target.filter(|_| takes_value) {
+            if e.read || e.file_list {
+                w.path(v, PathAccess::Read, sub, &format!("`{opt}` file"));
             }
+            if e.write {
+                w.path(v, PathAccess::Write, sub, &format!("`{opt}` output"));
+                wrote = true;
+            }
+            if e.target_dir {
+                target_dirs.push(v);
+            }
+        }
+        // A flag that writes has no value: it makes every operand written (`install -d`,
+        // `rsync --remove-source-files`).
+        if e.write && !takes_value {
+            operands_written = true;
         }
         if e.file_list {
             w.add(
@@ -1579,17 +1631,6 @@ fn table_reader(
                     "`{name} {opt}` reads files named in another file, which cannot be reviewed"
                 ),
             );
-        }
-        if e.write {
-            match target {
-                Some(v) => w.path(v, PathAccess::Write, sub, &format!("`{opt}` output")),
-                None => w.add(
-                    Decision::Ask,
-                    "missing_value",
-                    sub,
-                    format!("`{opt}` of `{name}` has no value"),
-                ),
-            }
         }
         if e.long_running {
             w.add(
@@ -1608,6 +1649,7 @@ fn table_reader(
             );
         }
         pattern_given |= e.pattern;
+        recursive |= e.recursive;
     }
     for u in &p.unknown {
         w.add(
@@ -1617,30 +1659,159 @@ fn table_reader(
             format!("`{name}` has no option `{u}` in the command table; an unknown option may write or run code"),
         );
     }
+    if spec.remote
+        && p.operands.iter().any(|a| {
+            a.text.contains("://") || a.text.split('/').next().is_some_and(|h| h.contains(':'))
+        })
+    {
+        return network(w, sub, &format!("{name} to a host"));
+    }
+    let mut reads: Vec<&Decoded> = Vec::new();
+    let mut writes: Vec<&Decoded> = Vec::new();
     let mut operands: Vec<&Decoded> = p.operands.iter().collect();
     match spec.operands {
         Operands::PatternRead if !pattern_given && !operands.is_empty() => {
             operands.remove(0);
+            reads = operands;
         }
-        Operands::Data => operands.clear(),
-        Operands::ReadWriteLast if operands.len() >= 2 => {
-            if let Some(out) = operands.pop() {
-                w.path(out, PathAccess::Write, sub, "output file");
+        Operands::Read | Operands::PatternRead => reads = operands,
+        Operands::Data => {}
+        Operands::ReadWriteLast => {
+            if operands.len() >= 2 {
+                writes.extend(operands.pop());
+            }
+            reads = operands;
+        }
+        Operands::Write => writes = operands,
+        Operands::WriteFirst => writes.extend(operands.first().copied()),
+        Operands::DataFirstWrite => {
+            if !pattern_given && !operands.is_empty() {
+                operands.remove(0);
+            }
+            writes = operands;
+        }
+        Operands::Copy => {
+            if target_dirs.is_empty() && operands.len() >= 2 {
+                writes.extend(operands.pop());
+            }
+            reads = operands;
+        }
+        Operands::ReadPrefix => {
+            let mut it = operands.into_iter();
+            reads.extend(it.next());
+            writes.extend(it.next());
+            // Operands past the prefix are an error for split: nothing runs.
+        }
+        Operands::ReadFirst => reads.extend(operands.first().copied()),
+        Operands::Keys => {
+            for o in operands {
+                let found = o.text.split_once('=').and_then(|(k, v)| {
+                    spec.keys
+                        .iter()
+                        .find(|(key, _)| key == k)
+                        .map(|(key, e)| (key.as_str(), *e, v))
+                });
+                match found {
+                    Some((key, e, v)) if e.read || e.write => {
+                        let value = Decoded {
+                            text: v.to_owned(),
+                            ..o.clone()
+                        };
+                        let access = if e.write {
+                            wrote = true;
+                            PathAccess::Write
+                        } else {
+                            PathAccess::Read
+                        };
+                        w.path(&value, access, sub, &format!("`{key}=` file"));
+                    }
+                    Some(_) => {}
+                    None => w.add(
+                        Decision::Ask,
+                        "unknown_option",
+                        sub,
+                        format!("`{name}` has no operand `{}` in the command table; an unknown operand may write or run code", o.text),
+                    ),
+                }
             }
         }
-        _ => {}
     }
-    for o in operands {
-        if o.text != "-" {
-            w.path(o, PathAccess::Read, sub, "argument");
+    if operands_written {
+        writes.append(&mut reads);
+    }
+    writes.extend(target_dirs);
+    for r in reads {
+        if r.text != "-" {
+            w.path(r, PathAccess::Read, sub, "argument");
         }
     }
-    w.add(
-        Decision::Allow,
-        "read_only",
-        sub,
-        format!("`{name}` only reads"),
-    );
+    if writes.is_empty()
+        && !wrote
+        && let Some(out) = &spec.default_out
+    {
+        let out = Decoded {
+            text: out.clone(),
+            ..Decoded::default()
+        };
+        w.path(&out, PathAccess::Write, sub, "default output");
+        wrote = true;
+    }
+    for t in &writes {
+        if t.text == "-" && matches!(spec.operands, Operands::Write | Operands::ReadPrefix) {
+            continue;
+        }
+        wrote = true;
+        if let Some(d) = spec.destroys {
+            let destructive = recursive || d == Destroys::Always;
+            if recursive && t.dynamic {
+                w.add(
+                    Decision::Deny,
+                    "destroys_unknown",
+                    sub,
+                    format!(
+                        "`{name}` recursively on a target only known at run time could destroy anything"
+                    ),
+                );
+                continue;
+            }
+            if destructive && !t.dynamic && is_catastrophic_target(w, t) {
+                w.add(
+                    Decision::Deny,
+                    "destroys_system",
+                    sub,
+                    format!(
+                        "`{name}` on `{}` destroys the system, the home directory or the project",
+                        t.text
+                    ),
+                );
+                continue;
+            }
+        }
+        w.path(t, PathAccess::Write, sub, "argument");
+    }
+    match spec.class {
+        Class::Write if wrote => w.add(
+            Decision::Ask,
+            "writes_files",
+            sub,
+            format!(
+                "`{name}` {}",
+                spec.reason.as_deref().unwrap_or("changes files")
+            ),
+        ),
+        Class::Write => w.add(
+            Decision::Allow,
+            "read_only",
+            sub,
+            format!("`{name}` names nothing to write"),
+        ),
+        _ => w.add(
+            Decision::Allow,
+            "read_only",
+            sub,
+            format!("`{name}` only reads"),
+        ),
+    }
 }
 
 /// A wrapper's argument known only at run time, where it may be the command it runs.
@@ -1658,7 +1829,7 @@ fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args:
         dynamic_args(w, sub, name);
     }
     if let Some(spec) = crate::table::spec(name) {
-        return table_reader(w, name, spec, args, sub);
+        return table_command(w, name, spec, args, sub);
     }
     let (short_arg, long_arg): (&str, &[&str]) = match name {
         "grep" | "egrep" | "fgrep" => (
@@ -2044,6 +2215,12 @@ fn writer(
         "sed" => return sed(w, args, sub, dyn_args),
         _ => {}
     }
+    if let Some(spec) = crate::table::spec(name) {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command(w, name, spec, args, sub);
+    }
     match name {
         "env" => {
             let mut i = 0;
@@ -2423,55 +2600,9 @@ fn writer(
                 format!("`{name}` stops other processes"),
             );
         }
-        "rsync" => {
-            let remote = args.iter().any(|a| {
-                !a.text.starts_with('-')
-                    && (a.text.starts_with("rsync://")
-                        || a.text.split('/').next().is_some_and(|h| h.contains(':')))
-            });
-            if remote {
-                return network(w, sub, "rsync to a host");
-            }
-            copy_like(w, name, args, sub, dyn_args)
-        }
-        "dd" => {
-            if dyn_args {
-                return dynamic_args(w, sub, name);
-            }
-            for a in args {
-                if let Some(v) = a.text.strip_prefix("of=") {
-                    w.path(
-                        &Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        },
-                        PathAccess::Write,
-                        sub,
-                        "output file",
-                    );
-                }
-                if let Some(v) = a.text.strip_prefix("if=") {
-                    w.path(
-                        &Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        },
-                        PathAccess::Read,
-                        sub,
-                        "input file",
-                    );
-                }
-            }
-            w.add(
-                Decision::Ask,
-                "raw_copy",
-                sub,
-                "`dd` copies raw data".to_owned(),
-            );
-        }
         "tar" | "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd"
-        | "patch" | "split" | "csplit" | "xdg-open" | "open" | "script" | "strace" | "ltrace"
-        | "gdb" | "nsenter" | "unshare" | "firejail" => {
+        | "patch" | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter"
+        | "unshare" | "firejail" => {
             if args.iter().any(|a| {
                 a.text.starts_with("--to-command")
                     || a.text.starts_with("--checkpoint-action")
@@ -2553,128 +2684,13 @@ fn writer(
                 format!("`{name}` creates or changes files"),
             );
         }
-        "tee" => {
-            let a = parse_args(args, "", &[], false);
-            if dyn_args {
-                dynamic_args(w, sub, name);
-            }
-            for p in &a.pos {
-                w.path(p, PathAccess::Write, sub, "output file");
-            }
-            if a.pos.is_empty() {
-                w.add(
-                    Decision::Allow,
-                    "read_only",
-                    sub,
-                    "`tee` without files copies stdin to stdout".to_owned(),
-                );
-            } else {
-                w.add(
-                    Decision::Ask,
-                    "writes_files",
-                    sub,
-                    "`tee` writes files".to_owned(),
-                );
-            }
-        }
-        _ => copy_like(w, name, args, sub, dyn_args),
-    }
-}
-
-/// rm, mkdir, cp, mv, chmod, ...: positionals are written (cp/install sources are read).
-fn copy_like(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args: bool) {
-    if dyn_args {
-        dynamic_args(w, sub, name);
-    }
-    let short_arg = match name {
-        "cp" | "mv" | "install" | "ln" => "tSmgo",
-        "truncate" => "sr",
-        "mkdir" => "m",
-        "shred" => "ns",
-        _ => "",
-    };
-    let a = parse_args(
-        args,
-        short_arg,
-        &[
-            "target-directory",
-            "suffix",
-            "mode",
-            "owner",
-            "group",
-            "size",
-            "reference",
-            "backup",
-        ],
-        false,
-    );
-    let recursive = a.short('r') || a.short('R') || a.long("recursive");
-    if a.long("no-preserve-root") {
-        w.add(
-            Decision::Deny,
-            "destroys_system",
+        _ => w.add(
+            Decision::Ask,
+            "unknown_command",
             sub,
-            "`--no-preserve-root` removes the root filesystem".to_owned(),
-        );
-        return;
+            format!("`{name}` is not a command this analyzer knows to be read-only"),
+        ),
     }
-    let mut pos = a.pos.clone();
-    if matches!(name, "chmod" | "chown" | "chgrp") && !pos.is_empty() && !a.long("reference") {
-        pos.remove(0);
-    }
-    let mut reads = Vec::new();
-    if matches!(name, "cp" | "install" | "ln" | "rsync")
-        && pos.len() >= 2
-        && a.value(Some('t'), "target-directory").is_empty()
-    {
-        let dest = pos.pop();
-        reads = std::mem::take(&mut pos);
-        pos.extend(dest);
-    }
-    for t in a.value(Some('t'), "target-directory") {
-        pos.push(t);
-    }
-    for r in reads {
-        w.path(r, PathAccess::Read, sub, "source");
-    }
-    let destructive = matches!(name, "rm" | "shred")
-        || (matches!(name, "chmod" | "chown" | "chgrp") && recursive);
-    for p in &pos {
-        if destructive && recursive && p.dynamic {
-            w.add(
-                Decision::Deny,
-                "destroys_unknown",
-                sub,
-                format!(
-                    "`{name}` recursively on a target only known at run time could destroy anything"
-                ),
-            );
-            continue;
-        }
-        if destructive
-            && (recursive || name == "shred")
-            && !p.dynamic
-            && is_catastrophic_target(w, p)
-        {
-            w.add(
-                Decision::Deny,
-                "destroys_system",
-                sub,
-                format!(
-                    "`{name}` on `{}` destroys the system, the home directory or the project",
-                    p.text
-                ),
-            );
-            continue;
-        }
-        w.path(p, PathAccess::Write, sub, "argument");
-    }
-    w.add(
-        Decision::Ask,
-        "writes_files",
-        sub,
-        format!("`{name}` changes files"),
-    );
 }
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {

@@ -37,8 +37,22 @@ pub mod tidy {
         for (name, spec) in crate::table::table().into_iter().flatten() {
             for o in &spec.opts {
                 let e = o.effects;
-                if e.read || e.write || e.exec || e.file_list || e.long_running || e.ask {
+                if e.read
+                    || e.write
+                    || e.exec
+                    || e.file_list
+                    || e.long_running
+                    || e.ask
+                    || e.target_dir
+                    || e.destroys
+                    || e.recursive
+                {
                     out.push((name.clone(), o.display()));
+                }
+            }
+            for (key, e) in &spec.keys {
+                if e.read || e.write {
+                    out.push((name.clone(), key.clone()));
                 }
             }
         }

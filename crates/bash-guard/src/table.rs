@@ -33,6 +33,12 @@ pub(crate) struct Effects {
     pub long_running: bool,
     pub pattern: bool,
     pub ask: bool,
+    /// `T`: the value is the directory written into; every operand is then a source.
+    pub target_dir: bool,
+    /// `K`: the option removes a safety net against destroying the system (deny).
+    pub destroys: bool,
+    /// `Y`: the command works recursively.
+    pub recursive: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +68,33 @@ pub(crate) enum Operands {
     ReadWriteLast,
     /// Operands are data (numbers, strings), not paths.
     Data,
+    /// Every operand is written (created, changed or removed).
+    Write,
+    /// The first operand is written, the rest are data (`mknod NAME TYPE MAJOR MINOR`).
+    WriteFirst,
+    /// The first operand is data (a mode, an owner) unless a `P` option gave it; the rest
+    /// are written.
+    DataFirstWrite,
+    /// The last of two or more operands is the destination (written), the others are
+    /// sources (read); with a `T` option every operand is a source.
+    Copy,
+    /// The first operand is read, the second is an output prefix (written).
+    ReadPrefix,
+    /// The first operand is read, the rest are data (`csplit FILE PATTERN...`).
+    ReadFirst,
+    /// Operands are `key=value` roles listed in `keys` (`dd if=IN of=OUT`).
+    Keys,
+}
+
+/// What the command is when its options and operands add nothing: the decision class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// Only reads: allowed when every path it reads is allowed.
+    Read,
+    /// Changes files: asks (and every path written is judged).
+    Write,
+    /// Never run by the agent.
+    Deny,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +102,24 @@ pub(crate) struct CommandSpec {
     pub operands: Operands,
     pub numeric: bool,
     pub opts: Vec<OptSpec>,
+    pub class: Class,
+    /// Why, for messages ("changes files", "the agent cannot approve its own calls").
+    pub reason: Option<String>,
+    /// `key=value` operands and the effect of each value (`Keys` operands).
+    pub keys: Vec<(String, Effects)>,
+    /// `"recursive"`: a recursive run on the system, the home or the project, or on a
+    /// target only known at run time, is denied; `"always"`: the same without recursion.
+    pub destroys: Option<Destroys>,
+    /// An operand `host:path` or `scheme://...` reaches the network.
+    pub remote: bool,
+    /// The output written when no operand or option names one (`split` writes `xaa`...).
+    pub default_out: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Destroys {
+    Recursive,
+    Always,
 }
 
 #[derive(Deserialize)]
@@ -78,6 +129,39 @@ struct RawCommand {
     #[serde(default)]
     numeric: bool,
     opts: Vec<String>,
+    #[serde(default)]
+    class: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    keys: Vec<String>,
+    #[serde(default)]
+    destroys: Option<String>,
+    #[serde(default)]
+    remote: bool,
+    #[serde(default)]
+    default_out: Option<String>,
+}
+
+/// Parses effect letters.
+fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
+    let mut effects = Effects::default();
+    for c in text.chars() {
+        match c {
+            'R' => effects.read = true,
+            'W' => effects.write = true,
+            'X' => effects.exec = true,
+            'F' => effects.file_list = true,
+            'L' => effects.long_running = true,
+            'P' => effects.pattern = true,
+            'A' => effects.ask = true,
+            'T' => effects.target_dir = true,
+            'K' => effects.destroys = true,
+            'Y' => effects.recursive = true,
+            other => return Err(format!("`{spec}`: unknown effect `{other}`")),
+        }
+    }
+    Ok(effects)
 }
 
 /// Parses one option spec: `"s|long<arity><effects>"`.
@@ -106,19 +190,7 @@ pub(crate) fn parse_opt(spec: &str) -> Result<OptSpec, String> {
     } else {
         (Arity::Flag, rest.strip_prefix('!').unwrap_or(rest))
     };
-    let mut effects = Effects::default();
-    for c in effects_text.chars() {
-        match c {
-            'R' => effects.read = true,
-            'W' => effects.write = true,
-            'X' => effects.exec = true,
-            'F' => effects.file_list = true,
-            'L' => effects.long_running = true,
-            'P' => effects.pattern = true,
-            'A' => effects.ask = true,
-            other => return Err(format!("`{spec}`: unknown effect `{other}`")),
-        }
-    }
+    let effects = parse_effects(spec, effects_text)?;
     Ok(OptSpec {
         short,
         long,
@@ -137,8 +209,42 @@ pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, St
             "pattern-read" => Operands::PatternRead,
             "read-write-last" => Operands::ReadWriteLast,
             "data" => Operands::Data,
+            "write" => Operands::Write,
+            "write-first" => Operands::WriteFirst,
+            "data-first-write" => Operands::DataFirstWrite,
+            "copy" => Operands::Copy,
+            "read-prefix" => Operands::ReadPrefix,
+            "read-first" => Operands::ReadFirst,
+            "keys" => Operands::Keys,
             other => return Err(format!("`{name}`: unknown pos `{other}`")),
         };
+        let class = match r.class.as_deref() {
+            None | Some("read") => Class::Read,
+            Some("write") => Class::Write,
+            Some("deny") => Class::Deny,
+            Some(other) => return Err(format!("`{name}`: unknown class `{other}`")),
+        };
+        let destroys = match r.destroys.as_deref() {
+            None => None,
+            Some("recursive") => Some(Destroys::Recursive),
+            Some("always") => Some(Destroys::Always),
+            Some(other) => return Err(format!("`{name}`: unknown destroys `{other}`")),
+        };
+        let keys = r
+            .keys
+            .iter()
+            .map(|k| {
+                let (key, eff) = k.split_once('=').unwrap_or((k.as_str(), ""));
+                parse_effects(k, eff)
+                    .map(|e| (key.to_owned(), e))
+                    .map_err(|e| format!("`{name}`: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if (operands == Operands::Keys) == keys.is_empty() {
+            return Err(format!(
+                "`{name}`: `keys` goes with pos = \"keys\" and only with it"
+            ));
+        }
         let opts = r
             .opts
             .iter()
@@ -150,6 +256,12 @@ pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, St
                 operands,
                 numeric: r.numeric,
                 opts,
+                class,
+                reason: r.reason,
+                keys,
+                destroys,
+                remote: r.remote,
+                default_out: r.default_out,
             },
         );
     }
@@ -352,6 +464,27 @@ mod tests {
         assert!(f.effects.long_running);
         assert_eq!(parse_opt("|rawfile=2R").unwrap().arity, Arity::Two);
         assert!(parse_opt("|x=Q").is_err());
+    }
+
+    #[test]
+    fn writer_schema_parses_and_rejects_mistakes() {
+        let dd = spec("dd").unwrap();
+        assert_eq!((dd.operands, dd.class), (Operands::Keys, Class::Write));
+        assert!(dd.keys.iter().any(|(k, e)| k == "of" && e.write));
+        assert_eq!(spec("rm").unwrap().destroys, Some(Destroys::Recursive));
+        let cp = spec("cp").unwrap();
+        let p = interpret(cp, &words("-rt/etc a b"));
+        let t: Vec<&str> = p
+            .opts
+            .iter()
+            .filter(|g| g.spec.effects.target_dir)
+            .flat_map(|g| g.values.iter().map(|v| v.text.as_str()))
+            .collect();
+        assert_eq!(t, ["/etc"]);
+        assert_eq!(p.operands.len(), 2);
+        assert!(parse_table("[x]\npos = \"keys\"\nopts = []\n").is_err());
+        assert!(parse_table("[x]\npos = \"write\"\nclass = \"maybe\"\nopts = []\n").is_err());
+        assert!(parse_table("[x]\npos = \"write\"\nkeys = [\"a=W\"]\nopts = []\n").is_err());
     }
 
     #[test]
