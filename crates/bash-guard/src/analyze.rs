@@ -653,7 +653,13 @@ impl<'a> Walker<'a> {
             crate::vars::arith_names(self, a, 0);
         }
         for name in &out.indirect {
-            crate::vars::value_as_code(self, name, 0, "a variable name (`${!x}` indirection)");
+            crate::vars::value_as_code(
+                self,
+                name,
+                0,
+                "a variable name (`${!x}` indirection)",
+                true,
+            );
         }
         for s in &out.substitutions {
             let saved = self.cwd.clone();

@@ -2294,6 +2294,15 @@ fn writer(
         }
         "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
         | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
+            if name == "nohup" {
+                // nohup exists to outlive the session that started it (issue 14 item 8).
+                w.add(
+                    Decision::Ask,
+                    "long_running",
+                    sub,
+                    "`nohup` keeps the command running after the session ends".to_owned(),
+                );
+            }
             let mut i = 0;
             let with_arg: &[&str] = match name {
                 "timeout" => &["-s", "--signal", "-k", "--kill-after"],
