@@ -2063,6 +2063,13 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         network(w, sub, &format!("{name} {verb}"));
         return;
     }
+    if name == "cargo"
+        && let Some(bin) = cargo_run_target(args)
+        && let Some(spec) = crate::table::spec(bin)
+        && spec.class == crate::table::Class::Deny
+    {
+        return table_command(w, bin, spec, &[], sub);
+    }
     if matches!(name, "docker" | "podman")
         && args
             .iter()
@@ -2082,6 +2089,41 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         sub,
         format!("`{name}` builds, tests or runs project code, which has side effects"),
     );
+}
+
+/// The package or binary `cargo run` runs (`-p NAME`, `--package=NAME`, `--bin NAME` ...), read
+/// up to the `--` that starts the program's own arguments.
+fn cargo_run_target(args: &[Decoded]) -> Option<&str> {
+    let end = args
+        .iter()
+        .position(|a| a.text == "--")
+        .unwrap_or(args.len());
+    let args = args.get(..end)?;
+    if !args
+        .iter()
+        .find(|a| !a.text.starts_with('-') || a.dynamic)
+        .is_some_and(|a| matches!(a.text.as_str(), "run" | "r"))
+    {
+        return None;
+    }
+    let mut it = args.iter().map(|a| a.text.as_str());
+    while let Some(t) = it.next() {
+        for (short, long) in [("-p", "--package"), ("", "--bin"), ("", "--example")] {
+            if (!short.is_empty() && t == short) || t == long {
+                return it.next();
+            }
+            if let Some(v) = t.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+                return Some(v);
+            }
+            if let Some(v) = t
+                .strip_prefix(short)
+                .filter(|v| !short.is_empty() && !v.is_empty() && !t.starts_with("--"))
+            {
+                return Some(v);
+            }
+        }
+    }
+    None
 }
 
 fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &StdinKind) {

@@ -488,3 +488,22 @@ fn fuzz_corpus_holds_the_invariants() {
     }
     assert!(n > 0);
 }
+
+#[test]
+fn the_agent_running_the_guard_cli_is_denied_with_the_reason() {
+    let f = fixture();
+    for command in [
+        "agent-guard allow-once 4F2K",
+        "./target/debug/agent-guard allow-once 4F2K",
+        "cargo run -p agent-guard -- allow-once 4F2K",
+    ] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Deny, "{command}");
+        assert!(
+            v.findings.iter().any(|x| x.code == "denied_command"
+                && x.message.contains("the agent cannot approve its own calls")),
+            "{command}: {:?}",
+            v.findings
+        );
+    }
+}
