@@ -1551,6 +1551,19 @@ fn table_command(
     args: &[Decoded],
     sub: &str,
 ) {
+    let p = crate::table::interpret(spec, args);
+    let saved_cwd = w.cwd.clone();
+    table_judge(w, name, spec, &p, sub);
+    w.cwd = saved_cwd;
+}
+
+fn table_judge(
+    w: &mut Walker<'_>,
+    name: &str,
+    spec: &crate::table::CommandSpec,
+    p: &crate::table::Parsed<'_>,
+    sub: &str,
+) {
     use crate::table::{Class, Destroys, Operands};
     if spec.class == Class::Deny {
         w.add(
@@ -1566,15 +1579,40 @@ fn table_command(
         );
         return;
     }
-    let p = crate::table::interpret(spec, args);
     let mut pattern_given = false;
     let mut recursive = false;
     let mut target_dirs: Vec<&Decoded> = Vec::new();
     let mut operands_written = false;
+    let mut operands_read = false;
+    let mut offline = false;
     let mut wrote = false;
     for g in &p.opts {
         let e = g.spec.effects;
         let opt = g.spec.display();
+        if e.config {
+            match g.values.last() {
+                Some(v) if v.dynamic => {
+                    w.add(
+                        Decision::Deny,
+                        "git_config_exec",
+                        sub,
+                        format!("`{name} {opt}` sets configuration only known at run time, which may make it run a program"),
+                    );
+                    return;
+                }
+                Some(v) => config_override(w, name, &opt, &v.text.to_ascii_lowercase(), spec, sub),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    format!("`{opt}` of `{name}` has no value"),
+                ),
+            }
+        }
+        if e.network {
+            return network(w, sub, &format!("{name} {opt}"));
+        }
+        offline |= e.offline;
         if e.exec {
             w.add(
                 Decision::Deny,
@@ -1609,6 +1647,16 @@ fn table_command(
             if e.read || e.file_list {
                 w.path(v, PathAccess::Read, sub, &format!("`{opt}` file"));
             }
+            if e.chdir {
+                w.path(v, PathAccess::Read, sub, &format!("`{opt}` directory"));
+                w.cwd = if v.dynamic {
+                    None
+                } else {
+                    w.cwd
+                        .as_ref()
+                        .map(|c| crate::analyze::normalize(&c.join(&v.text)))
+                };
+            }
             if e.write {
                 w.path(v, PathAccess::Write, sub, &format!("`{opt}` output"));
                 wrote = true;
@@ -1621,6 +1669,10 @@ fn table_command(
         // `rsync --remove-source-files`).
         if e.write && !takes_value {
             operands_written = true;
+        }
+        // A flag that reads makes every operand a path read (`git diff --no-index A B`).
+        if e.read && !takes_value {
+            operands_read = true;
         }
         if e.file_list {
             w.add(
@@ -1659,6 +1711,37 @@ fn table_command(
             format!("`{name}` has no option `{u}` in the command table; an unknown option may write or run code"),
         );
     }
+    if !spec.subs.is_empty()
+        && let Some(first) = p.operands.first()
+    {
+        let rest = p.operands.get(1..).unwrap_or(&[]);
+        let full = format!("{name} {}", first.text);
+        let found = (!first.dynamic)
+            .then(|| spec.subs.get(first.text.as_str()))
+            .flatten()
+            .or_else(|| spec.subs.get("*"));
+        match found {
+            Some(subspec) => {
+                let q = crate::table::interpret(subspec, rest);
+                return table_judge(w, &full, subspec, &q, sub);
+            }
+            // A parent whose operands are names (`git config user.name`, old style) takes a
+            // word that is not a subcommand as its own operand.
+            None if spec.operands == Operands::Names && !first.dynamic => {}
+            None => {
+                w.add(
+                    Decision::Ask,
+                    "unknown_subcommand",
+                    sub,
+                    format!("`{full}` is not a subcommand the command table knows (it may be an alias, which can run anything)"),
+                );
+                return;
+            }
+        }
+    }
+    if spec.class == Class::Network && !offline {
+        return network(w, sub, name);
+    }
     if spec.remote
         && p.operands.iter().any(|a| {
             a.text.contains("://") || a.text.split('/').next().is_some_and(|h| h.contains(':'))
@@ -1675,7 +1758,11 @@ fn table_command(
             reads = operands;
         }
         Operands::Read | Operands::PatternRead => reads = operands,
-        Operands::Data => {}
+        Operands::Data | Operands::Names => {
+            if operands_read {
+                reads = operands;
+            }
+        }
         Operands::ReadWriteLast => {
             if operands.len() >= 2 {
                 writes.extend(operands.pop());
@@ -1799,11 +1886,26 @@ fn table_command(
                 spec.reason.as_deref().unwrap_or("changes files")
             ),
         ),
+        Class::Write
+            if !matches!(spec.operands, Operands::Data | Operands::Names)
+                || (spec.operands == Operands::Names
+                    && (p.operands.is_empty() || pattern_given)) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` names nothing to write"),
+            )
+        }
         Class::Write => w.add(
-            Decision::Allow,
-            "read_only",
+            Decision::Ask,
+            "writes_files",
             sub,
-            format!("`{name}` names nothing to write"),
+            format!(
+                "`{name}` {}",
+                spec.reason.as_deref().unwrap_or("changes files")
+            ),
         ),
         _ => w.add(
             Decision::Allow,
@@ -1811,6 +1913,43 @@ fn table_command(
             sub,
             format!("`{name}` only reads"),
         ),
+    }
+}
+
+/// `-c key=value`: configuration whose key makes the command run a program is denied, any
+/// other override asks (it still changes the command's configuration).
+fn config_override(
+    w: &mut Walker<'_>,
+    name: &str,
+    opt: &str,
+    kv: &str,
+    spec: &crate::table::CommandSpec,
+    sub: &str,
+) {
+    let key = kv.split_once('=').map_or(kv, |(k, _)| k);
+    let runs = spec.exec_config.iter().any(|pat| {
+        if let Some(prefix) = pat.strip_suffix('*') {
+            key.starts_with(prefix)
+        } else if let Some(suffix) = pat.strip_prefix('*') {
+            key.ends_with(suffix)
+        } else {
+            key == pat
+        }
+    });
+    if runs {
+        w.add(
+            Decision::Deny,
+            "git_config_exec",
+            sub,
+            format!("`{name} {opt} {kv}` makes {name} run a program that cannot be reviewed"),
+        );
+    } else {
+        w.add(
+            Decision::Ask,
+            "git_config_override",
+            sub,
+            format!("`{name} {opt} {kv}` changes {name}'s configuration for this command"),
+        );
     }
 }
 
@@ -2252,7 +2391,6 @@ fn writer(
     dyn_args: bool,
 ) {
     match name {
-        "git" => return crate::git::git(w, args, sub, dyn_args),
         "find" => return find(w, args, sub, dyn_args),
         "sed" => return sed(w, args, sub, dyn_args),
         _ => {}

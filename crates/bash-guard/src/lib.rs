@@ -11,7 +11,6 @@ mod error;
 pub mod exec;
 #[doc(hidden)]
 pub mod fuzz;
-mod git;
 mod judge;
 mod limits;
 mod sed;
@@ -34,29 +33,47 @@ pub mod tidy {
     /// writes, runs, lists files, keeps running, asks), written as `--long` or `-s`.
     pub fn effect_options() -> Vec<(String, String)> {
         let mut out = Vec::new();
-        for (name, spec) in crate::table::table().into_iter().flatten() {
-            for o in &spec.opts {
-                let e = o.effects;
-                if e.read
-                    || e.write
-                    || e.exec
-                    || e.file_list
-                    || e.long_running
-                    || e.ask
-                    || e.target_dir
-                    || e.destroys
-                    || e.recursive
-                {
-                    out.push((name.clone(), o.display()));
-                }
+        fn specs<'a>(
+            spec: &'a crate::table::CommandSpec,
+            out: &mut Vec<&'a crate::table::CommandSpec>,
+        ) {
+            out.push(spec);
+            for s in spec.subs.values() {
+                specs(s, out);
             }
-            for (key, e) in &spec.keys {
-                if e.read || e.write {
-                    out.push((name.clone(), key.clone()));
+        }
+        for (name, top) in crate::table::table().into_iter().flatten() {
+            let mut all = Vec::new();
+            specs(top, &mut all);
+            for spec in all {
+                for o in &spec.opts {
+                    let e = o.effects;
+                    if e.read
+                        || e.write
+                        || e.exec
+                        || e.file_list
+                        || e.long_running
+                        || e.ask
+                        || e.target_dir
+                        || e.destroys
+                        || e.recursive
+                        || e.network
+                        || e.offline
+                        || e.config
+                        || e.chdir
+                    {
+                        out.push((name.clone(), o.display()));
+                    }
+                }
+                for (key, e) in &spec.keys {
+                    if e.read || e.write {
+                        out.push((name.clone(), key.clone()));
+                    }
                 }
             }
         }
         out.sort();
+        out.dedup();
         out
     }
 

@@ -39,6 +39,27 @@ pub(crate) struct Effects {
     pub destroys: bool,
     /// `Y`: the command works recursively.
     pub recursive: bool,
+    /// `N`: the option reaches the network.
+    pub network: bool,
+    /// `O`: the option keeps a network subcommand local (`git remote show -n`).
+    pub offline: bool,
+    /// `S`: the value is `key=value` configuration, judged against the spec's `exec_config`.
+    pub config: bool,
+    /// `C`: the value is a directory the command works in (read; later relative paths are
+    /// resolved there).
+    pub chdir: bool,
+}
+
+impl Effects {
+    /// Whether the option does anything a review must see.
+    pub(crate) fn any(&self) -> bool {
+        *self != Effects::default()
+            && *self
+                != Effects {
+                    pattern: true,
+                    ..Effects::default()
+                }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +105,9 @@ pub(crate) enum Operands {
     ReadFirst,
     /// Operands are `key=value` roles listed in `keys` (`dd if=IN of=OUT`).
     Keys,
+    /// Operands are names a write class creates (`git branch NAME`): with none, or when a
+    /// `P` option makes them patterns (`git tag -l 'v*'`), the command only reads.
+    Names,
 }
 
 /// What the command is when its options and operands add nothing: the decision class.
@@ -95,6 +119,8 @@ pub(crate) enum Class {
     Write,
     /// Never run by the agent.
     Deny,
+    /// Reaches the network (`git push`): the network policy decides.
+    Network,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +140,16 @@ pub(crate) struct CommandSpec {
     pub remote: bool,
     /// The output written when no operand or option names one (`split` writes `xaa`...).
     pub default_out: Option<String>,
+    /// Options may follow operands (GNU); false: the first operand ends the options (git's
+    /// global options, a command with subcommands).
+    pub permute: bool,
+    /// Subcommands: the first operand picks one, the rest are its arguments.
+    pub subs: HashMap<String, CommandSpec>,
+    /// Configuration keys (`-c key=value`) that make the command run a program: `alias.*`
+    /// (prefix), `*.textconv` (suffix), or an exact key; lower case.
+    pub exec_config: Vec<String>,
+    /// `--no-NAME` negates a known long option (git's parse-options), with no effect.
+    pub negations: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +177,14 @@ struct RawCommand {
     remote: bool,
     #[serde(default)]
     default_out: Option<String>,
+    #[serde(default)]
+    permute: Option<bool>,
+    #[serde(default)]
+    sub: HashMap<String, RawCommand>,
+    #[serde(default)]
+    exec_config: Vec<String>,
+    #[serde(default)]
+    negations: bool,
 }
 
 /// Parses effect letters.
@@ -158,6 +202,10 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'T' => effects.target_dir = true,
             'K' => effects.destroys = true,
             'Y' => effects.recursive = true,
+            'N' => effects.network = true,
+            'O' => effects.offline = true,
+            'S' => effects.config = true,
+            'C' => effects.chdir = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
@@ -199,73 +247,110 @@ pub(crate) fn parse_opt(spec: &str) -> Result<OptSpec, String> {
     })
 }
 
-/// Parses the whole table text.
+/// Parses the whole table text. The top-level `groups` table names option lists that a
+/// command includes with `"@name"` in its `opts`.
 pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
-    let raw: HashMap<String, RawCommand> = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    let groups: HashMap<String, Vec<String>> = match raw.remove("groups") {
+        Some(g) => g.try_into().map_err(|e: toml::de::Error| e.to_string())?,
+        None => HashMap::new(),
+    };
     let mut out = HashMap::new();
-    for (name, r) in raw {
-        let operands = match r.pos.as_str() {
-            "read" => Operands::Read,
-            "pattern-read" => Operands::PatternRead,
-            "read-write-last" => Operands::ReadWriteLast,
-            "data" => Operands::Data,
-            "write" => Operands::Write,
-            "write-first" => Operands::WriteFirst,
-            "data-first-write" => Operands::DataFirstWrite,
-            "copy" => Operands::Copy,
-            "read-prefix" => Operands::ReadPrefix,
-            "read-first" => Operands::ReadFirst,
-            "keys" => Operands::Keys,
-            other => return Err(format!("`{name}`: unknown pos `{other}`")),
-        };
-        let class = match r.class.as_deref() {
-            None | Some("read") => Class::Read,
-            Some("write") => Class::Write,
-            Some("deny") => Class::Deny,
-            Some(other) => return Err(format!("`{name}`: unknown class `{other}`")),
-        };
-        let destroys = match r.destroys.as_deref() {
-            None => None,
-            Some("recursive") => Some(Destroys::Recursive),
-            Some("always") => Some(Destroys::Always),
-            Some(other) => return Err(format!("`{name}`: unknown destroys `{other}`")),
-        };
-        let keys = r
-            .keys
-            .iter()
-            .map(|k| {
-                let (key, eff) = k.split_once('=').unwrap_or((k.as_str(), ""));
-                parse_effects(k, eff)
-                    .map(|e| (key.to_owned(), e))
-                    .map_err(|e| format!("`{name}`: {e}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if (operands == Operands::Keys) == keys.is_empty() {
-            return Err(format!(
-                "`{name}`: `keys` goes with pos = \"keys\" and only with it"
-            ));
-        }
-        let opts = r
-            .opts
-            .iter()
-            .map(|o| parse_opt(o).map_err(|e| format!("`{name}`: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.insert(
-            name,
-            CommandSpec {
-                operands,
-                numeric: r.numeric,
-                opts,
-                class,
-                reason: r.reason,
-                keys,
-                destroys,
-                remote: r.remote,
-                default_out: r.default_out,
-            },
-        );
+    for (name, value) in raw {
+        let r: RawCommand = value
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("`{name}`: {e}"))?;
+        let spec = parse_spec(&name, r, &groups)?;
+        out.insert(name, spec);
     }
     Ok(out)
+}
+
+fn parse_spec(
+    name: &str,
+    r: RawCommand,
+    groups: &HashMap<String, Vec<String>>,
+) -> Result<CommandSpec, String> {
+    let operands = match r.pos.as_str() {
+        "read" => Operands::Read,
+        "pattern-read" => Operands::PatternRead,
+        "read-write-last" => Operands::ReadWriteLast,
+        "data" => Operands::Data,
+        "write" => Operands::Write,
+        "write-first" => Operands::WriteFirst,
+        "data-first-write" => Operands::DataFirstWrite,
+        "copy" => Operands::Copy,
+        "read-prefix" => Operands::ReadPrefix,
+        "read-first" => Operands::ReadFirst,
+        "keys" => Operands::Keys,
+        "names" => Operands::Names,
+        other => return Err(format!("`{name}`: unknown pos `{other}`")),
+    };
+    let class = match r.class.as_deref() {
+        None | Some("read") => Class::Read,
+        Some("write") => Class::Write,
+        Some("deny") => Class::Deny,
+        Some("network") => Class::Network,
+        Some(other) => return Err(format!("`{name}`: unknown class `{other}`")),
+    };
+    let destroys = match r.destroys.as_deref() {
+        None => None,
+        Some("recursive") => Some(Destroys::Recursive),
+        Some("always") => Some(Destroys::Always),
+        Some(other) => return Err(format!("`{name}`: unknown destroys `{other}`")),
+    };
+    let keys = r
+        .keys
+        .iter()
+        .map(|k| {
+            let (key, eff) = k.split_once('=').unwrap_or((k.as_str(), ""));
+            parse_effects(k, eff)
+                .map(|e| (key.to_owned(), e))
+                .map_err(|e| format!("`{name}`: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if (operands == Operands::Keys) == keys.is_empty() {
+        return Err(format!(
+            "`{name}`: `keys` goes with pos = \"keys\" and only with it"
+        ));
+    }
+    let mut opts = Vec::new();
+    for o in &r.opts {
+        // `@name` includes a group; `@|long` is an option whose short letter is `@` (rsync).
+        if let Some(g) = o
+            .strip_prefix('@')
+            .filter(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        {
+            let list = groups
+                .get(g)
+                .ok_or_else(|| format!("`{name}`: no option group `{g}`"))?;
+            for o in list {
+                opts.push(parse_opt(o).map_err(|e| format!("`{name}` (@{g}): {e}"))?);
+            }
+        } else {
+            opts.push(parse_opt(o).map_err(|e| format!("`{name}`: {e}"))?);
+        }
+    }
+    let mut subs = HashMap::new();
+    for (sub, raw) in r.sub {
+        let spec = parse_spec(&format!("{name} {sub}"), raw, groups)?;
+        subs.insert(sub, spec);
+    }
+    Ok(CommandSpec {
+        operands,
+        numeric: r.numeric,
+        opts,
+        class,
+        reason: r.reason,
+        keys,
+        destroys,
+        remote: r.remote,
+        default_out: r.default_out,
+        permute: r.permute.unwrap_or(true),
+        subs,
+        exec_config: r.exec_config,
+        negations: r.negations,
+    })
 }
 
 /// The compiled table; `None` if it failed to parse (a test makes that impossible to ship,
@@ -316,6 +401,8 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
         let t = a.text.as_str();
         if only_operands || a.dynamic || t == "-" || !t.starts_with('-') {
             p.operands.push(a.clone());
+            // Without permutation (POSIX, git's `+` mode) the first operand ends the options.
+            only_operands |= !spec.permute || !spec.subs.is_empty();
             continue;
         }
         if t == "--" {
@@ -327,9 +414,33 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
                 Some((n, v)) => (n, Some(v)),
                 None => (body, None),
             };
-            let Some(o) = find_long(spec, name) else {
-                p.unknown.push(t.to_owned());
-                continue;
+            let o = match find_long(spec, name) {
+                Long::One(o) => o,
+                Long::Negated => continue,
+                Long::Unknown => {
+                    p.unknown.push(t.to_owned());
+                    continue;
+                }
+                Long::Ambiguous(candidates) => {
+                    // The program refuses an ambiguous abbreviation, but a program of another
+                    // version may know fewer options and read it as one of them: every
+                    // candidate's effect counts, judged on an attached value.
+                    p.unknown.push(t.to_owned());
+                    for c in candidates.into_iter().filter(|c| c.effects.any()) {
+                        let values = attached
+                            .map(|v| {
+                                vec![Decoded {
+                                    text: v.to_owned(),
+                                    ..a.clone()
+                                }]
+                            })
+                            .unwrap_or_default();
+                        if c.arity == Arity::Flag || !values.is_empty() {
+                            p.opts.push(Given { spec: c, values });
+                        }
+                    }
+                    continue;
+                }
             };
             let mut values = Vec::new();
             match (o.arity, attached) {
@@ -413,24 +524,43 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
     p
 }
 
-/// An exact long name, else the one option it abbreviates; `None` when unknown or ambiguous.
-fn find_long<'a>(spec: &'a CommandSpec, name: &str) -> Option<&'a OptSpec> {
+/// How a long option name resolves.
+enum Long<'a> {
+    One(&'a OptSpec),
+    /// `--no-NAME` of a known option, where the spec allows negation: no effect.
+    Negated,
+    Ambiguous(Vec<&'a OptSpec>),
+    Unknown,
+}
+
+/// An exact long name, else the one option it abbreviates.
+fn find_long<'a>(spec: &'a CommandSpec, name: &str) -> Long<'a> {
     if name.is_empty() {
-        return None;
+        return Long::Unknown;
     }
     if let Some(o) = spec.opts.iter().find(|o| o.long.as_deref() == Some(name)) {
-        return Some(o);
+        return Long::One(o);
     }
-    let mut matches = spec
+    let mut matches: Vec<&OptSpec> = spec
         .opts
         .iter()
-        .filter(|o| o.long.as_deref().is_some_and(|l| l.starts_with(name)));
-    let first = matches.next()?;
+        .filter(|o| o.long.as_deref().is_some_and(|l| l.starts_with(name)))
+        .collect();
+    matches.dedup_by(|a, b| a == b);
     // Several candidates are fine only if they are the same option spelled twice.
-    if matches.any(|o| o != first) {
-        return None;
+    if let Some(first) = matches.first().copied() {
+        if matches.iter().all(|o| *o == first) {
+            return Long::One(first);
+        }
+        return Long::Ambiguous(matches);
     }
-    Some(first)
+    if spec.negations
+        && let Some(rest) = name.strip_prefix("no-")
+        && !matches!(find_long(spec, rest), Long::Unknown)
+    {
+        return Long::Negated;
+    }
+    Long::Unknown
 }
 
 #[cfg(test)]
