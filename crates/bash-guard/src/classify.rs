@@ -1027,33 +1027,6 @@ fn special(
                 format!("`{name}` only prints its version or help"),
             );
         }
-        "tar" if tar_lists(args) => {
-            for (i, a) in args.iter().enumerate() {
-                let t = a.text.as_str();
-                let file = if let Some(v) = t.strip_prefix("--file=") {
-                    Some(Decoded {
-                        text: v.to_owned(),
-                        ..a.clone()
-                    })
-                } else if t == "--file"
-                    || (i == 0 && !t.starts_with('-') && t.ends_with('f'))
-                    || (t.starts_with('-') && !t.starts_with("--") && t.ends_with('f'))
-                {
-                    args.get(i + 1).cloned()
-                } else {
-                    None
-                };
-                if let Some(f) = file {
-                    w.path(&f, PathAccess::Read, sub, "archive");
-                }
-            }
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`tar` only lists the archive".to_owned(),
-            );
-        }
         "unzip"
             if args.iter().any(|a| {
                 matches!(
@@ -1512,36 +1485,6 @@ fn special(
     Some(())
 }
 
-/// `tar -t`/`--list` with no option that writes, extracts or runs a program.
-fn tar_lists(args: &[Decoded]) -> bool {
-    let mut list = false;
-    for (i, a) in args.iter().enumerate() {
-        let t = a.text.as_str();
-        if a.dynamic {
-            return false;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            let name = long.split_once('=').map_or(long, |(n, _)| n);
-            match name {
-                "list" => list = true,
-                "file" | "verbose" | "gzip" | "gunzip" | "bzip2" | "xz" | "zstd" | "lzma"
-                | "auto-compress" | "numeric-owner" | "wildcards" | "no-wildcards" | "exclude"
-                | "quoting-style" | "full-time" | "utc" | "ignore-zeros" => {}
-                _ => return false,
-            }
-        } else if t.starts_with('-') || i == 0 {
-            let flags = t.trim_start_matches('-');
-            if flags.contains('t') {
-                list = true;
-            }
-            if flags.chars().any(|c| !"tvzjJfaO".contains(c)) {
-                return false;
-            }
-        }
-    }
-    list
-}
-
 /// A command judged by the command table and the option interpreter: its options' effects,
 /// its operands' roles, then its decision class.
 fn table_command(
@@ -1586,6 +1529,11 @@ fn table_judge(
     let mut operands_read = false;
     let mut offline = false;
     let mut wrote = false;
+    // Judged once the whole option list is read: the archive's access depends on the mode, and
+    // a directory change applies to operands (the archive opens where the command started).
+    let mut chdirs: Vec<&Decoded> = Vec::new();
+    let mut archives: Vec<&Decoded> = Vec::new();
+    let mut mode: Option<&crate::table::Mode> = None;
     for g in &p.opts {
         let e = g.spec.effects;
         let opt = g.spec.display();
@@ -1649,13 +1597,10 @@ fn table_judge(
             }
             if e.chdir {
                 w.path(v, PathAccess::Read, sub, &format!("`{opt}` directory"));
-                w.cwd = if v.dynamic {
-                    None
-                } else {
-                    w.cwd
-                        .as_ref()
-                        .map(|c| crate::analyze::normalize(&c.join(&v.text)))
-                };
+                chdirs.push(v);
+            }
+            if e.archive {
+                archives.push(v);
             }
             if e.write {
                 w.path(v, PathAccess::Write, sub, &format!("`{opt}` output"));
@@ -1702,6 +1647,46 @@ fn table_judge(
         }
         pattern_given |= e.pattern;
         recursive |= e.recursive;
+        if e.mode {
+            let m = g.spec.long.as_deref().and_then(|l| spec.modes.get(l));
+            if mode.is_some() && mode != m {
+                w.add(
+                    Decision::Ask,
+                    "unknown_option",
+                    sub,
+                    format!("`{name}` is given two modes; which one it runs cannot be told"),
+                );
+            }
+            mode = m.or(mode);
+        }
+    }
+    let class = mode.map_or(spec.class, |m| m.class);
+    let role = mode.map_or(spec.operands, |m| m.operands);
+    let default_out = mode.map_or(spec.default_out.as_ref(), |m| m.default_out.as_ref());
+    for a in archives {
+        if a.text == "-" {
+            continue;
+        }
+        match mode.map(|m| m.archive) {
+            Some(crate::table::PathAccessKind::Read) => {
+                w.path(a, PathAccess::Read, sub, "archive");
+            }
+            // Without a mode the archive may be written (the command fails, but the table
+            // cannot tell which way).
+            _ => {
+                w.path(a, PathAccess::Write, sub, "archive");
+                wrote = true;
+            }
+        }
+    }
+    for d in chdirs {
+        w.cwd = if d.dynamic {
+            None
+        } else {
+            w.cwd
+                .as_ref()
+                .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+        };
     }
     for u in &p.unknown {
         w.add(
@@ -1739,7 +1724,7 @@ fn table_judge(
             }
         }
     }
-    if spec.class == Class::Network && !offline {
+    if class == Class::Network && !offline {
         return network(w, sub, name);
     }
     if spec.remote
@@ -1752,7 +1737,7 @@ fn table_judge(
     let mut reads: Vec<&Decoded> = Vec::new();
     let mut writes: Vec<&Decoded> = Vec::new();
     let mut operands: Vec<&Decoded> = p.operands.iter().collect();
-    match spec.operands {
+    match role {
         Operands::PatternRead if !pattern_given && !operands.is_empty() => {
             operands.remove(0);
             reads = operands;
@@ -1834,7 +1819,7 @@ fn table_judge(
     }
     if writes.is_empty()
         && !wrote
-        && let Some(out) = &spec.default_out
+        && let Some(out) = default_out
     {
         let out = Decoded {
             text: out.clone(),
@@ -1844,7 +1829,7 @@ fn table_judge(
         wrote = true;
     }
     for t in &writes {
-        if t.text == "-" && matches!(spec.operands, Operands::Write | Operands::ReadPrefix) {
+        if t.text == "-" && matches!(role, Operands::Write | Operands::ReadPrefix) {
             continue;
         }
         wrote = true;
@@ -1876,7 +1861,7 @@ fn table_judge(
         }
         w.path(t, PathAccess::Write, sub, "argument");
     }
-    match spec.class {
+    match class {
         Class::Write if wrote => w.add(
             Decision::Ask,
             "writes_files",
@@ -1887,9 +1872,8 @@ fn table_judge(
             ),
         ),
         Class::Write
-            if !matches!(spec.operands, Operands::Data | Operands::Names)
-                || (spec.operands == Operands::Names
-                    && (p.operands.is_empty() || pattern_given)) =>
+            if !matches!(role, Operands::Data | Operands::Names)
+                || (role == Operands::Names && (p.operands.is_empty() || pattern_given)) =>
         {
             w.add(
                 Decision::Allow,
@@ -2789,9 +2773,9 @@ fn writer(
                 format!("`{name}` stops other processes"),
             );
         }
-        "tar" | "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd"
-        | "patch" | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter"
-        | "unshare" | "firejail" => {
+        "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch"
+        | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare"
+        | "firejail" => {
             if args.iter().any(|a| {
                 a.text.starts_with("--to-command")
                     || a.text.starts_with("--checkpoint-action")
@@ -2808,51 +2792,6 @@ fn writer(
                     format!("this option of `{name}` runs another program"),
                 );
                 return;
-            }
-            if name == "tar" {
-                // -C DIR / --directory=DIR (and abbreviations): extraction writes there.
-                let mut it = args.iter().peekable();
-                while let Some(a) = it.next() {
-                    let t = a.text.as_str();
-                    let dir = if t == "-C" {
-                        it.peek().map(|d| (*d).clone())
-                    } else if let Some(v) = t
-                        .strip_prefix("-C")
-                        .filter(|v| !v.is_empty() && !t.starts_with("--"))
-                    {
-                        Some(Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        })
-                    } else if let Some((n, v)) =
-                        t.strip_prefix("--").and_then(|l| l.split_once('='))
-                    {
-                        (n.len() >= 3 && "directory".starts_with(n)).then(|| Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        })
-                    } else if t.len() >= 5 && "--directory".starts_with(t) {
-                        it.peek().map(|d| (*d).clone())
-                    } else {
-                        None
-                    };
-                    if let Some(d) = dir {
-                        // Extraction writes into the directory; creation reads from it.
-                        let extract = args.iter().enumerate().any(|(k, a)| {
-                            let t = a.text.as_str();
-                            t == "--extract"
-                                || t == "--get"
-                                || (t.starts_with('-') && !t.starts_with("--") && t.contains('x'))
-                                || (k == 0 && !t.starts_with('-') && t.contains('x'))
-                        });
-                        let access = if extract {
-                            PathAccess::Write
-                        } else {
-                            PathAccess::Read
-                        };
-                        w.path(&d, access, sub, "tar directory");
-                    }
-                }
             }
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");

@@ -61,6 +61,8 @@ pub mod tidy {
                         || e.offline
                         || e.config
                         || e.chdir
+                        || e.mode
+                        || e.archive
                     {
                         out.push((name.clone(), o.display()));
                     }

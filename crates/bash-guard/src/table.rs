@@ -48,6 +48,11 @@ pub(crate) struct Effects {
     /// `C`: the value is a directory the command works in (read; later relative paths are
     /// resolved there).
     pub chdir: bool,
+    /// `M`: the flag selects a mode (`tar -x`): the spec's `modes` entry under its long name
+    /// sets the class, the operands' roles and the archive's access.
+    pub mode: bool,
+    /// `V`: the value is the archive, read or written as the mode says (`tar -f FILE`).
+    pub archive: bool,
 }
 
 impl Effects {
@@ -150,6 +155,39 @@ pub(crate) struct CommandSpec {
     pub exec_config: Vec<String>,
     /// `--no-NAME` negates a known long option (git's parse-options), with no effect.
     pub negations: bool,
+    /// The first argument may be a dash-less bundle of letters whose values follow in order
+    /// (`tar xzf FILE`, `tar cfC FILE DIR`).
+    pub bundled: bool,
+    /// What each mode (an `M` option, by long name) makes the command.
+    pub modes: HashMap<String, Mode>,
+}
+
+/// One mode of a moded command (`tar --extract`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mode {
+    pub class: Class,
+    pub operands: Operands,
+    /// How the archive (`V` option value) is accessed.
+    pub archive: PathAccessKind,
+    /// Written when the mode writes where the command works (extraction: `.`).
+    pub default_out: Option<String>,
+}
+
+/// An access named in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PathAccessKind {
+    Read,
+    Write,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMode {
+    class: String,
+    pos: String,
+    archive: String,
+    #[serde(default)]
+    default_out: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +223,10 @@ struct RawCommand {
     exec_config: Vec<String>,
     #[serde(default)]
     negations: bool,
+    #[serde(default)]
+    bundled: bool,
+    #[serde(default)]
+    modes: HashMap<String, RawMode>,
 }
 
 /// Parses effect letters.
@@ -206,6 +248,8 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'O' => effects.offline = true,
             'S' => effects.config = true,
             'C' => effects.chdir = true,
+            'M' => effects.mode = true,
+            'V' => effects.archive = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
@@ -266,12 +310,8 @@ pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, St
     Ok(out)
 }
 
-fn parse_spec(
-    name: &str,
-    r: RawCommand,
-    groups: &HashMap<String, Vec<String>>,
-) -> Result<CommandSpec, String> {
-    let operands = match r.pos.as_str() {
+fn parse_pos(name: &str, pos: &str) -> Result<Operands, String> {
+    Ok(match pos {
         "read" => Operands::Read,
         "pattern-read" => Operands::PatternRead,
         "read-write-last" => Operands::ReadWriteLast,
@@ -285,14 +325,26 @@ fn parse_spec(
         "keys" => Operands::Keys,
         "names" => Operands::Names,
         other => return Err(format!("`{name}`: unknown pos `{other}`")),
-    };
-    let class = match r.class.as_deref() {
+    })
+}
+
+fn parse_class(name: &str, class: Option<&str>) -> Result<Class, String> {
+    Ok(match class {
         None | Some("read") => Class::Read,
         Some("write") => Class::Write,
         Some("deny") => Class::Deny,
         Some("network") => Class::Network,
         Some(other) => return Err(format!("`{name}`: unknown class `{other}`")),
-    };
+    })
+}
+
+fn parse_spec(
+    name: &str,
+    r: RawCommand,
+    groups: &HashMap<String, Vec<String>>,
+) -> Result<CommandSpec, String> {
+    let operands = parse_pos(name, &r.pos)?;
+    let class = parse_class(name, r.class.as_deref())?;
     let destroys = match r.destroys.as_deref() {
         None => None,
         Some("recursive") => Some(Destroys::Recursive),
@@ -331,6 +383,29 @@ fn parse_spec(
             opts.push(parse_opt(o).map_err(|e| format!("`{name}`: {e}"))?);
         }
     }
+    let mut modes = HashMap::new();
+    for (mode, m) in r.modes {
+        let archive = match m.archive.as_str() {
+            "read" => PathAccessKind::Read,
+            "write" => PathAccessKind::Write,
+            other => return Err(format!("`{name}` mode `{mode}`: unknown archive `{other}`")),
+        };
+        if !opts
+            .iter()
+            .any(|o| o.effects.mode && o.long.as_deref() == Some(mode.as_str()))
+        {
+            return Err(format!("`{name}`: mode `{mode}` has no M option"));
+        }
+        modes.insert(
+            mode.clone(),
+            Mode {
+                class: parse_class(&format!("{name} {mode}"), Some(&m.class))?,
+                operands: parse_pos(&format!("{name} {mode}"), &m.pos)?,
+                archive,
+                default_out: m.default_out,
+            },
+        );
+    }
     let mut subs = HashMap::new();
     for (sub, raw) in r.sub {
         let spec = parse_spec(&format!("{name} {sub}"), raw, groups)?;
@@ -350,6 +425,8 @@ fn parse_spec(
         subs,
         exec_config: r.exec_config,
         negations: r.negations,
+        bundled: r.bundled,
+        modes,
     })
 }
 
@@ -396,6 +473,29 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
     let mut p = Parsed::default();
     let mut i = 0;
     let mut only_operands = false;
+    // `tar xzf FILE`: a first word without a dash is a bundle of short options; each letter
+    // that takes a value takes the next word, in order.
+    if spec.bundled
+        && let Some(first) = args.first()
+        && !first.dynamic
+        && !first.text.starts_with('-')
+    {
+        i = 1;
+        for c in first.text.chars() {
+            let Some(o) = spec.opts.iter().find(|o| o.short == Some(c)) else {
+                p.unknown.push(format!("-{c}"));
+                continue;
+            };
+            let mut values = Vec::new();
+            if matches!(o.arity, Arity::Required | Arity::Two)
+                && let Some(v) = args.get(i)
+            {
+                values.push(v.clone());
+                i += 1;
+            }
+            p.opts.push(Given { spec: o, values });
+        }
+    }
     while let Some(a) = args.get(i) {
         i += 1;
         let t = a.text.as_str();
