@@ -2854,106 +2854,123 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     w.is_root(&probe)
 }
 
+/// `find`: options, start points and primaries from the table (`table::interpret_expression`);
+/// what stays code is what a primary's effect means here: `-exec`'s words are a command judged
+/// like any other, with a lone `{}` standing for a found path under the start points.
 fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, "find");
     }
-    let mut starts = Vec::new();
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        let t = a.text.as_str();
-        if t.starts_with('-') && !matches!(t, "-H" | "-L" | "-P") || t == "(" || t == "!" {
-            break;
-        }
-        if !matches!(t, "-H" | "-L" | "-P") {
-            starts.push(a);
-        }
-        i += 1;
+    let Some(spec) = crate::table::spec("find") else {
+        w.add(
+            Decision::Ask,
+            "unknown_command",
+            sub,
+            "the command table has no `find`".to_owned(),
+        );
+        return;
+    };
+    let e = crate::table::interpret_expression(spec, args);
+    for u in &e.unknown {
+        w.add(
+            Decision::Ask,
+            "unknown_option",
+            sub,
+            format!("`find` has no primary or option `{u}` in the command table; an unknown one may write or run code"),
+        );
     }
-    let mut writes = false;
-    let rest = args.get(i..).unwrap_or(&[]);
-    let mut j = 0;
-    while let Some(a) = rest.get(j) {
-        j += 1;
-        match a.text.as_str() {
-            "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                let start = j;
-                while let Some(b) = rest.get(j) {
-                    if b.text == ";" || b.text == "+" {
-                        break;
-                    }
-                    j += 1;
-                }
-                let inner: Vec<Decoded> = rest
-                    .get(start..j)
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(|b| {
-                        if b.text == "{}" {
-                            Decoded {
-                                text: starts
-                                    .first()
-                                    .map_or_else(|| ".".to_owned(), |s| s.text.clone()),
-                                ..Decoded::default()
-                            }
-                        } else if b.text.contains("{}") {
-                            Decoded {
-                                text: String::new(),
-                                dynamic: true,
-                                ..Decoded::default()
-                            }
-                        } else {
-                            b.clone()
-                        }
-                    })
-                    .collect();
-                j += 1;
-                if a.text.starts_with("-ok") {
-                    w.add(
-                        Decision::Deny,
-                        "interactive",
-                        sub,
-                        "`find -ok` prompts on a terminal".to_owned(),
-                    );
-                }
-                if inner.is_empty() {
-                    w.add(
-                        Decision::Deny,
-                        "parse_error",
-                        sub,
-                        "`find -exec` without a command".to_owned(),
-                    );
-                } else {
-                    // A lone `{}` is a found path, under the start points judged below; `{}`
-                    // inside a larger word splices a file name into code: unknown.
-                    let display = display_words(&inner);
-                    classify(w, &inner, &display, &StdinKind::Terminal);
-                }
-            }
-            "-delete" => {
-                writes = true;
-                w.add(
-                    Decision::Ask,
-                    "writes_files",
-                    sub,
-                    "`find -delete` removes files".to_owned(),
-                );
-            }
-            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                if let Some(f) = rest.get(j) {
-                    w.path(f, PathAccess::Write, sub, "output file");
-                }
-                j += 1;
-            }
-            _ => {}
-        }
+    for t in &e.unterminated {
+        w.add(
+            Decision::Deny,
+            "parse_error",
+            sub,
+            format!("`find {t}` is missing its value or its `;`"),
+        );
     }
     let dot = Decoded {
         text: ".".to_owned(),
         ..Decoded::default()
     };
-    if starts.is_empty() {
-        starts.push(&dot);
+    let starts: Vec<&Decoded> = if e.operands.is_empty() {
+        vec![&dot]
+    } else {
+        e.operands.iter().collect()
+    };
+    let mut writes = false;
+    for (p, values) in &e.primaries {
+        let fx = p.effects;
+        let what = format!("`-{}`", p.name.trim_end_matches('*'));
+        if fx.prompts {
+            w.add(
+                Decision::Deny,
+                "interactive",
+                sub,
+                format!("`find {what}` prompts on a terminal"),
+            );
+        }
+        if fx.exec {
+            let inner: Vec<Decoded> = values
+                .iter()
+                .map(|b| {
+                    if b.text == "{}" {
+                        Decoded {
+                            text: starts
+                                .first()
+                                .map_or_else(|| ".".to_owned(), |s| s.text.clone()),
+                            ..Decoded::default()
+                        }
+                    } else if b.text.contains("{}") {
+                        // `{}` inside a larger word splices a file name into code: unknown.
+                        Decoded {
+                            text: String::new(),
+                            dynamic: true,
+                            ..Decoded::default()
+                        }
+                    } else {
+                        b.clone()
+                    }
+                })
+                .collect();
+            if inner.is_empty() {
+                w.add(
+                    Decision::Deny,
+                    "parse_error",
+                    sub,
+                    format!("`find {what}` without a command"),
+                );
+            } else {
+                let display = display_words(&inner);
+                classify(w, &inner, &display, &StdinKind::Terminal);
+            }
+            continue;
+        }
+        if fx.write && values.is_empty() {
+            writes = true;
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`find {what}` removes files"),
+            );
+        }
+        if let Some(v) = values.first() {
+            if fx.write {
+                w.path(v, PathAccess::Write, sub, "output file");
+            }
+            if fx.read || fx.file_list {
+                w.path(v, PathAccess::Read, sub, &format!("{what} file"));
+            }
+        }
+        if fx.file_list {
+            w.add(
+                Decision::Ask,
+                "files_from_list",
+                sub,
+                format!(
+                    "`find {what}` takes its start points from a file, which cannot be reviewed"
+                ),
+            );
+        }
     }
     for s in starts {
         w.path(

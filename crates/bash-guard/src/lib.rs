@@ -67,6 +67,11 @@ pub mod tidy {
                         out.push((name.clone(), o.display()));
                     }
                 }
+                for p in &spec.primaries {
+                    if p.effects.any() {
+                        out.push((name.clone(), format!("-{}", p.name.trim_end_matches('*'))));
+                    }
+                }
                 for (key, e) in &spec.keys {
                     if e.read || e.write {
                         out.push((name.clone(), key.clone()));

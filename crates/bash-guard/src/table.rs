@@ -53,6 +53,8 @@ pub(crate) struct Effects {
     pub mode: bool,
     /// `V`: the value is the archive, read or written as the mode says (`tar -f FILE`).
     pub archive: bool,
+    /// `Q`: prompts on a terminal, which the agent does not have (`find -ok`).
+    pub prompts: bool,
 }
 
 impl Effects {
@@ -160,6 +162,27 @@ pub(crate) struct CommandSpec {
     pub bundled: bool,
     /// What each mode (an `M` option, by long name) makes the command.
     pub modes: HashMap<String, Mode>,
+    /// An expression grammar after the operands (`find`): its primaries.
+    pub primaries: Vec<Primary>,
+}
+
+/// One primary of an expression grammar (`find -newer FILE`, `find -exec CMD ;`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Primary {
+    /// The name without its dash; a trailing `*` makes it a prefix (`newer*`: `-newermt`).
+    pub name: String,
+    pub arity: PrimaryArity,
+    /// The effect on the first value (R, W), or on the command (X runs the values as a
+    /// command, W without values writes the start points, Q prompts, A asks).
+    pub effects: Effects,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrimaryArity {
+    /// A fixed number of values.
+    Values(usize),
+    /// Values up to a `;` or `+` word (`-exec ... ;`).
+    UntilTerminator,
 }
 
 /// One mode of a moded command (`tar --extract`).
@@ -227,6 +250,8 @@ struct RawCommand {
     bundled: bool,
     #[serde(default)]
     modes: HashMap<String, RawMode>,
+    #[serde(default)]
+    primaries: Vec<String>,
 }
 
 /// Parses effect letters.
@@ -250,6 +275,7 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'C' => effects.chdir = true,
             'M' => effects.mode = true,
             'V' => effects.archive = true,
+            'Q' => effects.prompts = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
@@ -289,6 +315,149 @@ pub(crate) fn parse_opt(spec: &str) -> Result<OptSpec, String> {
         arity,
         effects,
     })
+}
+
+/// Parses one primary: `"name=ARITY EFFECTS"`, ARITY a count or `;` (up to `;`/`+`).
+fn parse_primary(spec: &str) -> Result<Primary, String> {
+    let (name, rest) = spec.split_once('=').unwrap_or((spec, "0"));
+    if name.is_empty() {
+        return Err(format!("`{spec}`: no primary name"));
+    }
+    let (arity, effects) = if let Some(e) = rest.strip_prefix(';') {
+        (PrimaryArity::UntilTerminator, e)
+    } else {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (n, e) = rest.split_at(digits);
+        let n = n
+            .parse::<usize>()
+            .map_err(|_| format!("`{spec}`: the arity is a number or `;`"))?;
+        (PrimaryArity::Values(n), e)
+    };
+    Ok(Primary {
+        name: name.to_owned(),
+        arity,
+        effects: parse_effects(spec, effects)?,
+    })
+}
+
+/// An expression read against a spec's primaries.
+#[derive(Debug, Default)]
+pub(crate) struct Expression<'a> {
+    /// Options before the start points (`find -L -O2`).
+    pub opts: Vec<Given<'a>>,
+    /// The words before the expression (`find` start points).
+    pub operands: Vec<Decoded>,
+    /// Each primary with its values, in order.
+    pub primaries: Vec<(&'a Primary, Vec<Decoded>)>,
+    /// Primaries or options the table does not know, as written.
+    pub unknown: Vec<String>,
+    /// A primary whose values ran out (`-exec` without `;`), as written.
+    pub unterminated: Vec<String>,
+}
+
+/// Words that combine primaries rather than being one.
+const OPERATORS: &[&str] = &["(", ")", "!", "-not", "-a", "-and", "-o", "-or", ","];
+
+/// Reads `find`-style arguments: options, then operands up to the first word that starts
+/// an expression (`-x`, `(`, `!`), then primaries with the arities the table gives them.
+pub(crate) fn interpret_expression<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Expression<'a> {
+    let mut e = Expression::default();
+    let mut i = 0;
+    // Leading options: only those the table lists (-H -L -P -D LIST -OLEVEL).
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        let Some(cluster) = t.strip_prefix('-').filter(|c| !c.is_empty() && !a.dynamic) else {
+            break;
+        };
+        let mut chars = cluster.chars();
+        let Some(o) = chars
+            .next()
+            .and_then(|c| spec.opts.iter().find(|o| o.short == Some(c)))
+        else {
+            break;
+        };
+        let rest = chars.as_str();
+        i += 1;
+        let mut values = Vec::new();
+        match o.arity {
+            Arity::Flag if !rest.is_empty() => {
+                e.unknown.push(t.to_owned());
+            }
+            Arity::Flag => {}
+            _ if !rest.is_empty() => values.push(Decoded {
+                text: rest.to_owned(),
+                ..a.clone()
+            }),
+            _ => {
+                if let Some(v) = args.get(i) {
+                    values.push(v.clone());
+                    i += 1;
+                }
+            }
+        }
+        e.opts.push(Given { spec: o, values });
+    }
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if !a.dynamic && (t.starts_with('-') && t.len() > 1 || t == "(" || t == "!") {
+            break;
+        }
+        e.operands.push(a.clone());
+        i += 1;
+    }
+    while let Some(a) = args.get(i) {
+        i += 1;
+        let t = a.text.as_str();
+        if !a.dynamic && OPERATORS.contains(&t) {
+            continue;
+        }
+        let name = t.strip_prefix('-').filter(|_| !a.dynamic).unwrap_or("");
+        let Some(p) = spec
+            .primaries
+            .iter()
+            .find(|p| match p.name.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix) && name.len() > prefix.len(),
+                None => p.name == name,
+            })
+        else {
+            e.unknown.push(if a.dynamic {
+                "(a word only known at run time)".to_owned()
+            } else {
+                t.to_owned()
+            });
+            continue;
+        };
+        let mut values = Vec::new();
+        match p.arity {
+            PrimaryArity::Values(n) => {
+                for _ in 0..n {
+                    match args.get(i) {
+                        Some(v) => {
+                            values.push(v.clone());
+                            i += 1;
+                        }
+                        None => e.unterminated.push(t.to_owned()),
+                    }
+                }
+            }
+            PrimaryArity::UntilTerminator => {
+                let mut ended = false;
+                while let Some(v) = args.get(i) {
+                    i += 1;
+                    if !v.dynamic && (v.text == ";" || v.text == "+") {
+                        ended = true;
+                        break;
+                    }
+                    values.push(v.clone());
+                }
+                if !ended {
+                    e.unterminated.push(t.to_owned());
+                }
+            }
+        }
+        e.primaries.push((p, values));
+    }
+    e
 }
 
 /// Parses the whole table text. The top-level `groups` table names option lists that a
@@ -427,6 +596,11 @@ fn parse_spec(
         negations: r.negations,
         bundled: r.bundled,
         modes,
+        primaries: r
+            .primaries
+            .iter()
+            .map(|p| parse_primary(p).map_err(|e| format!("`{name}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()?,
     })
 }
 
@@ -693,7 +867,7 @@ mod tests {
         assert_eq!((f.short, f.arity), (Some('F'), Arity::Flag));
         assert!(f.effects.long_running);
         assert_eq!(parse_opt("|rawfile=2R").unwrap().arity, Arity::Two);
-        assert!(parse_opt("|x=Q").is_err());
+        assert!(parse_opt("|x=z").is_err());
     }
 
     #[test]
