@@ -1615,6 +1615,15 @@ fn table_judge(
         if e.write && !takes_value {
             operands_written = true;
         }
+        if e.in_place {
+            operands_written = true;
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`{name} {opt}` edits its files in place"),
+            );
+        }
         // A flag that reads makes every operand a path read (`git diff --no-index A B`).
         if e.read && !takes_value {
             operands_read = true;
@@ -2992,19 +3001,36 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     );
 }
 
+/// `sed`: its options from the table; its script (a language, like awk's) read by sed.rs.
 fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, "sed");
     }
-    let a = parse_args(args, "efl", &["expression", "file", "line-length"], false);
-    let mut scripts: Vec<&Decoded> = a.value(Some('e'), "expression");
-    let script_files = a.value(Some('f'), "file");
-    let mut pos = a.pos.clone();
-    if scripts.is_empty() && script_files.is_empty() && !pos.is_empty() {
-        scripts.push(pos.remove(0));
+    let Some(spec) = crate::table::spec("sed") else {
+        w.add(
+            Decision::Ask,
+            "unknown_command",
+            sub,
+            "the command table has no `sed`".to_owned(),
+        );
+        return;
+    };
+    let p = crate::table::interpret(spec, args);
+    // A P option gives the script (-e TEXT) or names a file holding it (-f FILE, also R);
+    // without one the first operand is the script.
+    let mut scripts: Vec<&Decoded> = Vec::new();
+    let mut from_file = false;
+    for g in p.opts.iter().filter(|g| g.spec.effects.pattern) {
+        if g.spec.effects.read {
+            from_file = true;
+        } else {
+            scripts.extend(g.values.last());
+        }
     }
-    for f in script_files {
-        w.path(f, PathAccess::Read, sub, "script file");
+    if scripts.is_empty() && !from_file {
+        scripts.extend(p.operands.first());
+    }
+    if from_file {
         w.add(
             Decision::Ask,
             "sed_script_file",
@@ -3012,16 +3038,17 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             "the sed script is in a file that cannot be reviewed".to_owned(),
         );
     }
-    let in_place =
-        a.short('i') || a.long("in-place") || a.opts.iter().any(|(n, _, l)| !l && n == "i");
     for s in scripts {
-        let text = s
-            .text
-            .split_once('=')
-            .filter(|_| s.text.starts_with("--"))
-            .map(|(_, v)| v)
-            .unwrap_or(&s.text);
-        match crate::sed::scan(text) {
+        if s.dynamic {
+            w.add(
+                Decision::Ask,
+                "sed_unreadable",
+                sub,
+                "the sed script is only known at run time".to_owned(),
+            );
+            continue;
+        }
+        match crate::sed::scan(&s.text) {
             Ok(effects) => {
                 if effects.exec {
                     w.add(
@@ -3062,31 +3089,8 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             ),
         }
     }
-    for p in pos {
-        w.path(
-            p,
-            if in_place {
-                PathAccess::Write
-            } else {
-                PathAccess::Read
-            },
-            sub,
-            "file",
-        );
-    }
-    if in_place {
-        w.add(
-            Decision::Ask,
-            "writes_files",
-            sub,
-            "`sed -i` edits files in place".to_owned(),
-        );
-    } else {
-        w.add(
-            Decision::Allow,
-            "read_only",
-            sub,
-            "`sed` without `-i`, `e` or `w` only prints".to_owned(),
-        );
-    }
+    // The operands, -f's file, -i and unknown options: the table's judgement.
+    let saved_cwd = w.cwd.clone();
+    table_judge(w, "sed", spec, &p, sub);
+    w.cwd = saved_cwd;
 }

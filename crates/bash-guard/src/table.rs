@@ -55,6 +55,8 @@ pub(crate) struct Effects {
     pub archive: bool,
     /// `Q`: prompts on a terminal, which the agent does not have (`find -ok`).
     pub prompts: bool,
+    /// `I`: edits the operands in place (`sed -i[SUFFIX]`): every operand is written.
+    pub in_place: bool,
 }
 
 impl Effects {
@@ -276,6 +278,7 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'M' => effects.mode = true,
             'V' => effects.archive = true,
             'Q' => effects.prompts = true,
+            'I' => effects.in_place = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
