@@ -134,9 +134,6 @@ const READERS: &[&str] = &[
     "lsattr",
 ];
 
-/// Readers whose first positional is a pattern or program, not a path.
-const PATTERN_FIRST: &[&str] = &["grep", "egrep", "fgrep", "rg", "jq"];
-
 const PRIVILEGE: &[&str] = &[
     "sudo", "su", "doas", "pkexec", "run0", "chroot", "setcap", "visudo", "passwd", "chpasswd",
     "useradd", "userdel", "usermod", "groupadd", "groupdel", "newgrp", "sg",
@@ -564,105 +561,6 @@ pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
         return Some("a startup file");
     }
     None
-}
-
-/// Splits arguments into options and positionals (GNU style: options anywhere until `--`).
-struct Args<'a> {
-    /// `(name, value, long)`: short names are one char, long names without `--`; the value
-    /// is the option's own (`--x=v`, `-xv`, or the next word), never the whole option word.
-    opts: Vec<(String, Option<Decoded>, bool)>,
-    pos: Vec<&'a Decoded>,
-}
-
-impl Args<'_> {
-    fn short(&self, c: char) -> bool {
-        self.opts
-            .iter()
-            .any(|(n, _, long)| !long && n.len() == c.len_utf8() && n.starts_with(c))
-    }
-    /// A long option given as any prefix of `name` (GNU getopt accepts unambiguous prefixes).
-    fn long(&self, name: &str) -> bool {
-        self.opts
-            .iter()
-            .any(|(n, _, long)| *long && !n.is_empty() && name.starts_with(n.as_str()))
-    }
-    fn value(&self, short: Option<char>, long: &str) -> Vec<&Decoded> {
-        self.opts
-            .iter()
-            .filter(|(n, _, l)| {
-                if *l {
-                    !n.is_empty() && !long.is_empty() && long.starts_with(n.as_str())
-                } else {
-                    short.is_some_and(|c| n.starts_with(c) && n.len() == c.len_utf8())
-                }
-            })
-            .filter_map(|(_, v, _)| v.as_ref())
-            .collect()
-    }
-}
-
-fn parse_args<'a>(
-    args: &'a [Decoded],
-    short_arg: &str,
-    long_arg: &[&str],
-    stop_at_first_pos: bool,
-) -> Args<'a> {
-    let mut opts = Vec::new();
-    let mut pos = Vec::new();
-    let mut i = 0;
-    let mut only_pos = false;
-    while let Some(a) = args.get(i) {
-        i += 1;
-        let t = a.text.as_str();
-        if only_pos || a.dynamic || !t.starts_with('-') || t == "-" {
-            pos.push(a);
-            if stop_at_first_pos {
-                only_pos = true;
-            }
-            continue;
-        }
-        if t == "--" {
-            only_pos = true;
-            continue;
-        }
-        if let Some(l) = t.strip_prefix("--") {
-            if let Some((name, v)) = l.split_once('=') {
-                let v = Decoded {
-                    text: v.to_owned(),
-                    ..a.clone()
-                };
-                opts.push((name.to_owned(), Some(v), true));
-            } else {
-                let takes = long_arg.iter().any(|n| !l.is_empty() && n.starts_with(l));
-                let v = if takes {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    None
-                };
-                opts.push((l.to_owned(), v, true));
-            }
-            continue;
-        }
-        for (k, c) in t.char_indices().skip(1) {
-            if short_arg.contains(c) {
-                let rest = t.get(k + c.len_utf8()..).unwrap_or("");
-                let v = if rest.is_empty() {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    Some(Decoded {
-                        text: rest.to_owned(),
-                        ..a.clone()
-                    })
-                };
-                opts.push((c.to_string(), v, false));
-                break;
-            }
-            opts.push((c.to_string(), None, false));
-        }
-    }
-    Args { opts, pos }
 }
 
 fn base_name(name: &str) -> &str {
@@ -1570,6 +1468,15 @@ fn table_judge(
             );
             return;
         }
+        if e.system {
+            w.add(
+                Decision::Deny,
+                "system_change",
+                sub,
+                format!("`{name} {opt}` changes the system"),
+            );
+            return;
+        }
         if e.destroys {
             w.add(
                 Decision::Deny,
@@ -1960,210 +1867,15 @@ fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args:
     if dyn_args {
         dynamic_args(w, sub, name);
     }
-    if let Some(spec) = crate::table::spec(name) {
-        return table_command(w, name, spec, args, sub);
-    }
-    let (short_arg, long_arg): (&str, &[&str]) = match name {
-        "grep" | "egrep" | "fgrep" => (
-            "efmABCd D",
-            &[
-                "regexp",
-                "file",
-                "max-count",
-                "after-context",
-                "before-context",
-                "context",
-                "label",
-                "devices",
-                "directories",
-                "include",
-                "exclude",
-                "exclude-dir",
-                "color",
-                "colour",
-                "binary-files",
-            ],
-        ),
-        "rg" => (
-            "efgtTmABCjM",
-            &[
-                "regexp",
-                "file",
-                "glob",
-                "type",
-                "type-not",
-                "max-count",
-                "after-context",
-                "before-context",
-                "context",
-                "threads",
-                "pre",
-                "pre-glob",
-                "max-columns",
-                "colors",
-                "sort",
-                "sortr",
-                "iglob",
-                "type-add",
-            ],
-        ),
-        "sort" => (
-            "oktTS",
-            &[
-                "output",
-                "key",
-                "field-separator",
-                "temporary-directory",
-                "buffer-size",
-                "compress-program",
-                "files0-from",
-                "parallel",
-                "batch-size",
-                "sort",
-            ],
-        ),
-        "head" | "tail" => (
-            "nc",
-            &[
-                "lines",
-                "bytes",
-                "pid",
-                "sleep-interval",
-                "max-unchanged-stats",
-            ],
-        ),
-        "cut" => (
-            "bcdf",
-            &[
-                "bytes",
-                "characters",
-                "delimiter",
-                "fields",
-                "output-delimiter",
-            ],
-        ),
-        "jq" => (
-            "L",
-            &[
-                "arg",
-                "argjson",
-                "slurpfile",
-                "rawfile",
-                "args",
-                "jsonargs",
-                "indent",
-                "from-file",
-            ],
-        ),
-        "tree" => ("LPIo", &["filelimit", "charset", "sort"]),
-        "wc" | "du" => (
-            "dBt",
-            &[
-                "files0-from",
-                "max-depth",
-                "exclude",
-                "threshold",
-                "time-style",
-            ],
-        ),
-        "uniq" => ("fsw", &["skip-fields", "skip-chars", "check-chars"]),
-        "diff" => (
-            "CULSFIxX",
-            &[
-                "context",
-                "unified",
-                "label",
-                "starting-file",
-                "exclude",
-                "exclude-from",
-                "ignore-matching-lines",
-                "to-file",
-                "from-file",
-                "line-format",
-                "horizon-lines",
-            ],
-        ),
-        "od" | "xxd" | "hexdump" => ("AjNtwscglno", &[]),
-        _ => ("", &[]),
-    };
-    let a = parse_args(args, short_arg, long_arg, false);
-    // Options that write or run code.
-    let writes: Vec<&Decoded> = match name {
-        "sort" => a.value(Some('o'), "output"),
-        "tree" => a.value(Some('o'), ""),
-        _ => Vec::new(),
-    };
-    for t in writes {
-        w.path(t, PathAccess::Write, sub, "output option");
-    }
-    if (name == "sort" && a.long("compress-program")) || (name == "rg" && a.long("pre")) {
-        w.add(
-            Decision::Deny,
-            "exec_option",
-            sub,
-            format!("this option of `{name}` runs another program"),
-        );
-        return;
-    }
-    if name == "bat" && a.long("pager") {
-        w.add(
-            Decision::Deny,
-            "exec_option",
-            sub,
-            "`bat --pager` runs another program".to_owned(),
-        );
-        return;
-    }
-    if matches!(name, "wc" | "du" | "sort") && a.long("files0-from") {
-        for f in a.value(None, "files0-from") {
-            let f = Decoded {
-                text: f
-                    .text
-                    .split_once('=')
-                    .map(|(_, v)| v.to_owned())
-                    .unwrap_or_else(|| f.text.clone()),
-                ..f.clone()
-            };
-            w.path(&f, PathAccess::Read, sub, "file list");
-        }
-        w.add(
+    match crate::table::spec(name) {
+        Some(spec) => table_command(w, name, spec, args, sub),
+        None => w.add(
             Decision::Ask,
-            "files_from_list",
+            "unknown_command",
             sub,
-            format!(
-                "`{name} --files0-from` reads files named in another file, which cannot be reviewed"
-            ),
-        );
+            format!("the command table has no `{name}`"),
+        ),
     }
-    if matches!(name, "grep" | "egrep" | "fgrep" | "rg") {
-        for f in a.value(Some('f'), "file") {
-            w.path(f, PathAccess::Read, sub, "pattern file");
-        }
-    }
-    let mut pos = a.pos.clone();
-    let pattern_given = matches!(name, "grep" | "egrep" | "fgrep" | "rg")
-        && (a.short('e') || a.short('f') || a.long("regexp") || a.long("file"));
-    let program_in_file = name == "jq" && a.long("from-file");
-    if PATTERN_FIRST.contains(&name) && !pattern_given && !pos.is_empty() && !program_in_file {
-        pos.remove(0);
-    }
-    if matches!(name, "uniq" | "xxd")
-        && pos.len() >= 2
-        && let Some(out) = pos.pop()
-    {
-        w.path(out, PathAccess::Write, sub, "output file");
-    }
-    for p in pos {
-        if p.text != "-" {
-            w.path(p, PathAccess::Read, sub, "argument");
-        }
-    }
-    w.add(
-        Decision::Allow,
-        "read_only",
-        sub,
-        format!("`{name}` only reads"),
-    );
 }
 
 fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
@@ -2722,31 +2434,6 @@ fn writer(
                     "lists aliases".to_owned(),
                 );
             }
-        }
-        "date" => {
-            let a = parse_args(args, "sdfrI", &["set", "date", "file", "reference"], false);
-            if a.short('s') || a.long("set") {
-                w.add(
-                    Decision::Deny,
-                    "system_change",
-                    sub,
-                    "`date -s` sets the system clock".to_owned(),
-                );
-                return;
-            }
-            for f in a
-                .value(Some('f'), "file")
-                .into_iter()
-                .chain(a.value(Some('r'), "reference"))
-            {
-                w.path(f, PathAccess::Read, sub, "argument");
-            }
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`date` prints the time".to_owned(),
-            );
         }
         "hostname" => {
             if args.iter().any(|a| !a.text.starts_with('-')) {

@@ -57,6 +57,8 @@ pub(crate) struct Effects {
     pub prompts: bool,
     /// `I`: edits the operands in place (`sed -i[SUFFIX]`): every operand is written.
     pub in_place: bool,
+    /// `Z`: the option changes the system itself (`date --set`): denied.
+    pub system: bool,
 }
 
 impl Effects {
@@ -279,6 +281,7 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'V' => effects.archive = true,
             'Q' => effects.prompts = true,
             'I' => effects.in_place = true,
+            'Z' => effects.system = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
@@ -623,7 +626,6 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         "sha1sum" | "sha224sum" | "sha384sum" | "sha512sum" | "b2sum" | "shasum" | "cksum"
         | "sum" => "sha256sum",
         "base32" => "base64",
-        "bat" => return None,
         other => other,
     };
     table()?.get(key)
