@@ -30,7 +30,8 @@ pub mod tidy {
     }
 
     /// Every `(command, option)` of the command table whose option has an effect (reads,
-    /// writes, runs, lists files, keeps running, asks), written as `--long` or `-s`.
+    /// writes, runs, lists files, keeps running, asks ...: anything but only giving a
+    /// pattern), written as `--long` or `-s`; primaries as `-name`, keys as `key`.
     pub fn effect_options() -> Vec<(String, String)> {
         let mut out = Vec::new();
         fn specs<'a>(
@@ -47,23 +48,7 @@ pub mod tidy {
             specs(top, &mut all);
             for spec in all {
                 for o in &spec.opts {
-                    let e = o.effects;
-                    if e.read
-                        || e.write
-                        || e.exec
-                        || e.file_list
-                        || e.long_running
-                        || e.ask
-                        || e.target_dir
-                        || e.destroys
-                        || e.recursive
-                        || e.network
-                        || e.offline
-                        || e.config
-                        || e.chdir
-                        || e.mode
-                        || e.archive
-                    {
+                    if o.effects.any() {
                         out.push((name.clone(), o.display()));
                     }
                 }
