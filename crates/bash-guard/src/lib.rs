@@ -69,6 +69,23 @@ pub mod tidy {
         out
     }
 
+    /// Every command of the command table and every subcommand, as `git` and `git log`
+    /// (the `*` fallback is `git *`), each needing a corpus case.
+    pub fn table_entries() -> Vec<String> {
+        fn walk(prefix: &str, spec: &crate::table::CommandSpec, out: &mut Vec<String>) {
+            out.push(prefix.to_owned());
+            for (name, s) in &spec.subs {
+                walk(&format!("{prefix} {name}"), s, out);
+            }
+        }
+        let mut out = Vec::new();
+        for (name, spec) in crate::table::table().into_iter().flatten() {
+            walk(name, spec, &mut out);
+        }
+        out.sort();
+        out
+    }
+
     /// Whether the command table parsed.
     pub fn table_parses() -> bool {
         crate::table::table().is_some()
