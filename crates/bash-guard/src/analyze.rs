@@ -133,10 +133,93 @@ pub(crate) fn parse_program(
     limits::guarded(|| {
         let tokens = brush_parser::tokenize_str_with_options(text, &options.tokenizer_options())
             .map_err(|e| e.to_string())?;
-        brush_parser::parse_tokens(&tokens, options).map_err(|e| e.to_string())
+        let parsed = brush_parser::parse_tokens(&tokens, options).map_err(|e| e.to_string());
+        if parsed.is_err()
+            && let Some(as_for) = select_as_for(&tokens)
+            && let Ok(p) = brush_parser::parse_tokens(&as_for, options)
+        {
+            return Ok(p);
+        }
+        parsed
     })
     .and_then(|r| r)
     .map_err(err)
+}
+
+/// brush-parser has no `select` loop. `select NAME [in WORDS]; do BODY; done` runs BODY with
+/// NAME set to one of WORDS or to the empty string (a choice that is not on the menu), so it
+/// is judged as `for NAME in WORDS ""; do BODY; done`: the same tokens with the reserved word
+/// swapped and one empty word added, so nothing else can change meaning. Only a `select` in
+/// command position, followed by a name and a word list that ends in `;` or a newline, is
+/// rewritten; any other shape stays a parse error (denied).
+fn select_as_for(tokens: &[brush_parser::Token]) -> Option<Vec<brush_parser::Token>> {
+    use brush_parser::Token;
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len() + 2);
+    let mut changed = false;
+    let mut i = 0;
+    while let Some(t) = tokens.get(i) {
+        let command_position = match out.last() {
+            None => true,
+            Some(Token::Operator(op, _)) => matches!(
+                op.as_str(),
+                ";" | "&" | "&&" | "||" | "|" | "|&" | "(" | "\n" | ";;" | ";&" | ";;&"
+            ),
+            Some(Token::Word(w, _)) => matches!(
+                w.as_str(),
+                "do" | "then" | "else" | "elif" | "{" | "!" | "if" | "while" | "until"
+            ),
+        };
+        let Token::Word(word, span) = t else {
+            out.push(t.clone());
+            i += 1;
+            continue;
+        };
+        if word != "select" || !command_position {
+            out.push(t.clone());
+            i += 1;
+            continue;
+        }
+        let Some(Token::Word(name, _)) = tokens.get(i + 1) else {
+            return None;
+        };
+        let ident = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ident {
+            return None;
+        }
+        out.push(Token::Word("for".to_owned(), span.clone()));
+        out.push(tokens.get(i + 1)?.clone());
+        i += 2;
+        // Newlines may come before `in`.
+        let mut k = i;
+        while matches!(tokens.get(k), Some(Token::Operator(op, _)) if op == "\n") {
+            k += 1;
+        }
+        if matches!(tokens.get(k), Some(Token::Word(w, _)) if w == "in") {
+            while i <= k {
+                out.push(tokens.get(i)?.clone());
+                i += 1;
+            }
+            loop {
+                match tokens.get(i)? {
+                    Token::Word(w, _) if w != "do" => {
+                        out.push(tokens.get(i)?.clone());
+                        i += 1;
+                    }
+                    Token::Operator(op, end) if op == ";" || op == "\n" => {
+                        out.push(Token::Word("\"\"".to_owned(), end.clone()));
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        changed = true;
+    }
+    changed.then_some(out)
 }
 
 /// Every simple command anywhere in `command` (inside substitutions, `bash -c` strings,
@@ -653,7 +736,13 @@ impl<'a> Walker<'a> {
             crate::vars::arith_names(self, a, 0);
         }
         for name in &out.indirect {
-            crate::vars::value_as_code(self, name, 0, "a variable name (`${!x}` indirection)");
+            crate::vars::value_as_code(
+                self,
+                name,
+                0,
+                "a variable name (`${!x}` indirection)",
+                true,
+            );
         }
         for s in &out.substitutions {
             let saved = self.cwd.clone();

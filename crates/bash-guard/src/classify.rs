@@ -134,9 +134,6 @@ const READERS: &[&str] = &[
     "lsattr",
 ];
 
-/// Readers whose first positional is a pattern or program, not a path.
-const PATTERN_FIRST: &[&str] = &["grep", "egrep", "fgrep", "rg", "jq"];
-
 const PRIVILEGE: &[&str] = &[
     "sudo", "su", "doas", "pkexec", "run0", "chroot", "setcap", "visudo", "passwd", "chpasswd",
     "useradd", "userdel", "usermod", "groupadd", "groupdel", "newgrp", "sg",
@@ -457,6 +454,7 @@ pub(crate) fn is_known_command(name: &str) -> bool {
     ]
     .iter()
     .any(|list| list.contains(&name))
+        || crate::table::spec(name).is_some()
         || name.starts_with("mkfs.")
 }
 
@@ -565,105 +563,6 @@ pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
     None
 }
 
-/// Splits arguments into options and positionals (GNU style: options anywhere until `--`).
-struct Args<'a> {
-    /// `(name, value, long)`: short names are one char, long names without `--`; the value
-    /// is the option's own (`--x=v`, `-xv`, or the next word), never the whole option word.
-    opts: Vec<(String, Option<Decoded>, bool)>,
-    pos: Vec<&'a Decoded>,
-}
-
-impl Args<'_> {
-    fn short(&self, c: char) -> bool {
-        self.opts
-            .iter()
-            .any(|(n, _, long)| !long && n.len() == c.len_utf8() && n.starts_with(c))
-    }
-    /// A long option given as any prefix of `name` (GNU getopt accepts unambiguous prefixes).
-    fn long(&self, name: &str) -> bool {
-        self.opts
-            .iter()
-            .any(|(n, _, long)| *long && !n.is_empty() && name.starts_with(n.as_str()))
-    }
-    fn value(&self, short: Option<char>, long: &str) -> Vec<&Decoded> {
-        self.opts
-            .iter()
-            .filter(|(n, _, l)| {
-                if *l {
-                    !n.is_empty() && !long.is_empty() && long.starts_with(n.as_str())
-                } else {
-                    short.is_some_and(|c| n.starts_with(c) && n.len() == c.len_utf8())
-                }
-            })
-            .filter_map(|(_, v, _)| v.as_ref())
-            .collect()
-    }
-}
-
-fn parse_args<'a>(
-    args: &'a [Decoded],
-    short_arg: &str,
-    long_arg: &[&str],
-    stop_at_first_pos: bool,
-) -> Args<'a> {
-    let mut opts = Vec::new();
-    let mut pos = Vec::new();
-    let mut i = 0;
-    let mut only_pos = false;
-    while let Some(a) = args.get(i) {
-        i += 1;
-        let t = a.text.as_str();
-        if only_pos || a.dynamic || !t.starts_with('-') || t == "-" {
-            pos.push(a);
-            if stop_at_first_pos {
-                only_pos = true;
-            }
-            continue;
-        }
-        if t == "--" {
-            only_pos = true;
-            continue;
-        }
-        if let Some(l) = t.strip_prefix("--") {
-            if let Some((name, v)) = l.split_once('=') {
-                let v = Decoded {
-                    text: v.to_owned(),
-                    ..a.clone()
-                };
-                opts.push((name.to_owned(), Some(v), true));
-            } else {
-                let takes = long_arg.iter().any(|n| !l.is_empty() && n.starts_with(l));
-                let v = if takes {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    None
-                };
-                opts.push((l.to_owned(), v, true));
-            }
-            continue;
-        }
-        for (k, c) in t.char_indices().skip(1) {
-            if short_arg.contains(c) {
-                let rest = t.get(k + c.len_utf8()..).unwrap_or("");
-                let v = if rest.is_empty() {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    Some(Decoded {
-                        text: rest.to_owned(),
-                        ..a.clone()
-                    })
-                };
-                opts.push((c.to_string(), v, false));
-                break;
-            }
-            opts.push((c.to_string(), None, false));
-        }
-    }
-    Args { opts, pos }
-}
-
 fn base_name(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
@@ -762,6 +661,12 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     }
     if let Some(done) = special(w, name, args, sub, stdin) {
         return done;
+    }
+    // A command the table denies is denied by any path to it (`./target/debug/agent-guard`).
+    if let Some(spec) = crate::table::spec(name)
+        && spec.class == crate::table::Class::Deny
+    {
+        return table_command(w, name, spec, args, sub);
     }
     // `./tool`, `bin/tool`, or an absolute path inside the project: project code, whatever
     // its name (a `bin/ls` there is not the system `ls`).
@@ -1018,33 +923,6 @@ fn special(
                 "read_only",
                 sub,
                 format!("`{name}` only prints its version or help"),
-            );
-        }
-        "tar" if tar_lists(args) => {
-            for (i, a) in args.iter().enumerate() {
-                let t = a.text.as_str();
-                let file = if let Some(v) = t.strip_prefix("--file=") {
-                    Some(Decoded {
-                        text: v.to_owned(),
-                        ..a.clone()
-                    })
-                } else if t == "--file"
-                    || (i == 0 && !t.starts_with('-') && t.ends_with('f'))
-                    || (t.starts_with('-') && !t.starts_with("--") && t.ends_with('f'))
-                {
-                    args.get(i + 1).cloned()
-                } else {
-                    None
-                };
-                if let Some(f) = file {
-                    w.path(&f, PathAccess::Read, sub, "archive");
-                }
-            }
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`tar` only lists the archive".to_owned(),
             );
         }
         "unzip"
@@ -1505,50 +1383,82 @@ fn special(
     Some(())
 }
 
-/// `tar -t`/`--list` with no option that writes, extracts or runs a program.
-fn tar_lists(args: &[Decoded]) -> bool {
-    let mut list = false;
-    for (i, a) in args.iter().enumerate() {
-        let t = a.text.as_str();
-        if a.dynamic {
-            return false;
-        }
-        if let Some(long) = t.strip_prefix("--") {
-            let name = long.split_once('=').map_or(long, |(n, _)| n);
-            match name {
-                "list" => list = true,
-                "file" | "verbose" | "gzip" | "gunzip" | "bzip2" | "xz" | "zstd" | "lzma"
-                | "auto-compress" | "numeric-owner" | "wildcards" | "no-wildcards" | "exclude"
-                | "quoting-style" | "full-time" | "utc" | "ignore-zeros" => {}
-                _ => return false,
-            }
-        } else if t.starts_with('-') || i == 0 {
-            let flags = t.trim_start_matches('-');
-            if flags.contains('t') {
-                list = true;
-            }
-            if flags.chars().any(|c| !"tvzjJfaO".contains(c)) {
-                return false;
-            }
-        }
-    }
-    list
-}
-
-/// A reader judged by the command table and the option interpreter.
-fn table_reader(
+/// A command judged by the command table and the option interpreter: its options' effects,
+/// its operands' roles, then its decision class.
+fn table_command(
     w: &mut Walker<'_>,
     name: &str,
     spec: &crate::table::CommandSpec,
     args: &[Decoded],
     sub: &str,
 ) {
-    use crate::table::Operands;
     let p = crate::table::interpret(spec, args);
+    let saved_cwd = w.cwd.clone();
+    table_judge(w, name, spec, &p, sub);
+    w.cwd = saved_cwd;
+}
+
+fn table_judge(
+    w: &mut Walker<'_>,
+    name: &str,
+    spec: &crate::table::CommandSpec,
+    p: &crate::table::Parsed<'_>,
+    sub: &str,
+) {
+    use crate::table::{Class, Destroys, Operands};
+    if spec.class == Class::Deny {
+        w.add(
+            Decision::Deny,
+            "denied_command",
+            sub,
+            format!(
+                "`{name}`: {}",
+                spec.reason
+                    .as_deref()
+                    .unwrap_or("the command table denies it")
+            ),
+        );
+        return;
+    }
     let mut pattern_given = false;
+    let mut recursive = false;
+    let mut target_dirs: Vec<&Decoded> = Vec::new();
+    let mut operands_written = false;
+    let mut operands_read = false;
+    let mut offline = false;
+    let mut wrote = false;
+    // Judged once the whole option list is read: the archive's access depends on the mode, and
+    // a directory change applies to operands (the archive opens where the command started).
+    let mut chdirs: Vec<&Decoded> = Vec::new();
+    let mut archives: Vec<&Decoded> = Vec::new();
+    let mut mode: Option<&crate::table::Mode> = None;
     for g in &p.opts {
         let e = g.spec.effects;
         let opt = g.spec.display();
+        if e.config {
+            match g.values.last() {
+                Some(v) if v.dynamic => {
+                    w.add(
+                        Decision::Deny,
+                        "git_config_exec",
+                        sub,
+                        format!("`{name} {opt}` sets configuration only known at run time, which may make it run a program"),
+                    );
+                    return;
+                }
+                Some(v) => config_override(w, name, &opt, &v.text.to_ascii_lowercase(), spec, sub),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    format!("`{opt}` of `{name}` has no value"),
+                ),
+            }
+        }
+        if e.network {
+            return network(w, sub, &format!("{name} {opt}"));
+        }
+        offline |= e.offline;
         if e.exec {
             w.add(
                 Decision::Deny,
@@ -1558,17 +1468,72 @@ fn table_reader(
             );
             return;
         }
-        let target = g.values.last();
-        if e.read || e.file_list {
-            match target {
-                Some(v) => w.path(v, PathAccess::Read, sub, &format!("`{opt}` file")),
-                None => w.add(
-                    Decision::Ask,
-                    "missing_value",
-                    sub,
-                    format!("`{opt}` of `{name}` has no value"),
+        if e.system {
+            w.add(
+                Decision::Deny,
+                "system_change",
+                sub,
+                format!("`{name} {opt}` changes the system"),
+            );
+            return;
+        }
+        if e.destroys {
+            w.add(
+                Decision::Deny,
+                "destroys_system",
+                sub,
+                format!(
+                    "`{name} {opt}` removes the safety net that keeps it off the root filesystem"
                 ),
+            );
+            return;
+        }
+        let target = g.values.last();
+        let takes_value = g.spec.arity != crate::table::Arity::Flag;
+        if (e.read || e.file_list || e.write || e.target_dir) && takes_value && target.is_none() {
+            w.add(
+                Decision::Ask,
+                "missing_value",
+                sub,
+                format!("`{opt}` of `{name}` has no value"),
+            );
+        }
+        if let Some(v) = target.filter(|_| takes_value) {
+            if e.read || e.file_list {
+                w.path(v, PathAccess::Read, sub, &format!("`{opt}` file"));
             }
+            if e.chdir {
+                w.path(v, PathAccess::Read, sub, &format!("`{opt}` directory"));
+                chdirs.push(v);
+            }
+            if e.archive {
+                archives.push(v);
+            }
+            if e.write {
+                w.path(v, PathAccess::Write, sub, &format!("`{opt}` output"));
+                wrote = true;
+            }
+            if e.target_dir {
+                target_dirs.push(v);
+            }
+        }
+        // A flag that writes has no value: it makes every operand written (`install -d`,
+        // `rsync --remove-source-files`).
+        if e.write && !takes_value {
+            operands_written = true;
+        }
+        if e.in_place {
+            operands_written = true;
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`{name} {opt}` edits its files in place"),
+            );
+        }
+        // A flag that reads makes every operand a path read (`git diff --no-index A B`).
+        if e.read && !takes_value {
+            operands_read = true;
         }
         if e.file_list {
             w.add(
@@ -1579,17 +1544,6 @@ fn table_reader(
                     "`{name} {opt}` reads files named in another file, which cannot be reviewed"
                 ),
             );
-        }
-        if e.write {
-            match target {
-                Some(v) => w.path(v, PathAccess::Write, sub, &format!("`{opt}` output")),
-                None => w.add(
-                    Decision::Ask,
-                    "missing_value",
-                    sub,
-                    format!("`{opt}` of `{name}` has no value"),
-                ),
-            }
         }
         if e.long_running {
             w.add(
@@ -1608,6 +1562,47 @@ fn table_reader(
             );
         }
         pattern_given |= e.pattern;
+        recursive |= e.recursive;
+        if e.mode {
+            let m = g.spec.long.as_deref().and_then(|l| spec.modes.get(l));
+            if mode.is_some() && mode != m {
+                w.add(
+                    Decision::Ask,
+                    "unknown_option",
+                    sub,
+                    format!("`{name}` is given two modes; which one it runs cannot be told"),
+                );
+            }
+            mode = m.or(mode);
+        }
+    }
+    let class = mode.map_or(spec.class, |m| m.class);
+    let role = mode.map_or(spec.operands, |m| m.operands);
+    let default_out = mode.map_or(spec.default_out.as_ref(), |m| m.default_out.as_ref());
+    for a in archives {
+        if a.text == "-" {
+            continue;
+        }
+        match mode.map(|m| m.archive) {
+            Some(crate::table::PathAccessKind::Read) => {
+                w.path(a, PathAccess::Read, sub, "archive");
+            }
+            // Without a mode the archive may be written (the command fails, but the table
+            // cannot tell which way).
+            _ => {
+                w.path(a, PathAccess::Write, sub, "archive");
+                wrote = true;
+            }
+        }
+    }
+    for d in chdirs {
+        w.cwd = if d.dynamic {
+            None
+        } else {
+            w.cwd
+                .as_ref()
+                .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+        };
     }
     for u in &p.unknown {
         w.add(
@@ -1617,30 +1612,245 @@ fn table_reader(
             format!("`{name}` has no option `{u}` in the command table; an unknown option may write or run code"),
         );
     }
-    let mut operands: Vec<&Decoded> = p.operands.iter().collect();
-    match spec.operands {
-        Operands::PatternRead if !pattern_given && !operands.is_empty() => {
-            operands.remove(0);
-        }
-        Operands::Data => operands.clear(),
-        Operands::ReadWriteLast if operands.len() >= 2 => {
-            if let Some(out) = operands.pop() {
-                w.path(out, PathAccess::Write, sub, "output file");
+    if !spec.subs.is_empty()
+        && let Some(first) = p.operands.first()
+    {
+        let rest = p.operands.get(1..).unwrap_or(&[]);
+        let full = format!("{name} {}", first.text);
+        let found = (!first.dynamic)
+            .then(|| spec.subs.get(first.text.as_str()))
+            .flatten()
+            .or_else(|| spec.subs.get("*"));
+        match found {
+            Some(subspec) => {
+                let q = crate::table::interpret(subspec, rest);
+                return table_judge(w, &full, subspec, &q, sub);
+            }
+            // A parent whose operands are names (`git config user.name`, old style) takes a
+            // word that is not a subcommand as its own operand.
+            None if spec.operands == Operands::Names && !first.dynamic => {}
+            None => {
+                w.add(
+                    Decision::Ask,
+                    "unknown_subcommand",
+                    sub,
+                    format!("`{full}` is not a subcommand the command table knows (it may be an alias, which can run anything)"),
+                );
+                return;
             }
         }
-        _ => {}
     }
-    for o in operands {
-        if o.text != "-" {
-            w.path(o, PathAccess::Read, sub, "argument");
+    if class == Class::Network && !offline {
+        return network(w, sub, name);
+    }
+    if spec.remote
+        && p.operands.iter().any(|a| {
+            a.text.contains("://") || a.text.split('/').next().is_some_and(|h| h.contains(':'))
+        })
+    {
+        return network(w, sub, &format!("{name} to a host"));
+    }
+    let mut reads: Vec<&Decoded> = Vec::new();
+    let mut writes: Vec<&Decoded> = Vec::new();
+    let mut operands: Vec<&Decoded> = p.operands.iter().collect();
+    match role {
+        Operands::PatternRead if !pattern_given && !operands.is_empty() => {
+            operands.remove(0);
+            reads = operands;
+        }
+        Operands::Read | Operands::PatternRead => reads = operands,
+        Operands::Data | Operands::Names => {
+            if operands_read {
+                reads = operands;
+            }
+        }
+        Operands::ReadWriteLast => {
+            if operands.len() >= 2 {
+                writes.extend(operands.pop());
+            }
+            reads = operands;
+        }
+        Operands::Write => writes = operands,
+        Operands::WriteFirst => writes.extend(operands.first().copied()),
+        Operands::DataFirstWrite => {
+            if !pattern_given && !operands.is_empty() {
+                operands.remove(0);
+            }
+            writes = operands;
+        }
+        Operands::Copy => {
+            if target_dirs.is_empty() && operands.len() >= 2 {
+                writes.extend(operands.pop());
+            }
+            reads = operands;
+        }
+        Operands::ReadPrefix => {
+            let mut it = operands.into_iter();
+            reads.extend(it.next());
+            writes.extend(it.next());
+            // Operands past the prefix are an error for split: nothing runs.
+        }
+        Operands::ReadFirst => reads.extend(operands.first().copied()),
+        Operands::Keys => {
+            for o in operands {
+                let found = o.text.split_once('=').and_then(|(k, v)| {
+                    spec.keys
+                        .iter()
+                        .find(|(key, _)| key == k)
+                        .map(|(key, e)| (key.as_str(), *e, v))
+                });
+                match found {
+                    Some((key, e, v)) if e.read || e.write => {
+                        let value = Decoded {
+                            text: v.to_owned(),
+                            ..o.clone()
+                        };
+                        let access = if e.write {
+                            wrote = true;
+                            PathAccess::Write
+                        } else {
+                            PathAccess::Read
+                        };
+                        w.path(&value, access, sub, &format!("`{key}=` file"));
+                    }
+                    Some(_) => {}
+                    None => w.add(
+                        Decision::Ask,
+                        "unknown_option",
+                        sub,
+                        format!("`{name}` has no operand `{}` in the command table; an unknown operand may write or run code", o.text),
+                    ),
+                }
+            }
         }
     }
-    w.add(
-        Decision::Allow,
-        "read_only",
-        sub,
-        format!("`{name}` only reads"),
-    );
+    if operands_written {
+        writes.append(&mut reads);
+    }
+    writes.extend(target_dirs);
+    for r in reads {
+        if r.text != "-" {
+            w.path(r, PathAccess::Read, sub, "argument");
+        }
+    }
+    if writes.is_empty()
+        && !wrote
+        && let Some(out) = default_out
+    {
+        let out = Decoded {
+            text: out.clone(),
+            ..Decoded::default()
+        };
+        w.path(&out, PathAccess::Write, sub, "default output");
+        wrote = true;
+    }
+    for t in &writes {
+        if t.text == "-" && matches!(role, Operands::Write | Operands::ReadPrefix) {
+            continue;
+        }
+        wrote = true;
+        if let Some(d) = spec.destroys {
+            let destructive = recursive || d == Destroys::Always;
+            if recursive && t.dynamic {
+                w.add(
+                    Decision::Deny,
+                    "destroys_unknown",
+                    sub,
+                    format!(
+                        "`{name}` recursively on a target only known at run time could destroy anything"
+                    ),
+                );
+                continue;
+            }
+            if destructive && !t.dynamic && is_catastrophic_target(w, t) {
+                w.add(
+                    Decision::Deny,
+                    "destroys_system",
+                    sub,
+                    format!(
+                        "`{name}` on `{}` destroys the system, the home directory or the project",
+                        t.text
+                    ),
+                );
+                continue;
+            }
+        }
+        w.path(t, PathAccess::Write, sub, "argument");
+    }
+    match class {
+        Class::Write if wrote => w.add(
+            Decision::Ask,
+            "writes_files",
+            sub,
+            format!(
+                "`{name}` {}",
+                spec.reason.as_deref().unwrap_or("changes files")
+            ),
+        ),
+        Class::Write
+            if !matches!(role, Operands::Data | Operands::Names)
+                || (role == Operands::Names && (p.operands.is_empty() || pattern_given)) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` names nothing to write"),
+            )
+        }
+        Class::Write => w.add(
+            Decision::Ask,
+            "writes_files",
+            sub,
+            format!(
+                "`{name}` {}",
+                spec.reason.as_deref().unwrap_or("changes files")
+            ),
+        ),
+        _ => w.add(
+            Decision::Allow,
+            "read_only",
+            sub,
+            format!("`{name}` only reads"),
+        ),
+    }
+}
+
+/// `-c key=value`: configuration whose key makes the command run a program is denied, any
+/// other override asks (it still changes the command's configuration).
+fn config_override(
+    w: &mut Walker<'_>,
+    name: &str,
+    opt: &str,
+    kv: &str,
+    spec: &crate::table::CommandSpec,
+    sub: &str,
+) {
+    let key = kv.split_once('=').map_or(kv, |(k, _)| k);
+    let runs = spec.exec_config.iter().any(|pat| {
+        if let Some(prefix) = pat.strip_suffix('*') {
+            key.starts_with(prefix)
+        } else if let Some(suffix) = pat.strip_prefix('*') {
+            key.ends_with(suffix)
+        } else {
+            key == pat
+        }
+    });
+    if runs {
+        w.add(
+            Decision::Deny,
+            "git_config_exec",
+            sub,
+            format!("`{name} {opt} {kv}` makes {name} run a program that cannot be reviewed"),
+        );
+    } else {
+        w.add(
+            Decision::Ask,
+            "git_config_override",
+            sub,
+            format!("`{name} {opt} {kv}` changes {name}'s configuration for this command"),
+        );
+    }
 }
 
 /// A wrapper's argument known only at run time, where it may be the command it runs.
@@ -1657,210 +1867,15 @@ fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args:
     if dyn_args {
         dynamic_args(w, sub, name);
     }
-    if let Some(spec) = crate::table::spec(name) {
-        return table_reader(w, name, spec, args, sub);
-    }
-    let (short_arg, long_arg): (&str, &[&str]) = match name {
-        "grep" | "egrep" | "fgrep" => (
-            "efmABCd D",
-            &[
-                "regexp",
-                "file",
-                "max-count",
-                "after-context",
-                "before-context",
-                "context",
-                "label",
-                "devices",
-                "directories",
-                "include",
-                "exclude",
-                "exclude-dir",
-                "color",
-                "colour",
-                "binary-files",
-            ],
-        ),
-        "rg" => (
-            "efgtTmABCjM",
-            &[
-                "regexp",
-                "file",
-                "glob",
-                "type",
-                "type-not",
-                "max-count",
-                "after-context",
-                "before-context",
-                "context",
-                "threads",
-                "pre",
-                "pre-glob",
-                "max-columns",
-                "colors",
-                "sort",
-                "sortr",
-                "iglob",
-                "type-add",
-            ],
-        ),
-        "sort" => (
-            "oktTS",
-            &[
-                "output",
-                "key",
-                "field-separator",
-                "temporary-directory",
-                "buffer-size",
-                "compress-program",
-                "files0-from",
-                "parallel",
-                "batch-size",
-                "sort",
-            ],
-        ),
-        "head" | "tail" => (
-            "nc",
-            &[
-                "lines",
-                "bytes",
-                "pid",
-                "sleep-interval",
-                "max-unchanged-stats",
-            ],
-        ),
-        "cut" => (
-            "bcdf",
-            &[
-                "bytes",
-                "characters",
-                "delimiter",
-                "fields",
-                "output-delimiter",
-            ],
-        ),
-        "jq" => (
-            "L",
-            &[
-                "arg",
-                "argjson",
-                "slurpfile",
-                "rawfile",
-                "args",
-                "jsonargs",
-                "indent",
-                "from-file",
-            ],
-        ),
-        "tree" => ("LPIo", &["filelimit", "charset", "sort"]),
-        "wc" | "du" => (
-            "dBt",
-            &[
-                "files0-from",
-                "max-depth",
-                "exclude",
-                "threshold",
-                "time-style",
-            ],
-        ),
-        "uniq" => ("fsw", &["skip-fields", "skip-chars", "check-chars"]),
-        "diff" => (
-            "CULSFIxX",
-            &[
-                "context",
-                "unified",
-                "label",
-                "starting-file",
-                "exclude",
-                "exclude-from",
-                "ignore-matching-lines",
-                "to-file",
-                "from-file",
-                "line-format",
-                "horizon-lines",
-            ],
-        ),
-        "od" | "xxd" | "hexdump" => ("AjNtwscglno", &[]),
-        _ => ("", &[]),
-    };
-    let a = parse_args(args, short_arg, long_arg, false);
-    // Options that write or run code.
-    let writes: Vec<&Decoded> = match name {
-        "sort" => a.value(Some('o'), "output"),
-        "tree" => a.value(Some('o'), ""),
-        _ => Vec::new(),
-    };
-    for t in writes {
-        w.path(t, PathAccess::Write, sub, "output option");
-    }
-    if (name == "sort" && a.long("compress-program")) || (name == "rg" && a.long("pre")) {
-        w.add(
-            Decision::Deny,
-            "exec_option",
-            sub,
-            format!("this option of `{name}` runs another program"),
-        );
-        return;
-    }
-    if name == "bat" && a.long("pager") {
-        w.add(
-            Decision::Deny,
-            "exec_option",
-            sub,
-            "`bat --pager` runs another program".to_owned(),
-        );
-        return;
-    }
-    if matches!(name, "wc" | "du" | "sort") && a.long("files0-from") {
-        for f in a.value(None, "files0-from") {
-            let f = Decoded {
-                text: f
-                    .text
-                    .split_once('=')
-                    .map(|(_, v)| v.to_owned())
-                    .unwrap_or_else(|| f.text.clone()),
-                ..f.clone()
-            };
-            w.path(&f, PathAccess::Read, sub, "file list");
-        }
-        w.add(
+    match crate::table::spec(name) {
+        Some(spec) => table_command(w, name, spec, args, sub),
+        None => w.add(
             Decision::Ask,
-            "files_from_list",
+            "unknown_command",
             sub,
-            format!(
-                "`{name} --files0-from` reads files named in another file, which cannot be reviewed"
-            ),
-        );
+            format!("the command table has no `{name}`"),
+        ),
     }
-    if matches!(name, "grep" | "egrep" | "fgrep" | "rg") {
-        for f in a.value(Some('f'), "file") {
-            w.path(f, PathAccess::Read, sub, "pattern file");
-        }
-    }
-    let mut pos = a.pos.clone();
-    let pattern_given = matches!(name, "grep" | "egrep" | "fgrep" | "rg")
-        && (a.short('e') || a.short('f') || a.long("regexp") || a.long("file"));
-    let program_in_file = name == "jq" && a.long("from-file");
-    if PATTERN_FIRST.contains(&name) && !pattern_given && !pos.is_empty() && !program_in_file {
-        pos.remove(0);
-    }
-    if matches!(name, "uniq" | "xxd")
-        && pos.len() >= 2
-        && let Some(out) = pos.pop()
-    {
-        w.path(out, PathAccess::Write, sub, "output file");
-    }
-    for p in pos {
-        if p.text != "-" {
-            w.path(p, PathAccess::Read, sub, "argument");
-        }
-    }
-    w.add(
-        Decision::Allow,
-        "read_only",
-        sub,
-        format!("`{name}` only reads"),
-    );
 }
 
 fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
@@ -1892,6 +1907,13 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         network(w, sub, &format!("{name} {verb}"));
         return;
     }
+    if name == "cargo"
+        && let Some(bin) = cargo_run_target(args)
+        && let Some(spec) = crate::table::spec(bin)
+        && spec.class == crate::table::Class::Deny
+    {
+        return table_command(w, bin, spec, &[], sub);
+    }
     if matches!(name, "docker" | "podman")
         && args
             .iter()
@@ -1911,6 +1933,41 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         sub,
         format!("`{name}` builds, tests or runs project code, which has side effects"),
     );
+}
+
+/// The package or binary `cargo run` runs (`-p NAME`, `--package=NAME`, `--bin NAME` ...), read
+/// up to the `--` that starts the program's own arguments.
+fn cargo_run_target(args: &[Decoded]) -> Option<&str> {
+    let end = args
+        .iter()
+        .position(|a| a.text == "--")
+        .unwrap_or(args.len());
+    let args = args.get(..end)?;
+    if !args
+        .iter()
+        .find(|a| !a.text.starts_with('-') || a.dynamic)
+        .is_some_and(|a| matches!(a.text.as_str(), "run" | "r"))
+    {
+        return None;
+    }
+    let mut it = args.iter().map(|a| a.text.as_str());
+    while let Some(t) = it.next() {
+        for (short, long) in [("-p", "--package"), ("", "--bin"), ("", "--example")] {
+            if (!short.is_empty() && t == short) || t == long {
+                return it.next();
+            }
+            if let Some(v) = t.strip_prefix(long).and_then(|r| r.strip_prefix('=')) {
+                return Some(v);
+            }
+            if let Some(v) = t
+                .strip_prefix(short)
+                .filter(|v| !short.is_empty() && !v.is_empty() && !t.starts_with("--"))
+            {
+                return Some(v);
+            }
+        }
+    }
+    None
 }
 
 fn shell(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, stdin: &StdinKind) {
@@ -2039,10 +2096,15 @@ fn writer(
     dyn_args: bool,
 ) {
     match name {
-        "git" => return crate::git::git(w, args, sub, dyn_args),
         "find" => return find(w, args, sub, dyn_args),
         "sed" => return sed(w, args, sub, dyn_args),
         _ => {}
+    }
+    if let Some(spec) = crate::table::spec(name) {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command(w, name, spec, args, sub);
     }
     match name {
         "env" => {
@@ -2117,6 +2179,15 @@ fn writer(
         }
         "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
         | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
+            if name == "nohup" {
+                // nohup exists to outlive the session that started it (issue 14 item 8).
+                w.add(
+                    Decision::Ask,
+                    "long_running",
+                    sub,
+                    "`nohup` keeps the command running after the session ends".to_owned(),
+                );
+            }
             let mut i = 0;
             let with_arg: &[&str] = match name {
                 "timeout" => &["-s", "--signal", "-k", "--kill-after"],
@@ -2364,31 +2435,6 @@ fn writer(
                 );
             }
         }
-        "date" => {
-            let a = parse_args(args, "sdfrI", &["set", "date", "file", "reference"], false);
-            if a.short('s') || a.long("set") {
-                w.add(
-                    Decision::Deny,
-                    "system_change",
-                    sub,
-                    "`date -s` sets the system clock".to_owned(),
-                );
-                return;
-            }
-            for f in a
-                .value(Some('f'), "file")
-                .into_iter()
-                .chain(a.value(Some('r'), "reference"))
-            {
-                w.path(f, PathAccess::Read, sub, "argument");
-            }
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`date` prints the time".to_owned(),
-            );
-        }
         "hostname" => {
             if args.iter().any(|a| !a.text.starts_with('-')) {
                 w.add(
@@ -2423,55 +2469,9 @@ fn writer(
                 format!("`{name}` stops other processes"),
             );
         }
-        "rsync" => {
-            let remote = args.iter().any(|a| {
-                !a.text.starts_with('-')
-                    && (a.text.starts_with("rsync://")
-                        || a.text.split('/').next().is_some_and(|h| h.contains(':')))
-            });
-            if remote {
-                return network(w, sub, "rsync to a host");
-            }
-            copy_like(w, name, args, sub, dyn_args)
-        }
-        "dd" => {
-            if dyn_args {
-                return dynamic_args(w, sub, name);
-            }
-            for a in args {
-                if let Some(v) = a.text.strip_prefix("of=") {
-                    w.path(
-                        &Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        },
-                        PathAccess::Write,
-                        sub,
-                        "output file",
-                    );
-                }
-                if let Some(v) = a.text.strip_prefix("if=") {
-                    w.path(
-                        &Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        },
-                        PathAccess::Read,
-                        sub,
-                        "input file",
-                    );
-                }
-            }
-            w.add(
-                Decision::Ask,
-                "raw_copy",
-                sub,
-                "`dd` copies raw data".to_owned(),
-            );
-        }
-        "tar" | "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd"
-        | "patch" | "split" | "csplit" | "xdg-open" | "open" | "script" | "strace" | "ltrace"
-        | "gdb" | "nsenter" | "unshare" | "firejail" => {
+        "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch"
+        | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare"
+        | "firejail" => {
             if args.iter().any(|a| {
                 a.text.starts_with("--to-command")
                     || a.text.starts_with("--checkpoint-action")
@@ -2488,51 +2488,6 @@ fn writer(
                     format!("this option of `{name}` runs another program"),
                 );
                 return;
-            }
-            if name == "tar" {
-                // -C DIR / --directory=DIR (and abbreviations): extraction writes there.
-                let mut it = args.iter().peekable();
-                while let Some(a) = it.next() {
-                    let t = a.text.as_str();
-                    let dir = if t == "-C" {
-                        it.peek().map(|d| (*d).clone())
-                    } else if let Some(v) = t
-                        .strip_prefix("-C")
-                        .filter(|v| !v.is_empty() && !t.starts_with("--"))
-                    {
-                        Some(Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        })
-                    } else if let Some((n, v)) =
-                        t.strip_prefix("--").and_then(|l| l.split_once('='))
-                    {
-                        (n.len() >= 3 && "directory".starts_with(n)).then(|| Decoded {
-                            text: v.to_owned(),
-                            ..a.clone()
-                        })
-                    } else if t.len() >= 5 && "--directory".starts_with(t) {
-                        it.peek().map(|d| (*d).clone())
-                    } else {
-                        None
-                    };
-                    if let Some(d) = dir {
-                        // Extraction writes into the directory; creation reads from it.
-                        let extract = args.iter().enumerate().any(|(k, a)| {
-                            let t = a.text.as_str();
-                            t == "--extract"
-                                || t == "--get"
-                                || (t.starts_with('-') && !t.starts_with("--") && t.contains('x'))
-                                || (k == 0 && !t.starts_with('-') && t.contains('x'))
-                        });
-                        let access = if extract {
-                            PathAccess::Write
-                        } else {
-                            PathAccess::Read
-                        };
-                        w.path(&d, access, sub, "tar directory");
-                    }
-                }
             }
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");
@@ -2553,128 +2508,13 @@ fn writer(
                 format!("`{name}` creates or changes files"),
             );
         }
-        "tee" => {
-            let a = parse_args(args, "", &[], false);
-            if dyn_args {
-                dynamic_args(w, sub, name);
-            }
-            for p in &a.pos {
-                w.path(p, PathAccess::Write, sub, "output file");
-            }
-            if a.pos.is_empty() {
-                w.add(
-                    Decision::Allow,
-                    "read_only",
-                    sub,
-                    "`tee` without files copies stdin to stdout".to_owned(),
-                );
-            } else {
-                w.add(
-                    Decision::Ask,
-                    "writes_files",
-                    sub,
-                    "`tee` writes files".to_owned(),
-                );
-            }
-        }
-        _ => copy_like(w, name, args, sub, dyn_args),
-    }
-}
-
-/// rm, mkdir, cp, mv, chmod, ...: positionals are written (cp/install sources are read).
-fn copy_like(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args: bool) {
-    if dyn_args {
-        dynamic_args(w, sub, name);
-    }
-    let short_arg = match name {
-        "cp" | "mv" | "install" | "ln" => "tSmgo",
-        "truncate" => "sr",
-        "mkdir" => "m",
-        "shred" => "ns",
-        _ => "",
-    };
-    let a = parse_args(
-        args,
-        short_arg,
-        &[
-            "target-directory",
-            "suffix",
-            "mode",
-            "owner",
-            "group",
-            "size",
-            "reference",
-            "backup",
-        ],
-        false,
-    );
-    let recursive = a.short('r') || a.short('R') || a.long("recursive");
-    if a.long("no-preserve-root") {
-        w.add(
-            Decision::Deny,
-            "destroys_system",
+        _ => w.add(
+            Decision::Ask,
+            "unknown_command",
             sub,
-            "`--no-preserve-root` removes the root filesystem".to_owned(),
-        );
-        return;
+            format!("`{name}` is not a command this analyzer knows to be read-only"),
+        ),
     }
-    let mut pos = a.pos.clone();
-    if matches!(name, "chmod" | "chown" | "chgrp") && !pos.is_empty() && !a.long("reference") {
-        pos.remove(0);
-    }
-    let mut reads = Vec::new();
-    if matches!(name, "cp" | "install" | "ln" | "rsync")
-        && pos.len() >= 2
-        && a.value(Some('t'), "target-directory").is_empty()
-    {
-        let dest = pos.pop();
-        reads = std::mem::take(&mut pos);
-        pos.extend(dest);
-    }
-    for t in a.value(Some('t'), "target-directory") {
-        pos.push(t);
-    }
-    for r in reads {
-        w.path(r, PathAccess::Read, sub, "source");
-    }
-    let destructive = matches!(name, "rm" | "shred")
-        || (matches!(name, "chmod" | "chown" | "chgrp") && recursive);
-    for p in &pos {
-        if destructive && recursive && p.dynamic {
-            w.add(
-                Decision::Deny,
-                "destroys_unknown",
-                sub,
-                format!(
-                    "`{name}` recursively on a target only known at run time could destroy anything"
-                ),
-            );
-            continue;
-        }
-        if destructive
-            && (recursive || name == "shred")
-            && !p.dynamic
-            && is_catastrophic_target(w, p)
-        {
-            w.add(
-                Decision::Deny,
-                "destroys_system",
-                sub,
-                format!(
-                    "`{name}` on `{}` destroys the system, the home directory or the project",
-                    p.text
-                ),
-            );
-            continue;
-        }
-        w.path(p, PathAccess::Write, sub, "argument");
-    }
-    w.add(
-        Decision::Ask,
-        "writes_files",
-        sub,
-        format!("`{name}` changes files"),
-    );
 }
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
@@ -2710,106 +2550,123 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     w.is_root(&probe)
 }
 
+/// `find`: options, start points and primaries from the table (`table::interpret_expression`);
+/// what stays code is what a primary's effect means here: `-exec`'s words are a command judged
+/// like any other, with a lone `{}` standing for a found path under the start points.
 fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, "find");
     }
-    let mut starts = Vec::new();
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        let t = a.text.as_str();
-        if t.starts_with('-') && !matches!(t, "-H" | "-L" | "-P") || t == "(" || t == "!" {
-            break;
-        }
-        if !matches!(t, "-H" | "-L" | "-P") {
-            starts.push(a);
-        }
-        i += 1;
+    let Some(spec) = crate::table::spec("find") else {
+        w.add(
+            Decision::Ask,
+            "unknown_command",
+            sub,
+            "the command table has no `find`".to_owned(),
+        );
+        return;
+    };
+    let e = crate::table::interpret_expression(spec, args);
+    for u in &e.unknown {
+        w.add(
+            Decision::Ask,
+            "unknown_option",
+            sub,
+            format!("`find` has no primary or option `{u}` in the command table; an unknown one may write or run code"),
+        );
     }
-    let mut writes = false;
-    let rest = args.get(i..).unwrap_or(&[]);
-    let mut j = 0;
-    while let Some(a) = rest.get(j) {
-        j += 1;
-        match a.text.as_str() {
-            "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                let start = j;
-                while let Some(b) = rest.get(j) {
-                    if b.text == ";" || b.text == "+" {
-                        break;
-                    }
-                    j += 1;
-                }
-                let inner: Vec<Decoded> = rest
-                    .get(start..j)
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(|b| {
-                        if b.text == "{}" {
-                            Decoded {
-                                text: starts
-                                    .first()
-                                    .map_or_else(|| ".".to_owned(), |s| s.text.clone()),
-                                ..Decoded::default()
-                            }
-                        } else if b.text.contains("{}") {
-                            Decoded {
-                                text: String::new(),
-                                dynamic: true,
-                                ..Decoded::default()
-                            }
-                        } else {
-                            b.clone()
-                        }
-                    })
-                    .collect();
-                j += 1;
-                if a.text.starts_with("-ok") {
-                    w.add(
-                        Decision::Deny,
-                        "interactive",
-                        sub,
-                        "`find -ok` prompts on a terminal".to_owned(),
-                    );
-                }
-                if inner.is_empty() {
-                    w.add(
-                        Decision::Deny,
-                        "parse_error",
-                        sub,
-                        "`find -exec` without a command".to_owned(),
-                    );
-                } else {
-                    // A lone `{}` is a found path, under the start points judged below; `{}`
-                    // inside a larger word splices a file name into code: unknown.
-                    let display = display_words(&inner);
-                    classify(w, &inner, &display, &StdinKind::Terminal);
-                }
-            }
-            "-delete" => {
-                writes = true;
-                w.add(
-                    Decision::Ask,
-                    "writes_files",
-                    sub,
-                    "`find -delete` removes files".to_owned(),
-                );
-            }
-            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                if let Some(f) = rest.get(j) {
-                    w.path(f, PathAccess::Write, sub, "output file");
-                }
-                j += 1;
-            }
-            _ => {}
-        }
+    for t in &e.unterminated {
+        w.add(
+            Decision::Deny,
+            "parse_error",
+            sub,
+            format!("`find {t}` is missing its value or its `;`"),
+        );
     }
     let dot = Decoded {
         text: ".".to_owned(),
         ..Decoded::default()
     };
-    if starts.is_empty() {
-        starts.push(&dot);
+    let starts: Vec<&Decoded> = if e.operands.is_empty() {
+        vec![&dot]
+    } else {
+        e.operands.iter().collect()
+    };
+    let mut writes = false;
+    for (p, values) in &e.primaries {
+        let fx = p.effects;
+        let what = format!("`-{}`", p.name.trim_end_matches('*'));
+        if fx.prompts {
+            w.add(
+                Decision::Deny,
+                "interactive",
+                sub,
+                format!("`find {what}` prompts on a terminal"),
+            );
+        }
+        if fx.exec {
+            let inner: Vec<Decoded> = values
+                .iter()
+                .map(|b| {
+                    if b.text == "{}" {
+                        Decoded {
+                            text: starts
+                                .first()
+                                .map_or_else(|| ".".to_owned(), |s| s.text.clone()),
+                            ..Decoded::default()
+                        }
+                    } else if b.text.contains("{}") {
+                        // `{}` inside a larger word splices a file name into code: unknown.
+                        Decoded {
+                            text: String::new(),
+                            dynamic: true,
+                            ..Decoded::default()
+                        }
+                    } else {
+                        b.clone()
+                    }
+                })
+                .collect();
+            if inner.is_empty() {
+                w.add(
+                    Decision::Deny,
+                    "parse_error",
+                    sub,
+                    format!("`find {what}` without a command"),
+                );
+            } else {
+                let display = display_words(&inner);
+                classify(w, &inner, &display, &StdinKind::Terminal);
+            }
+            continue;
+        }
+        if fx.write && values.is_empty() {
+            writes = true;
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                format!("`find {what}` removes files"),
+            );
+        }
+        if let Some(v) = values.first() {
+            if fx.write {
+                w.path(v, PathAccess::Write, sub, "output file");
+            }
+            if fx.read || fx.file_list {
+                w.path(v, PathAccess::Read, sub, &format!("{what} file"));
+            }
+        }
+        if fx.file_list {
+            w.add(
+                Decision::Ask,
+                "files_from_list",
+                sub,
+                format!(
+                    "`find {what}` takes its start points from a file, which cannot be reviewed"
+                ),
+            );
+        }
     }
     for s in starts {
         w.path(
@@ -2831,19 +2688,36 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     );
 }
 
+/// `sed`: its options from the table; its script (a language, like awk's) read by sed.rs.
 fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, "sed");
     }
-    let a = parse_args(args, "efl", &["expression", "file", "line-length"], false);
-    let mut scripts: Vec<&Decoded> = a.value(Some('e'), "expression");
-    let script_files = a.value(Some('f'), "file");
-    let mut pos = a.pos.clone();
-    if scripts.is_empty() && script_files.is_empty() && !pos.is_empty() {
-        scripts.push(pos.remove(0));
+    let Some(spec) = crate::table::spec("sed") else {
+        w.add(
+            Decision::Ask,
+            "unknown_command",
+            sub,
+            "the command table has no `sed`".to_owned(),
+        );
+        return;
+    };
+    let p = crate::table::interpret(spec, args);
+    // A P option gives the script (-e TEXT) or names a file holding it (-f FILE, also R);
+    // without one the first operand is the script.
+    let mut scripts: Vec<&Decoded> = Vec::new();
+    let mut from_file = false;
+    for g in p.opts.iter().filter(|g| g.spec.effects.pattern) {
+        if g.spec.effects.read {
+            from_file = true;
+        } else {
+            scripts.extend(g.values.last());
+        }
     }
-    for f in script_files {
-        w.path(f, PathAccess::Read, sub, "script file");
+    if scripts.is_empty() && !from_file {
+        scripts.extend(p.operands.first());
+    }
+    if from_file {
         w.add(
             Decision::Ask,
             "sed_script_file",
@@ -2851,16 +2725,17 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             "the sed script is in a file that cannot be reviewed".to_owned(),
         );
     }
-    let in_place =
-        a.short('i') || a.long("in-place") || a.opts.iter().any(|(n, _, l)| !l && n == "i");
     for s in scripts {
-        let text = s
-            .text
-            .split_once('=')
-            .filter(|_| s.text.starts_with("--"))
-            .map(|(_, v)| v)
-            .unwrap_or(&s.text);
-        match crate::sed::scan(text) {
+        if s.dynamic {
+            w.add(
+                Decision::Ask,
+                "sed_unreadable",
+                sub,
+                "the sed script is only known at run time".to_owned(),
+            );
+            continue;
+        }
+        match crate::sed::scan(&s.text) {
             Ok(effects) => {
                 if effects.exec {
                     w.add(
@@ -2901,31 +2776,8 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             ),
         }
     }
-    for p in pos {
-        w.path(
-            p,
-            if in_place {
-                PathAccess::Write
-            } else {
-                PathAccess::Read
-            },
-            sub,
-            "file",
-        );
-    }
-    if in_place {
-        w.add(
-            Decision::Ask,
-            "writes_files",
-            sub,
-            "`sed -i` edits files in place".to_owned(),
-        );
-    } else {
-        w.add(
-            Decision::Allow,
-            "read_only",
-            sub,
-            "`sed` without `-i`, `e` or `w` only prints".to_owned(),
-        );
-    }
+    // The operands, -f's file, -i and unknown options: the table's judgement.
+    let saved_cwd = w.cwd.clone();
+    table_judge(w, "sed", spec, &p, sub);
+    w.cwd = saved_cwd;
 }

@@ -12,7 +12,6 @@ mod error;
 pub mod exec;
 #[doc(hidden)]
 pub mod fuzz;
-mod git;
 mod judge;
 mod limits;
 mod sed;
@@ -41,16 +40,57 @@ pub mod tidy {
     }
 
     /// Every `(command, option)` of the command table whose option has an effect (reads,
-    /// writes, runs, lists files, keeps running, asks), written as `--long` or `-s`.
+    /// writes, runs, lists files, keeps running, asks ...: anything but only giving a
+    /// pattern), written as `--long` or `-s`; primaries as `-name`, keys as `key`.
     pub fn effect_options() -> Vec<(String, String)> {
         let mut out = Vec::new();
-        for (name, spec) in crate::table::table().into_iter().flatten() {
-            for o in &spec.opts {
-                let e = o.effects;
-                if e.read || e.write || e.exec || e.file_list || e.long_running || e.ask {
-                    out.push((name.clone(), o.display()));
+        fn specs<'a>(
+            spec: &'a crate::table::CommandSpec,
+            out: &mut Vec<&'a crate::table::CommandSpec>,
+        ) {
+            out.push(spec);
+            for s in spec.subs.values() {
+                specs(s, out);
+            }
+        }
+        for (name, top) in crate::table::table().into_iter().flatten() {
+            let mut all = Vec::new();
+            specs(top, &mut all);
+            for spec in all {
+                for o in &spec.opts {
+                    if o.effects.any() {
+                        out.push((name.clone(), o.display()));
+                    }
+                }
+                for p in &spec.primaries {
+                    if p.effects.any() {
+                        out.push((name.clone(), format!("-{}", p.name.trim_end_matches('*'))));
+                    }
+                }
+                for (key, e) in &spec.keys {
+                    if e.read || e.write {
+                        out.push((name.clone(), key.clone()));
+                    }
                 }
             }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Every command of the command table and every subcommand, as `git` and `git log`
+    /// (the `*` fallback is `git *`), each needing a corpus case.
+    pub fn table_entries() -> Vec<String> {
+        fn walk(prefix: &str, spec: &crate::table::CommandSpec, out: &mut Vec<String>) {
+            out.push(prefix.to_owned());
+            for (name, s) in &spec.subs {
+                walk(&format!("{prefix} {name}"), s, out);
+            }
+        }
+        let mut out = Vec::new();
+        for (name, spec) in crate::table::table().into_iter().flatten() {
+            walk(name, spec, &mut out);
         }
         out.sort();
         out

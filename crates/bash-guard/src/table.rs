@@ -33,6 +33,44 @@ pub(crate) struct Effects {
     pub long_running: bool,
     pub pattern: bool,
     pub ask: bool,
+    /// `T`: the value is the directory written into; every operand is then a source.
+    pub target_dir: bool,
+    /// `K`: the option removes a safety net against destroying the system (deny).
+    pub destroys: bool,
+    /// `Y`: the command works recursively.
+    pub recursive: bool,
+    /// `N`: the option reaches the network.
+    pub network: bool,
+    /// `O`: the option keeps a network subcommand local (`git remote show -n`).
+    pub offline: bool,
+    /// `S`: the value is `key=value` configuration, judged against the spec's `exec_config`.
+    pub config: bool,
+    /// `C`: the value is a directory the command works in (read; later relative paths are
+    /// resolved there).
+    pub chdir: bool,
+    /// `M`: the flag selects a mode (`tar -x`): the spec's `modes` entry under its long name
+    /// sets the class, the operands' roles and the archive's access.
+    pub mode: bool,
+    /// `V`: the value is the archive, read or written as the mode says (`tar -f FILE`).
+    pub archive: bool,
+    /// `Q`: prompts on a terminal, which the agent does not have (`find -ok`).
+    pub prompts: bool,
+    /// `I`: edits the operands in place (`sed -i[SUFFIX]`): every operand is written.
+    pub in_place: bool,
+    /// `Z`: the option changes the system itself (`date --set`): denied.
+    pub system: bool,
+}
+
+impl Effects {
+    /// Whether the option does anything a review must see.
+    pub(crate) fn any(&self) -> bool {
+        *self != Effects::default()
+            && *self
+                != Effects {
+                    pattern: true,
+                    ..Effects::default()
+                }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +100,38 @@ pub(crate) enum Operands {
     ReadWriteLast,
     /// Operands are data (numbers, strings), not paths.
     Data,
+    /// Every operand is written (created, changed or removed).
+    Write,
+    /// The first operand is written, the rest are data (`mknod NAME TYPE MAJOR MINOR`).
+    WriteFirst,
+    /// The first operand is data (a mode, an owner) unless a `P` option gave it; the rest
+    /// are written.
+    DataFirstWrite,
+    /// The last of two or more operands is the destination (written), the others are
+    /// sources (read); with a `T` option every operand is a source.
+    Copy,
+    /// The first operand is read, the second is an output prefix (written).
+    ReadPrefix,
+    /// The first operand is read, the rest are data (`csplit FILE PATTERN...`).
+    ReadFirst,
+    /// Operands are `key=value` roles listed in `keys` (`dd if=IN of=OUT`).
+    Keys,
+    /// Operands are names a write class creates (`git branch NAME`): with none, or when a
+    /// `P` option makes them patterns (`git tag -l 'v*'`), the command only reads.
+    Names,
+}
+
+/// What the command is when its options and operands add nothing: the decision class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// Only reads: allowed when every path it reads is allowed.
+    Read,
+    /// Changes files: asks (and every path written is judged).
+    Write,
+    /// Never run by the agent.
+    Deny,
+    /// Reaches the network (`git push`): the network policy decides.
+    Network,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +139,88 @@ pub(crate) struct CommandSpec {
     pub operands: Operands,
     pub numeric: bool,
     pub opts: Vec<OptSpec>,
+    pub class: Class,
+    /// Why, for messages ("changes files", "the agent cannot approve its own calls").
+    pub reason: Option<String>,
+    /// `key=value` operands and the effect of each value (`Keys` operands).
+    pub keys: Vec<(String, Effects)>,
+    /// `"recursive"`: a recursive run on the system, the home or the project, or on a
+    /// target only known at run time, is denied; `"always"`: the same without recursion.
+    pub destroys: Option<Destroys>,
+    /// An operand `host:path` or `scheme://...` reaches the network.
+    pub remote: bool,
+    /// The output written when no operand or option names one (`split` writes `xaa`...).
+    pub default_out: Option<String>,
+    /// Options may follow operands (GNU); false: the first operand ends the options (git's
+    /// global options, a command with subcommands).
+    pub permute: bool,
+    /// Subcommands: the first operand picks one, the rest are its arguments.
+    pub subs: HashMap<String, CommandSpec>,
+    /// Configuration keys (`-c key=value`) that make the command run a program: `alias.*`
+    /// (prefix), `*.textconv` (suffix), or an exact key; lower case.
+    pub exec_config: Vec<String>,
+    /// `--no-NAME` negates a known long option (git's parse-options), with no effect.
+    pub negations: bool,
+    /// The first argument may be a dash-less bundle of letters whose values follow in order
+    /// (`tar xzf FILE`, `tar cfC FILE DIR`).
+    pub bundled: bool,
+    /// What each mode (an `M` option, by long name) makes the command.
+    pub modes: HashMap<String, Mode>,
+    /// An expression grammar after the operands (`find`): its primaries.
+    pub primaries: Vec<Primary>,
+}
+
+/// One primary of an expression grammar (`find -newer FILE`, `find -exec CMD ;`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Primary {
+    /// The name without its dash; a trailing `*` makes it a prefix (`newer*`: `-newermt`).
+    pub name: String,
+    pub arity: PrimaryArity,
+    /// The effect on the first value (R, W), or on the command (X runs the values as a
+    /// command, W without values writes the start points, Q prompts, A asks).
+    pub effects: Effects,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrimaryArity {
+    /// A fixed number of values.
+    Values(usize),
+    /// Values up to a `;` or `+` word (`-exec ... ;`).
+    UntilTerminator,
+}
+
+/// One mode of a moded command (`tar --extract`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mode {
+    pub class: Class,
+    pub operands: Operands,
+    /// How the archive (`V` option value) is accessed.
+    pub archive: PathAccessKind,
+    /// Written when the mode writes where the command works (extraction: `.`).
+    pub default_out: Option<String>,
+}
+
+/// An access named in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PathAccessKind {
+    Read,
+    Write,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMode {
+    class: String,
+    pos: String,
+    archive: String,
+    #[serde(default)]
+    default_out: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Destroys {
+    Recursive,
+    Always,
 }
 
 #[derive(Deserialize)]
@@ -78,6 +230,62 @@ struct RawCommand {
     #[serde(default)]
     numeric: bool,
     opts: Vec<String>,
+    #[serde(default)]
+    class: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    keys: Vec<String>,
+    #[serde(default)]
+    destroys: Option<String>,
+    #[serde(default)]
+    remote: bool,
+    #[serde(default)]
+    default_out: Option<String>,
+    #[serde(default)]
+    permute: Option<bool>,
+    #[serde(default)]
+    sub: HashMap<String, RawCommand>,
+    #[serde(default)]
+    exec_config: Vec<String>,
+    #[serde(default)]
+    negations: bool,
+    #[serde(default)]
+    bundled: bool,
+    #[serde(default)]
+    modes: HashMap<String, RawMode>,
+    #[serde(default)]
+    primaries: Vec<String>,
+}
+
+/// Parses effect letters.
+fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
+    let mut effects = Effects::default();
+    for c in text.chars() {
+        match c {
+            'R' => effects.read = true,
+            'W' => effects.write = true,
+            'X' => effects.exec = true,
+            'F' => effects.file_list = true,
+            'L' => effects.long_running = true,
+            'P' => effects.pattern = true,
+            'A' => effects.ask = true,
+            'T' => effects.target_dir = true,
+            'K' => effects.destroys = true,
+            'Y' => effects.recursive = true,
+            'N' => effects.network = true,
+            'O' => effects.offline = true,
+            'S' => effects.config = true,
+            'C' => effects.chdir = true,
+            'M' => effects.mode = true,
+            'V' => effects.archive = true,
+            'Q' => effects.prompts = true,
+            'I' => effects.in_place = true,
+            'Z' => effects.system = true,
+            other => return Err(format!("`{spec}`: unknown effect `{other}`")),
+        }
+    }
+    Ok(effects)
 }
 
 /// Parses one option spec: `"s|long<arity><effects>"`.
@@ -106,19 +314,7 @@ pub(crate) fn parse_opt(spec: &str) -> Result<OptSpec, String> {
     } else {
         (Arity::Flag, rest.strip_prefix('!').unwrap_or(rest))
     };
-    let mut effects = Effects::default();
-    for c in effects_text.chars() {
-        match c {
-            'R' => effects.read = true,
-            'W' => effects.write = true,
-            'X' => effects.exec = true,
-            'F' => effects.file_list = true,
-            'L' => effects.long_running = true,
-            'P' => effects.pattern = true,
-            'A' => effects.ask = true,
-            other => return Err(format!("`{spec}`: unknown effect `{other}`")),
-        }
-    }
+    let effects = parse_effects(spec, effects_text)?;
     Ok(OptSpec {
         short,
         long,
@@ -127,33 +323,291 @@ pub(crate) fn parse_opt(spec: &str) -> Result<OptSpec, String> {
     })
 }
 
-/// Parses the whole table text.
-pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
-    let raw: HashMap<String, RawCommand> = toml::from_str(text).map_err(|e| e.to_string())?;
-    let mut out = HashMap::new();
-    for (name, r) in raw {
-        let operands = match r.pos.as_str() {
-            "read" => Operands::Read,
-            "pattern-read" => Operands::PatternRead,
-            "read-write-last" => Operands::ReadWriteLast,
-            "data" => Operands::Data,
-            other => return Err(format!("`{name}`: unknown pos `{other}`")),
+/// Parses one primary: `"name=ARITY EFFECTS"`, ARITY a count or `;` (up to `;`/`+`).
+fn parse_primary(spec: &str) -> Result<Primary, String> {
+    let (name, rest) = spec.split_once('=').unwrap_or((spec, "0"));
+    if name.is_empty() {
+        return Err(format!("`{spec}`: no primary name"));
+    }
+    let (arity, effects) = if let Some(e) = rest.strip_prefix(';') {
+        (PrimaryArity::UntilTerminator, e)
+    } else {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (n, e) = rest.split_at(digits);
+        let n = n
+            .parse::<usize>()
+            .map_err(|_| format!("`{spec}`: the arity is a number or `;`"))?;
+        (PrimaryArity::Values(n), e)
+    };
+    Ok(Primary {
+        name: name.to_owned(),
+        arity,
+        effects: parse_effects(spec, effects)?,
+    })
+}
+
+/// An expression read against a spec's primaries.
+#[derive(Debug, Default)]
+pub(crate) struct Expression<'a> {
+    /// Options before the start points (`find -L -O2`).
+    pub opts: Vec<Given<'a>>,
+    /// The words before the expression (`find` start points).
+    pub operands: Vec<Decoded>,
+    /// Each primary with its values, in order.
+    pub primaries: Vec<(&'a Primary, Vec<Decoded>)>,
+    /// Primaries or options the table does not know, as written.
+    pub unknown: Vec<String>,
+    /// A primary whose values ran out (`-exec` without `;`), as written.
+    pub unterminated: Vec<String>,
+}
+
+/// Words that combine primaries rather than being one.
+const OPERATORS: &[&str] = &["(", ")", "!", "-not", "-a", "-and", "-o", "-or", ","];
+
+/// Reads `find`-style arguments: options, then operands up to the first word that starts
+/// an expression (`-x`, `(`, `!`), then primaries with the arities the table gives them.
+pub(crate) fn interpret_expression<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Expression<'a> {
+    let mut e = Expression::default();
+    let mut i = 0;
+    // Leading options: only those the table lists (-H -L -P -D LIST -OLEVEL).
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        let Some(cluster) = t.strip_prefix('-').filter(|c| !c.is_empty() && !a.dynamic) else {
+            break;
         };
-        let opts = r
-            .opts
+        let mut chars = cluster.chars();
+        let Some(o) = chars
+            .next()
+            .and_then(|c| spec.opts.iter().find(|o| o.short == Some(c)))
+        else {
+            break;
+        };
+        let rest = chars.as_str();
+        i += 1;
+        let mut values = Vec::new();
+        match o.arity {
+            Arity::Flag if !rest.is_empty() => {
+                e.unknown.push(t.to_owned());
+            }
+            Arity::Flag => {}
+            _ if !rest.is_empty() => values.push(Decoded {
+                text: rest.to_owned(),
+                ..a.clone()
+            }),
+            _ => {
+                if let Some(v) = args.get(i) {
+                    values.push(v.clone());
+                    i += 1;
+                }
+            }
+        }
+        e.opts.push(Given { spec: o, values });
+    }
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if !a.dynamic && (t.starts_with('-') && t.len() > 1 || t == "(" || t == "!") {
+            break;
+        }
+        e.operands.push(a.clone());
+        i += 1;
+    }
+    while let Some(a) = args.get(i) {
+        i += 1;
+        let t = a.text.as_str();
+        if !a.dynamic && OPERATORS.contains(&t) {
+            continue;
+        }
+        let name = t.strip_prefix('-').filter(|_| !a.dynamic).unwrap_or("");
+        let Some(p) = spec
+            .primaries
             .iter()
-            .map(|o| parse_opt(o).map_err(|e| format!("`{name}`: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.insert(
-            name,
-            CommandSpec {
-                operands,
-                numeric: r.numeric,
-                opts,
+            .find(|p| match p.name.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix) && name.len() > prefix.len(),
+                None => p.name == name,
+            })
+        else {
+            e.unknown.push(if a.dynamic {
+                "(a word only known at run time)".to_owned()
+            } else {
+                t.to_owned()
+            });
+            continue;
+        };
+        let mut values = Vec::new();
+        match p.arity {
+            PrimaryArity::Values(n) => {
+                for _ in 0..n {
+                    match args.get(i) {
+                        Some(v) => {
+                            values.push(v.clone());
+                            i += 1;
+                        }
+                        None => e.unterminated.push(t.to_owned()),
+                    }
+                }
+            }
+            PrimaryArity::UntilTerminator => {
+                let mut ended = false;
+                while let Some(v) = args.get(i) {
+                    i += 1;
+                    if !v.dynamic && (v.text == ";" || v.text == "+") {
+                        ended = true;
+                        break;
+                    }
+                    values.push(v.clone());
+                }
+                if !ended {
+                    e.unterminated.push(t.to_owned());
+                }
+            }
+        }
+        e.primaries.push((p, values));
+    }
+    e
+}
+
+/// Parses the whole table text. The top-level `groups` table names option lists that a
+/// command includes with `"@name"` in its `opts`.
+pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
+    let mut raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    let groups: HashMap<String, Vec<String>> = match raw.remove("groups") {
+        Some(g) => g.try_into().map_err(|e: toml::de::Error| e.to_string())?,
+        None => HashMap::new(),
+    };
+    let mut out = HashMap::new();
+    for (name, value) in raw {
+        let r: RawCommand = value
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("`{name}`: {e}"))?;
+        let spec = parse_spec(&name, r, &groups)?;
+        out.insert(name, spec);
+    }
+    Ok(out)
+}
+
+fn parse_pos(name: &str, pos: &str) -> Result<Operands, String> {
+    Ok(match pos {
+        "read" => Operands::Read,
+        "pattern-read" => Operands::PatternRead,
+        "read-write-last" => Operands::ReadWriteLast,
+        "data" => Operands::Data,
+        "write" => Operands::Write,
+        "write-first" => Operands::WriteFirst,
+        "data-first-write" => Operands::DataFirstWrite,
+        "copy" => Operands::Copy,
+        "read-prefix" => Operands::ReadPrefix,
+        "read-first" => Operands::ReadFirst,
+        "keys" => Operands::Keys,
+        "names" => Operands::Names,
+        other => return Err(format!("`{name}`: unknown pos `{other}`")),
+    })
+}
+
+fn parse_class(name: &str, class: Option<&str>) -> Result<Class, String> {
+    Ok(match class {
+        None | Some("read") => Class::Read,
+        Some("write") => Class::Write,
+        Some("deny") => Class::Deny,
+        Some("network") => Class::Network,
+        Some(other) => return Err(format!("`{name}`: unknown class `{other}`")),
+    })
+}
+
+fn parse_spec(
+    name: &str,
+    r: RawCommand,
+    groups: &HashMap<String, Vec<String>>,
+) -> Result<CommandSpec, String> {
+    let operands = parse_pos(name, &r.pos)?;
+    let class = parse_class(name, r.class.as_deref())?;
+    let destroys = match r.destroys.as_deref() {
+        None => None,
+        Some("recursive") => Some(Destroys::Recursive),
+        Some("always") => Some(Destroys::Always),
+        Some(other) => return Err(format!("`{name}`: unknown destroys `{other}`")),
+    };
+    let keys = r
+        .keys
+        .iter()
+        .map(|k| {
+            let (key, eff) = k.split_once('=').unwrap_or((k.as_str(), ""));
+            parse_effects(k, eff)
+                .map(|e| (key.to_owned(), e))
+                .map_err(|e| format!("`{name}`: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if (operands == Operands::Keys) == keys.is_empty() {
+        return Err(format!(
+            "`{name}`: `keys` goes with pos = \"keys\" and only with it"
+        ));
+    }
+    let mut opts = Vec::new();
+    for o in &r.opts {
+        // `@name` includes a group; `@|long` is an option whose short letter is `@` (rsync).
+        if let Some(g) = o
+            .strip_prefix('@')
+            .filter(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        {
+            let list = groups
+                .get(g)
+                .ok_or_else(|| format!("`{name}`: no option group `{g}`"))?;
+            for o in list {
+                opts.push(parse_opt(o).map_err(|e| format!("`{name}` (@{g}): {e}"))?);
+            }
+        } else {
+            opts.push(parse_opt(o).map_err(|e| format!("`{name}`: {e}"))?);
+        }
+    }
+    let mut modes = HashMap::new();
+    for (mode, m) in r.modes {
+        let archive = match m.archive.as_str() {
+            "read" => PathAccessKind::Read,
+            "write" => PathAccessKind::Write,
+            other => return Err(format!("`{name}` mode `{mode}`: unknown archive `{other}`")),
+        };
+        if !opts
+            .iter()
+            .any(|o| o.effects.mode && o.long.as_deref() == Some(mode.as_str()))
+        {
+            return Err(format!("`{name}`: mode `{mode}` has no M option"));
+        }
+        modes.insert(
+            mode.clone(),
+            Mode {
+                class: parse_class(&format!("{name} {mode}"), Some(&m.class))?,
+                operands: parse_pos(&format!("{name} {mode}"), &m.pos)?,
+                archive,
+                default_out: m.default_out,
             },
         );
     }
-    Ok(out)
+    let mut subs = HashMap::new();
+    for (sub, raw) in r.sub {
+        let spec = parse_spec(&format!("{name} {sub}"), raw, groups)?;
+        subs.insert(sub, spec);
+    }
+    Ok(CommandSpec {
+        operands,
+        numeric: r.numeric,
+        opts,
+        class,
+        reason: r.reason,
+        keys,
+        destroys,
+        remote: r.remote,
+        default_out: r.default_out,
+        permute: r.permute.unwrap_or(true),
+        subs,
+        exec_config: r.exec_config,
+        negations: r.negations,
+        bundled: r.bundled,
+        modes,
+        primaries: r
+            .primaries
+            .iter()
+            .map(|p| parse_primary(p).map_err(|e| format!("`{name}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()?,
+    })
 }
 
 /// The compiled table; `None` if it failed to parse (a test makes that impossible to ship,
@@ -172,7 +626,6 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         "sha1sum" | "sha224sum" | "sha384sum" | "sha512sum" | "b2sum" | "shasum" | "cksum"
         | "sum" => "sha256sum",
         "base32" => "base64",
-        "bat" => return None,
         other => other,
     };
     table()?.get(key)
@@ -199,11 +652,36 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
     let mut p = Parsed::default();
     let mut i = 0;
     let mut only_operands = false;
+    // `tar xzf FILE`: a first word without a dash is a bundle of short options; each letter
+    // that takes a value takes the next word, in order.
+    if spec.bundled
+        && let Some(first) = args.first()
+        && !first.dynamic
+        && !first.text.starts_with('-')
+    {
+        i = 1;
+        for c in first.text.chars() {
+            let Some(o) = spec.opts.iter().find(|o| o.short == Some(c)) else {
+                p.unknown.push(format!("-{c}"));
+                continue;
+            };
+            let mut values = Vec::new();
+            if matches!(o.arity, Arity::Required | Arity::Two)
+                && let Some(v) = args.get(i)
+            {
+                values.push(v.clone());
+                i += 1;
+            }
+            p.opts.push(Given { spec: o, values });
+        }
+    }
     while let Some(a) = args.get(i) {
         i += 1;
         let t = a.text.as_str();
         if only_operands || a.dynamic || t == "-" || !t.starts_with('-') {
             p.operands.push(a.clone());
+            // Without permutation (POSIX, git's `+` mode) the first operand ends the options.
+            only_operands |= !spec.permute || !spec.subs.is_empty();
             continue;
         }
         if t == "--" {
@@ -215,9 +693,33 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
                 Some((n, v)) => (n, Some(v)),
                 None => (body, None),
             };
-            let Some(o) = find_long(spec, name) else {
-                p.unknown.push(t.to_owned());
-                continue;
+            let o = match find_long(spec, name) {
+                Long::One(o) => o,
+                Long::Negated => continue,
+                Long::Unknown => {
+                    p.unknown.push(t.to_owned());
+                    continue;
+                }
+                Long::Ambiguous(candidates) => {
+                    // The program refuses an ambiguous abbreviation, but a program of another
+                    // version may know fewer options and read it as one of them: every
+                    // candidate's effect counts, judged on an attached value.
+                    p.unknown.push(t.to_owned());
+                    for c in candidates.into_iter().filter(|c| c.effects.any()) {
+                        let values = attached
+                            .map(|v| {
+                                vec![Decoded {
+                                    text: v.to_owned(),
+                                    ..a.clone()
+                                }]
+                            })
+                            .unwrap_or_default();
+                        if c.arity == Arity::Flag || !values.is_empty() {
+                            p.opts.push(Given { spec: c, values });
+                        }
+                    }
+                    continue;
+                }
             };
             let mut values = Vec::new();
             match (o.arity, attached) {
@@ -301,24 +803,43 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
     p
 }
 
-/// An exact long name, else the one option it abbreviates; `None` when unknown or ambiguous.
-fn find_long<'a>(spec: &'a CommandSpec, name: &str) -> Option<&'a OptSpec> {
+/// How a long option name resolves.
+enum Long<'a> {
+    One(&'a OptSpec),
+    /// `--no-NAME` of a known option, where the spec allows negation: no effect.
+    Negated,
+    Ambiguous(Vec<&'a OptSpec>),
+    Unknown,
+}
+
+/// An exact long name, else the one option it abbreviates.
+fn find_long<'a>(spec: &'a CommandSpec, name: &str) -> Long<'a> {
     if name.is_empty() {
-        return None;
+        return Long::Unknown;
     }
     if let Some(o) = spec.opts.iter().find(|o| o.long.as_deref() == Some(name)) {
-        return Some(o);
+        return Long::One(o);
     }
-    let mut matches = spec
+    let mut matches: Vec<&OptSpec> = spec
         .opts
         .iter()
-        .filter(|o| o.long.as_deref().is_some_and(|l| l.starts_with(name)));
-    let first = matches.next()?;
+        .filter(|o| o.long.as_deref().is_some_and(|l| l.starts_with(name)))
+        .collect();
+    matches.dedup_by(|a, b| a == b);
     // Several candidates are fine only if they are the same option spelled twice.
-    if matches.any(|o| o != first) {
-        return None;
+    if let Some(first) = matches.first().copied() {
+        if matches.iter().all(|o| *o == first) {
+            return Long::One(first);
+        }
+        return Long::Ambiguous(matches);
     }
-    Some(first)
+    if spec.negations
+        && let Some(rest) = name.strip_prefix("no-")
+        && !matches!(find_long(spec, rest), Long::Unknown)
+    {
+        return Long::Negated;
+    }
+    Long::Unknown
 }
 
 #[cfg(test)]
@@ -351,7 +872,28 @@ mod tests {
         assert_eq!((f.short, f.arity), (Some('F'), Arity::Flag));
         assert!(f.effects.long_running);
         assert_eq!(parse_opt("|rawfile=2R").unwrap().arity, Arity::Two);
-        assert!(parse_opt("|x=Q").is_err());
+        assert!(parse_opt("|x=z").is_err());
+    }
+
+    #[test]
+    fn writer_schema_parses_and_rejects_mistakes() {
+        let dd = spec("dd").unwrap();
+        assert_eq!((dd.operands, dd.class), (Operands::Keys, Class::Write));
+        assert!(dd.keys.iter().any(|(k, e)| k == "of" && e.write));
+        assert_eq!(spec("rm").unwrap().destroys, Some(Destroys::Recursive));
+        let cp = spec("cp").unwrap();
+        let p = interpret(cp, &words("-rt/etc a b"));
+        let t: Vec<&str> = p
+            .opts
+            .iter()
+            .filter(|g| g.spec.effects.target_dir)
+            .flat_map(|g| g.values.iter().map(|v| v.text.as_str()))
+            .collect();
+        assert_eq!(t, ["/etc"]);
+        assert_eq!(p.operands.len(), 2);
+        assert!(parse_table("[x]\npos = \"keys\"\nopts = []\n").is_err());
+        assert!(parse_table("[x]\npos = \"write\"\nclass = \"maybe\"\nopts = []\n").is_err());
+        assert!(parse_table("[x]\npos = \"write\"\nkeys = [\"a=W\"]\nopts = []\n").is_err());
     }
 
     #[test]

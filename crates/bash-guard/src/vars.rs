@@ -277,7 +277,7 @@ pub(crate) fn arith_names(w: &mut Walker<'_>, text: &str, depth: usize) {
                     .is_some_and(|&p| p.is_ascii_digit() || p == b'#');
             if !after_number {
                 let name = text.get(start..i).unwrap_or("");
-                value_as_code(w, name, depth, "arithmetic");
+                value_as_code(w, name, depth, "arithmetic", false);
             }
             continue;
         }
@@ -286,8 +286,30 @@ pub(crate) fn arith_names(w: &mut Walker<'_>, text: &str, depth: usize) {
 }
 
 /// `name`'s value is about to be evaluated as code (arithmetic, indirection).
-pub(crate) fn value_as_code(w: &mut Walker<'_>, name: &str, depth: usize, what: &str) {
+///
+/// A name this command never assigned takes its value from the environment, which the guard
+/// cannot see. Under `${!x}` indirection that asks (`indirection` is true): the value is used
+/// as a name, bash evaluates a subscript in it (`x='a[$(cmd)]'`), and a one-shot command has
+/// no other use for an inherited name there. Under arithmetic it does not: the names are
+/// scanned lexically from the expression, so assignment targets (`for ((i=0; i<3; i++))`,
+/// `(( i = 2 * 3 ))`) and words of literal subscripts (`m['$(id)']=1`) look the same as reads,
+/// and asking on those would falsely ask for ordinary loops (issue 14 item 10). The inherited
+/// environment is the user's, set before the session; what this command assigns is tracked,
+/// and an unknown value (`read x`, `x=$(cmd)`) asks in both places.
+pub(crate) fn value_as_code(
+    w: &mut Walker<'_>,
+    name: &str,
+    depth: usize,
+    what: &str,
+    indirection: bool,
+) {
     match w.vars.get(name).cloned() {
+        None if indirection => w.add(
+            Decision::Ask,
+            "dynamic_code_value",
+            name,
+            format!("`{name}` is not assigned in this command, so its value comes from the environment, which cannot be reviewed; bash uses it as {what} and evaluates a subscript in it, which can run commands"),
+        ),
         Some(Value::Unknown) => w.add(
             Decision::Ask,
             "dynamic_code_value",

@@ -186,6 +186,40 @@ fn every_effect_option_of_the_command_table_has_a_corpus_case() {
     );
 }
 
+#[test]
+fn every_command_table_entry_has_a_corpus_case() {
+    let cases: Vec<Vec<String>> = adversarial()
+        .into_iter()
+        .flat_map(|(_, c)| c.into_iter().map(|(_, command, _, _)| command))
+        .chain(corpus().into_iter().map(|(_, command, _, _)| command))
+        .map(|c| c.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    let mut missing = Vec::new();
+    for entry in bash_guard::tidy::table_entries() {
+        let mut parts = entry.split(' ');
+        let command = parts.next().unwrap_or_default();
+        let subs: Vec<&str> = parts.collect();
+        // `git *` is any subcommand the table does not list: a case with an unlisted one.
+        let found = cases.iter().any(|words| {
+            words.first().map(String::as_str) == Some(command)
+                && subs.iter().all(|s| {
+                    if *s == "*" {
+                        words.iter().any(|w| w == "frobnicate")
+                    } else {
+                        words.iter().any(|w| w == s)
+                    }
+                })
+        });
+        if !found {
+            missing.push(entry);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "command table entries without a corpus case: {missing:?}"
+    );
+}
+
 fn parse_corpus(text: &str) -> Vec<Case> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
@@ -487,4 +521,23 @@ fn fuzz_corpus_holds_the_invariants() {
         n += 1;
     }
     assert!(n > 0);
+}
+
+#[test]
+fn the_agent_running_the_guard_cli_is_denied_with_the_reason() {
+    let f = fixture();
+    for command in [
+        "agent-guard allow-once 4F2K",
+        "./target/debug/agent-guard allow-once 4F2K",
+        "cargo run -p agent-guard -- allow-once 4F2K",
+    ] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Deny, "{command}");
+        assert!(
+            v.findings.iter().any(|x| x.code == "denied_command"
+                && x.message.contains("the agent cannot approve its own calls")),
+            "{command}: {:?}",
+            v.findings
+        );
+    }
 }
