@@ -1777,6 +1777,28 @@ fn table_judge(
         }
         w.path(t, PathAccess::Write, sub, "argument");
     }
+    // `git config KEY VALUE` (old style, names as operands) sets KEY: a key that makes the
+    // command run a program is judged like `-c KEY=VALUE`.
+    if role == Operands::Names
+        && !pattern_given
+        && p.operands.len() >= 2
+        && !spec.exec_config.is_empty()
+        && let Some(key) = p.operands.first()
+    {
+        if key.dynamic {
+            dynamic_args(w, sub, name);
+        } else if config_key_runs(spec, &key.text.to_ascii_lowercase()) {
+            w.add(
+                Decision::Deny,
+                "git_config_exec",
+                sub,
+                format!(
+                    "`{name}` sets `{}`, a key that makes git run a program later, outside review",
+                    key.text
+                ),
+            );
+        }
+    }
     match class {
         Class::Write if wrote => w.add(
             Decision::Ask,
@@ -1827,16 +1849,7 @@ fn config_override(
     sub: &str,
 ) {
     let key = kv.split_once('=').map_or(kv, |(k, _)| k);
-    let runs = spec.exec_config.iter().any(|pat| {
-        if let Some(prefix) = pat.strip_suffix('*') {
-            key.starts_with(prefix)
-        } else if let Some(suffix) = pat.strip_prefix('*') {
-            key.ends_with(suffix)
-        } else {
-            key == pat
-        }
-    });
-    if runs {
+    if config_key_runs(spec, key) {
         w.add(
             Decision::Deny,
             "git_config_exec",
@@ -1851,6 +1864,19 @@ fn config_override(
             format!("`{name} {opt} {kv}` changes {name}'s configuration for this command"),
         );
     }
+}
+
+/// Whether the configuration `key` (lowercased) is one of `spec`'s `exec_config` patterns.
+fn config_key_runs(spec: &crate::table::CommandSpec, key: &str) -> bool {
+    spec.exec_config.iter().any(|pat| {
+        if let Some(prefix) = pat.strip_suffix('*') {
+            key.starts_with(prefix)
+        } else if let Some(suffix) = pat.strip_prefix('*') {
+            key.ends_with(suffix)
+        } else {
+            key == pat
+        }
+    })
 }
 
 /// A wrapper's argument known only at run time, where it may be the command it runs.

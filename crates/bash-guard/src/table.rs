@@ -583,7 +583,10 @@ fn parse_spec(
     }
     let mut subs = HashMap::new();
     for (sub, raw) in r.sub {
-        let spec = parse_spec(&format!("{name} {sub}"), raw, groups)?;
+        let mut spec = parse_spec(&format!("{name} {sub}"), raw, groups)?;
+        // A subcommand that sets configuration (`git config KEY VALUE`, `git config set`)
+        // knows the same keys that run programs as its command's `-c`.
+        inherit_exec_config(&mut spec, &r.exec_config);
         subs.insert(sub, spec);
     }
     Ok(CommandSpec {
@@ -648,6 +651,20 @@ pub(crate) struct Parsed<'a> {
 }
 
 /// Reads `args` with GNU `getopt_long` semantics.
+/// Gives `spec` and its subcommands, where they name none, the keys of `from`.
+fn inherit_exec_config(spec: &mut CommandSpec, from: &[String]) {
+    if from.is_empty() {
+        return;
+    }
+    if spec.exec_config.is_empty() {
+        spec.exec_config = from.to_vec();
+    }
+    let keys = spec.exec_config.clone();
+    for sub in spec.subs.values_mut() {
+        inherit_exec_config(sub, &keys);
+    }
+}
+
 pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'a> {
     let mut p = Parsed::default();
     let mut i = 0;
