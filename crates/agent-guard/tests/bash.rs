@@ -143,3 +143,27 @@ fn network_clients_are_judged_by_where_they_go() {
         );
     }
 }
+
+/// A recursive reader over a directory that holds a credential store (the real sandbox's
+/// list: `/etc/shadow`, `/proc/*/environ`, `~/.ssh`) is denied; over the project it is not.
+#[test]
+fn recursive_readers_over_credential_stores_are_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in [
+        "grep -r root: /etc",
+        "grep -rn KEY /proc",
+        "cp -r /etc ./etc-copy",
+    ] {
+        let v = bash(dir.path(), &[], command);
+        assert_eq!(v["decision"], "deny", "{command}: {v}");
+        assert!(
+            v["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["code"] == "reads_secrets_tree"),
+            "{command}: {v}"
+        );
+    }
+    assert_eq!(bash(dir.path(), &[], "grep -r foo .")["decision"], "allow");
+}

@@ -962,6 +962,35 @@ impl<'a> Walker<'a> {
         crate::destination::check(self, before, &decoded, &display);
     }
 
+    /// A command that reads a whole tree below `word`, hidden files included: a tree that
+    /// holds a credential store is refused. The judge knows the stores; without one, `/` and
+    /// the home directory (or a directory above it) still are.
+    pub(crate) fn tree_read(&mut self, word: &Decoded, sub: &str, name: &str) {
+        if word.dynamic || word.text.is_empty() {
+            return;
+        }
+        let Some(cwd) = self.cwd.clone() else {
+            return;
+        };
+        let found = self.judge.secrets_below(&word.text, &cwd).or_else(|| {
+            let abs = normalize(&cwd.join(&word.text));
+            let home = self.an.home.as_deref().map(Path::new);
+            (abs == Path::new("/") || home.is_some_and(|h| h.starts_with(&abs)))
+                .then(|| "the home directory's credential stores".to_owned())
+        });
+        if let Some(what) = found {
+            self.add(
+                Decision::Deny,
+                "reads_secrets_tree",
+                sub,
+                format!(
+                    "`{name}` reads every file below `{}`, and {what} is there; name a narrower directory",
+                    word.text
+                ),
+            );
+        }
+    }
+
     /// Judges one path argument.
     pub(crate) fn path(&mut self, word: &Decoded, access: PathAccess, sub: &str, what: &str) {
         if word.dynamic {

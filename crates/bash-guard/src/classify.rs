@@ -1731,6 +1731,9 @@ fn table_judge(
     for r in reads {
         if r.text != "-" {
             w.path(r, PathAccess::Read, sub, "argument");
+            if recursive {
+                w.tree_read(r, sub, name);
+            }
         }
     }
     if writes.is_empty()

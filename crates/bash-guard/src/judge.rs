@@ -54,4 +54,13 @@ pub trait PathJudge: Send + Sync {
         let _ = target;
         None
     }
+
+    /// What credential store lies below the directory `path` (as written, relative to `cwd`),
+    /// for a command that reads every file of a tree, hidden ones included (`grep -r`,
+    /// `cp -r`, `rsync -a`): `/`, `/etc` and a home directory hold one, a project does not.
+    /// The default knows none; the analyzer still refuses `/` and the home directory itself.
+    fn secrets_below(&self, path: &str, cwd: &Path) -> Option<String> {
+        let _ = (path, cwd);
+        None
+    }
 }

@@ -54,6 +54,19 @@ impl PathJudge for SandboxJudge {
         }
     }
 
+    fn secrets_below(&self, path: &str, cwd: &Path) -> Option<String> {
+        let full = if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            cwd.join(path)
+        };
+        let names = self.sandbox.names(&full).ok()?;
+        names
+            .iter()
+            .find_map(|n| self.sandbox.sensitive_below(n, true))
+            .map(str::to_owned)
+    }
+
     fn destination(&self, target: &str) -> Option<String> {
         crate::network::judge_destination(target)
             .err()
