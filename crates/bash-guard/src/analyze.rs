@@ -574,6 +574,17 @@ impl<'a> Walker<'a> {
                     return;
                 }
                 self.arith(&a.expr.value);
+                // Bash reads `((rm -rf ~))` as arithmetic and fails; other shells (and
+                // `( (rm -rf ~) )` one space away) run it as nested subshells. A catastrophe
+                // spelled there is refused whichever reading applies.
+                if let Some(what) = crate::backstop::catastrophic(&a.expr.value) {
+                    self.add(
+                        Decision::Deny,
+                        "catastrophic_text",
+                        "(( ))",
+                        format!("the arithmetic command's text holds {what}; as nested subshells it would run"),
+                    );
+                }
                 self.add(
                     Decision::Allow,
                     "read_only",

@@ -80,6 +80,19 @@ pub(crate) fn builtin(
     match name {
         "declare" | "typeset" | "local" | "export" | "readonly" => {
             let (opts, operands) = getopt(name, args);
+            // `-p`, and `declare -f`/`-F` (listing functions), only print: the names are not
+            // set. Any other option sets an attribute (`export -f` and `declare -fx` export a
+            // function, which is code for every child bash).
+            let lists = |c: char| {
+                c == 'p' || (matches!(name, "declare" | "typeset") && matches!(c, 'f' | 'F'))
+            };
+            if !opts.is_empty()
+                && opts.iter().all(|(c, _)| lists(*c))
+                && operands.iter().all(|a| !a.text.contains('='))
+            {
+                allow(w, sub, "prints shell variables or functions");
+                return true;
+            }
             let nameref = opts.iter().any(|(c, _)| *c == 'n');
             if opts.iter().any(|(c, _)| *c == 'i') {
                 for a in &operands {

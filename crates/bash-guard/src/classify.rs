@@ -130,6 +130,7 @@ const READERS: &[&str] = &[
     "jq",
     "xxd",
     "bat",
+    "info",
     "shasum",
     "lsattr",
 ];
@@ -147,6 +148,12 @@ const SYSTEM: &[&str] = &[
     "cfdisk",
     "parted",
     "gdisk",
+    "sgdisk",
+    "cgdisk",
+    "cryptsetup",
+    "lvremove",
+    "vgremove",
+    "pvremove",
     "wipefs",
     "shutdown",
     "reboot",
@@ -231,7 +238,6 @@ const INTERACTIVE: &[&str] = &[
     "fc",
     "ed",
     "ex",
-    "info",
     "irb",
     "ghci",
     "sqlite3",
@@ -590,6 +596,14 @@ pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &
         if let StdinKind::Literal(t) = stdin {
             text.push('\n');
             text.push_str(t);
+        }
+        // `bash <(echo 'rm -rf ~')`: the script is a process substitution's output, spelled
+        // in the command string being walked.
+        if sub.contains("/dev/fd/")
+            && let Some(source) = w.sources.last()
+        {
+            text.push('\n');
+            text.push_str(source);
         }
         if let Some(what) = crate::backstop::catastrophic(&text) {
             w.add(
@@ -1014,6 +1028,16 @@ fn special(
                         | "pkcs12"
                         | "storeutl"
                         | "help"
+                        | "md5"
+                        | "sha1"
+                        | "sha224"
+                        | "sha256"
+                        | "sha384"
+                        | "sha512"
+                        | "base64"
+                        | "rand"
+                        | "prime"
+                        | "passwd"
                 )
             ) && !args.iter().any(|a| {
                 a.dynamic
@@ -1053,6 +1077,16 @@ fn special(
                 "read_only",
                 sub,
                 "this `openssl` subcommand only reads and prints".to_owned(),
+            );
+        }
+        // Only the TLS clients and servers talk to the network; the rest make keys, encrypt
+        // or convert files, which a person reviews.
+        "openssl" if !matches!(first, Some("s_client" | "s_server" | "s_time" | "ocsp")) => {
+            w.add(
+                Decision::Ask,
+                "writes_files",
+                sub,
+                "this `openssl` subcommand may make keys or write files".to_owned(),
             );
         }
         "sqlite3" if has("-readonly") => {
@@ -1749,6 +1783,11 @@ fn table_judge(
     }
     for t in &writes {
         if t.text == "-" && matches!(role, Operands::Write | Operands::ReadPrefix) {
+            continue;
+        }
+        // Writing into /dev/null changes nothing (`tee /dev/null`); removing or moving it
+        // does, so a command that destroys its operands is still judged.
+        if t.text == "/dev/null" && spec.destroys.is_none() && !t.dynamic {
             continue;
         }
         wrote = true;
