@@ -6,6 +6,7 @@
 //! `shutdown()` return [`Error::Incomplete`] with both counts as soon as either is non-zero.
 
 mod killswitch;
+mod ledger;
 mod postgres;
 mod sqlite;
 
@@ -24,6 +25,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use killswitch::KillSwitch;
+pub use ledger::{
+    ALLOW_ONCE_WINDOW, CallKey, GrantOutcome, Ledger, Offer, Refusal, Tally, normalize_code,
+};
 
 use crate::error::Error;
 use crate::hook::{
