@@ -185,8 +185,8 @@ fn step_not_liftable(step: &Step) -> Option<String> {
     }
     if CATASTROPHIC.contains(&step.code.as_str()) {
         return Some(format!(
-            "it is in the catastrophic class (`{}`: {}), which is never let through",
-            step.code, step.message
+            "it is in the catastrophic class (`{}`), which is never let through",
+            step.code
         ));
     }
     Some(format!(

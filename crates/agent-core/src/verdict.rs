@@ -221,6 +221,8 @@ impl Verdict {
     /// Hooks leave such a call to the client's own permission flow.
     pub fn decided_by_default(&self) -> bool {
         self.decision == Decision::Allow
+            // A person's allow-once grant is an explicit answer, not the default.
+            && !self.steps.iter().any(|s| s.layer == "allow-once")
             && self
                 .resolution
                 .as_ref()
