@@ -162,12 +162,23 @@ pub fn not_liftable_because(verdict: &Verdict) -> Option<String> {
 
 /// [`not_liftable_because`] on the steps of a refusal.
 pub(crate) fn refusal_not_liftable(steps: &[Step]) -> Option<String> {
-    for step in steps.iter().filter(|s| s.decision == Decision::Deny) {
-        if let Some(why) = step_not_liftable(step) {
-            return Some(why);
-        }
+    // The strongest reason is reported: a configured deny, then the catastrophic class.
+    steps
+        .iter()
+        .filter(|s| s.decision == Decision::Deny)
+        .filter_map(|s| step_not_liftable(s).map(|why| (rank(s), why)))
+        .min_by_key(|(rank, _)| *rank)
+        .map(|(_, why)| why)
+}
+
+fn rank(step: &Step) -> u8 {
+    if step.code == Priority::ConfigDeny.code() {
+        0
+    } else if CATASTROPHIC.contains(&step.code.as_str()) {
+        1
+    } else {
+        2
     }
-    None
 }
 
 fn step_not_liftable(step: &Step) -> Option<String> {
