@@ -20,6 +20,8 @@ struct Project {
     dir: PathBuf,
     policy: PathBuf,
     db: String,
+    /// The allow-once grant key (in the temp dir, never the tester's home).
+    key: PathBuf,
     kind: &'static str,
 }
 
@@ -63,11 +65,13 @@ fn projects(test: &str, limits: &str) -> Vec<Project> {
                 Some(url) => (url, "postgres"),
                 None => (tmp.path().join("audit.db").display().to_string(), "sqlite"),
             };
+            let key = tmp.path().join("grant.key");
             Project {
                 _tmp: tmp,
                 dir,
                 policy,
                 db,
+                key,
                 kind,
             }
         })
@@ -113,12 +117,18 @@ fn bin() -> Command {
     for var in CLEAN_ENV {
         cmd.env_remove(var);
     }
+    // Never the tester's own key; tests that grant name their own.
+    cmd.env(
+        "AGENT_GUARD_GRANT_KEY_FILE",
+        "/nonexistent/agent-guard-test/grant.key",
+    );
     cmd
 }
 
 /// Runs hook `sub` on `stdin`; it must exit 0. Returns its stdout (empty = no answer).
 fn run_hook(p: &Project, sub: &str, stdin: String) -> String {
     let out = bin()
+        .env("AGENT_GUARD_GRANT_KEY_FILE", &p.key)
         .arg(sub)
         .arg("--policy")
         .arg(&p.policy)
@@ -190,6 +200,7 @@ fn code_in(reason: &str) -> String {
 
 fn allow_once(p: &Project, code: &str) -> std::process::Output {
     bin()
+        .env("AGENT_GUARD_GRANT_KEY_FILE", &p.key)
         .args(["allow-once", code, "--audit-db", &p.db])
         .output()
         .unwrap()
@@ -278,6 +289,7 @@ fn concurrent_hook_processes_of_one_session_count_exactly() {
                     cmd.env_remove(var);
                 }
                 let mut child = cmd
+                    .env("AGENT_GUARD_GRANT_KEY_FILE", &p.key)
                     .arg("claude-hook")
                     .arg("--policy")
                     .arg(&p.policy)
@@ -369,6 +381,10 @@ fn claude_answers_allow_for_a_granted_write_outside_the_roots() {
         assert_eq!(decision, "allow", "{}: {reason}", p.kind);
         assert!(reason.contains("allow-once"), "{reason}");
         assert_eq!(claude(&p, &s, "Write", input).0, "deny");
+        assert!(
+            p.key.exists(),
+            "the grant key lives where the person's grant put it"
+        );
     }
 }
 

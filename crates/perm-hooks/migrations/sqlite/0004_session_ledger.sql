@@ -12,7 +12,9 @@ CREATE TABLE IF NOT EXISTS agent_guard_session_calls (
     ts         INTEGER NOT NULL
 );
 -- One row per refusal a hook answered: the code shown in its reason, the exact call it binds
--- to, whether allow-once may lift it (and why not), and once granted its expiry and use.
+-- to, whether allow-once may lift it (and why not), and once granted its expiry, the grant's
+-- HMAC (under a key outside the database, so a row written by other means is not a grant)
+-- and its use.
 CREATE TABLE IF NOT EXISTS agent_guard_allow_once (
     code        TEXT    PRIMARY KEY,
     session_id  TEXT    NOT NULL,
@@ -26,6 +28,7 @@ CREATE TABLE IF NOT EXISTS agent_guard_allow_once (
     created_at  INTEGER NOT NULL,
     granted_at  INTEGER,
     expires_at  INTEGER,
+    grant_mac   TEXT,
     used_at     INTEGER
 );
 CREATE INDEX IF NOT EXISTS agent_guard_allow_once_call

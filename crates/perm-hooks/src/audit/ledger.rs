@@ -10,14 +10,28 @@
 //! (agent-core) hands in the key of the call and the liftability it judged.
 
 use std::fmt;
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use hmac::{KeyInit as _, Mac as _};
 
 use super::{Access, AuditOptions, AuditTarget, Db, now_ms};
 use crate::error::Error;
 
 /// How long a granted code lets its call through (the window `agent-guard allow-once` opens).
 pub const ALLOW_ONCE_WINDOW: Duration = Duration::from_secs(10 * 60);
+
+/// Where the grant key lives unless `AGENT_GUARD_GRANT_KEY_FILE` says: in the person's home,
+/// outside every project root, so an agent's allowed writes cannot reach it.
+pub const GRANT_KEY_FILE: &str = ".agent-guard/grant.key";
+
+/// The environment variable naming another grant key file (tests, shared machines).
+pub const GRANT_KEY_VAR: &str = "AGENT_GUARD_GRANT_KEY_FILE";
+
+const KEY_LEN: usize = 32;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
 /// A code's alphabet: no `0`/`O`, `1`/`I`, so a person can read it aloud.
 const ALPHABET: &[u8; 32] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
@@ -104,6 +118,7 @@ pub enum GrantOutcome {
 pub struct Ledger {
     db: Db,
     target: String,
+    grant_key: Option<PathBuf>,
 }
 
 impl fmt::Debug for Ledger {
@@ -152,6 +167,73 @@ fn new_code() -> Result<String, std::io::Error> {
     ))
 }
 
+fn key_err(path: &Path, source: std::io::Error) -> Error {
+    Error::GrantKey {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn write_new_key(path: &Path) -> Result<Vec<u8>, Error> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| key_err(path, e))?;
+    }
+    let mut key = vec![0u8; KEY_LEN];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(|e| key_err(path, e))?;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(mut file) => {
+            file.write_all(&key).map_err(|e| key_err(path, e))?;
+            Ok(key)
+        }
+        // Another grant made it first: use that one.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::read(path).map_err(|e| key_err(path, e))
+        }
+        Err(e) => Err(key_err(path, e)),
+    }
+}
+
+/// The grant's MAC over every field that binds it, each length-prefixed so no two field
+/// lists encode alike.
+fn grant_mac(key: &[u8], code: &str, call: &CallKey<'_>, expires_at: i64) -> Option<HmacSha256> {
+    let mut mac = HmacSha256::new_from_slice(key).ok()?;
+    for field in [code, call.session_id, call.tool_name, call.args, call.cwd] {
+        mac.update(&(field.len() as u64).to_be_bytes());
+        mac.update(field.as_bytes());
+    }
+    mac.update(&expires_at.to_be_bytes());
+    Some(mac)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i + 2)
+                .and_then(|b| u8::from_str_radix(b, 16).ok())
+        })
+        .collect()
+}
+
 fn i64_of(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -195,10 +277,51 @@ impl Ledger {
     pub async fn open(url_or_path: &str) -> Result<Ledger, Error> {
         let target = AuditTarget::parse(url_or_path);
         let db = Db::open(&target, Access::Control, &AuditOptions::default(), 1).await?;
+        let grant_key = match std::env::var_os(GRANT_KEY_VAR) {
+            Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+            _ => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute())
+                .map(|h| h.join(GRANT_KEY_FILE)),
+        };
         Ok(Ledger {
             db,
             target: target.to_string(),
+            grant_key,
         })
+    }
+
+    /// Signs and checks grants with the key in `path` instead of the default one.
+    pub fn with_grant_key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.grant_key = Some(path.into());
+        self
+    }
+
+    /// The grant key; `create` makes one (0600, in a 0700 directory) when there is none.
+    /// `Ok(None)`: no key, so no grant can be valid.
+    fn key(&self, create: bool) -> Result<Option<Vec<u8>>, Error> {
+        let Some(path) = &self.grant_key else {
+            return if create {
+                Err(key_err(
+                    Path::new("~/.agent-guard/grant.key"),
+                    std::io::Error::other(format!("HOME is not set; set {GRANT_KEY_VAR}")),
+                ))
+            } else {
+                Ok(None)
+            };
+        };
+        match std::fs::read(path) {
+            Ok(key) if key.len() == KEY_LEN => Ok(Some(key)),
+            Ok(_) => Err(key_err(
+                path,
+                std::io::Error::other(format!("expected {KEY_LEN} bytes")),
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                write_new_key(path).map(Some)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(key_err(path, e)),
+        }
     }
 
     /// The database, password removed.
@@ -387,28 +510,53 @@ impl Ledger {
         now_ms: i64,
         window: Duration,
     ) -> Result<GrantOutcome, Error> {
-        let expires = now_ms.saturating_add(i64_of(
-            u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
-        ));
+        let Some(offer) = self.lookup(code).await? else {
+            return Ok(GrantOutcome::Unknown);
+        };
+        if offer.not_liftable_because.is_some() {
+            return Ok(GrantOutcome::NotLiftable(offer));
+        }
+        if offer.granted_at.is_some() {
+            return Ok(GrantOutcome::AlreadyGranted(offer));
+        }
+        let key = self.key(true)?.ok_or_else(|| {
+            key_err(
+                Path::new(GRANT_KEY_FILE),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let window_ms = i64_of(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
+        let expires = now_ms.saturating_add(window_ms);
+        let call = CallKey {
+            session_id: &offer.session_id,
+            tool_name: &offer.tool_name,
+            args: &offer.args,
+            cwd: &offer.cwd,
+        };
+        let mac = grant_mac(&key, code, &call, expires)
+            .map(|m| hex(&m.finalize().into_bytes()))
+            .unwrap_or_default();
         let granted: Option<String> = match &self.db {
             Db::Sqlite(pool) => {
                 sqlx::query_scalar(
-                    "UPDATE agent_guard_allow_once SET granted_at = ?, expires_at = ? \
-                 WHERE code = ? AND liftable = 1 AND granted_at IS NULL RETURNING code",
+                    "UPDATE agent_guard_allow_once SET granted_at = ?, expires_at = ?, grant_mac = ? \
+                     WHERE code = ? AND liftable = 1 AND granted_at IS NULL RETURNING code",
                 )
                 .bind(now_ms)
                 .bind(expires)
+                .bind(&mac)
                 .bind(code)
                 .fetch_optional(pool)
                 .await
             }
             Db::Postgres(pool) => {
                 sqlx::query_scalar(
-                    "UPDATE agent_guard_allow_once SET granted_at = $1, expires_at = $2 \
-                 WHERE code = $3 AND liftable = 1 AND granted_at IS NULL RETURNING code",
+                    "UPDATE agent_guard_allow_once SET granted_at = $1, expires_at = $2, grant_mac = $3 \
+                     WHERE code = $4 AND liftable = 1 AND granted_at IS NULL RETURNING code",
                 )
                 .bind(now_ms)
                 .bind(expires)
+                .bind(&mac)
                 .bind(code)
                 .fetch_optional(pool)
                 .await
@@ -420,56 +568,95 @@ impl Ledger {
         };
         Ok(if granted.is_some() {
             GrantOutcome::Granted(offer)
-        } else if offer.not_liftable_because.is_some() {
-            GrantOutcome::NotLiftable(offer)
         } else {
+            // A racing grant of the same code won.
             GrantOutcome::AlreadyGranted(offer)
         })
     }
 
-    /// Consumes a grant for exactly `key`, valid at `now_ms`, and returns its code; `None`
-    /// when there is none. One statement: of two processes racing for one grant, one wins.
+    /// Consumes a grant for exactly `key`, valid at `now_ms` and signed by the grant key, and
+    /// returns its code; `None` when there is none. The consuming `UPDATE .. WHERE used_at IS
+    /// NULL` is one statement: of two processes racing for one grant, one wins.
     pub async fn take_grant(
         &self,
         key: &CallKey<'_>,
         now_ms: i64,
     ) -> Result<Option<String>, Error> {
+        let Some(secret) = self.key(false)? else {
+            return Ok(None);
+        };
         const WHERE: &str = "liftable = 1 AND granted_at IS NOT NULL AND used_at IS NULL";
-        match &self.db {
+        let candidates: Vec<(String, i64, Option<String>)> = match &self.db {
             Db::Sqlite(pool) => {
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                    "UPDATE agent_guard_allow_once SET used_at = ?1 \
-                 WHERE used_at IS NULL AND code = (SELECT code FROM agent_guard_allow_once \
-                 WHERE session_id = ?2 AND tool_name = ?3 AND args = ?4 AND cwd = ?5 \
-                 AND {WHERE} AND expires_at > ?1 ORDER BY granted_at LIMIT 1) \
-                 RETURNING code"
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT code, expires_at, grant_mac FROM agent_guard_allow_once \
+                     WHERE session_id = ? AND tool_name = ? AND args = ? AND cwd = ? \
+                     AND {WHERE} AND expires_at > ? ORDER BY granted_at"
                 )))
-                .bind(now_ms)
                 .bind(key.session_id)
                 .bind(key.tool_name)
                 .bind(key.args)
                 .bind(key.cwd)
-                .fetch_optional(pool)
+                .bind(now_ms)
+                .fetch_all(pool)
                 .await
             }
             Db::Postgres(pool) => {
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                    "UPDATE agent_guard_allow_once SET used_at = $1 \
-                 WHERE used_at IS NULL AND code = (SELECT code FROM agent_guard_allow_once \
-                 WHERE session_id = $2 AND tool_name = $3 AND args = $4 AND cwd = $5 \
-                 AND {WHERE} AND expires_at > $1 ORDER BY granted_at LIMIT 1) \
-                 RETURNING code"
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT code, expires_at, grant_mac FROM agent_guard_allow_once \
+                     WHERE session_id = $1 AND tool_name = $2 AND args = $3 AND cwd = $4 \
+                     AND {WHERE} AND expires_at > $5 ORDER BY granted_at"
                 )))
-                .bind(now_ms)
                 .bind(key.session_id)
                 .bind(key.tool_name)
                 .bind(key.args)
                 .bind(key.cwd)
-                .fetch_optional(pool)
+                .bind(now_ms)
+                .fetch_all(pool)
                 .await
             }
         }
-        .map_err(self.err())
+        .map_err(self.err())?;
+        for (code, expires_at, mac) in candidates {
+            let signed = match (
+                grant_mac(&secret, &code, key, expires_at),
+                mac.as_deref().and_then(unhex),
+            ) {
+                (Some(expected), Some(given)) => expected.verify_slice(&given).is_ok(),
+                _ => false,
+            };
+            if !signed {
+                // Written by something other than `agent-guard allow-once`: not a grant.
+                continue;
+            }
+            let used: Option<String> = match &self.db {
+                Db::Sqlite(pool) => {
+                    sqlx::query_scalar(
+                        "UPDATE agent_guard_allow_once SET used_at = ? \
+                         WHERE code = ? AND used_at IS NULL RETURNING code",
+                    )
+                    .bind(now_ms)
+                    .bind(&code)
+                    .fetch_optional(pool)
+                    .await
+                }
+                Db::Postgres(pool) => {
+                    sqlx::query_scalar(
+                        "UPDATE agent_guard_allow_once SET used_at = $1 \
+                         WHERE code = $2 AND used_at IS NULL RETURNING code",
+                    )
+                    .bind(now_ms)
+                    .bind(&code)
+                    .fetch_optional(pool)
+                    .await
+                }
+            }
+            .map_err(self.err())?;
+            if used.is_some() {
+                return Ok(used);
+            }
+        }
+        Ok(None)
     }
 
     /// Closes the pool.

@@ -26,7 +26,8 @@ use tokio::task::JoinHandle;
 
 pub use killswitch::KillSwitch;
 pub use ledger::{
-    ALLOW_ONCE_WINDOW, CallKey, GrantOutcome, Ledger, Offer, Refusal, Tally, normalize_code,
+    ALLOW_ONCE_WINDOW, CallKey, GRANT_KEY_FILE, GRANT_KEY_VAR, GrantOutcome, Ledger, Offer,
+    Refusal, Tally, normalize_code,
 };
 
 use crate::error::Error;

@@ -7,6 +7,14 @@ use perm_hooks::*;
 
 use crate::backends::targets;
 
+/// The ledger with its grant key in a temp dir (never the tester's home).
+async fn open(url: &str, keys: &tempfile::TempDir) -> Ledger {
+    Ledger::open(url)
+        .await
+        .unwrap()
+        .with_grant_key_file(keys.path().join("grant.key"))
+}
+
 fn key<'a>(session: &'a str, args: &'a str) -> CallKey<'a> {
     CallKey {
         session_id: session,
@@ -95,7 +103,8 @@ async fn concurrent_handles_lose_no_count() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_lets_exactly_its_call_through_once() {
     for t in targets("ledger_grant").await {
-        let l = Ledger::open(&t.url).await.unwrap();
+        let keys = tempfile::tempdir().unwrap();
+        let l = open(&t.url, &keys).await;
         let call = key("s", r#"{"command":"make deploy"}"#);
         let code = l.offer(&refusal(call.clone(), None)).await.unwrap();
         assert_eq!(normalize_code(&code).as_deref(), Some(code.as_str()));
@@ -151,7 +160,8 @@ async fn a_grant_lets_exactly_its_call_through_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_grant_lets_nothing_through() {
     for t in targets("ledger_expiry").await {
-        let l = Ledger::open(&t.url).await.unwrap();
+        let keys = tempfile::tempdir().unwrap();
+        let l = open(&t.url, &keys).await;
         let call = key("s", "{}");
         let code = l.offer(&refusal(call.clone(), None)).await.unwrap();
         let now = 5_000;
@@ -172,7 +182,8 @@ async fn an_expired_grant_lets_nothing_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_allow_once_cannot_lift_is_never_granted() {
     for t in targets("ledger_not_liftable").await {
-        let l = Ledger::open(&t.url).await.unwrap();
+        let keys = tempfile::tempdir().unwrap();
+        let l = open(&t.url, &keys).await;
         let call = key("s", r#"{"command":"rm -rf ~"}"#);
         let code = l
             .offer(&refusal(call.clone(), Some("a catastrophic command")))
@@ -198,15 +209,20 @@ async fn a_refusal_allow_once_cannot_lift_is_never_granted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_processes_consume_a_grant_once() {
     for t in targets("ledger_race").await {
-        let l = Ledger::open(&t.url).await.unwrap();
+        let keys = tempfile::tempdir().unwrap();
+        let l = open(&t.url, &keys).await;
         let args = r#"{"command":"make"}"#;
         let code = l.offer(&refusal(key("s", args), None)).await.unwrap();
         l.grant(&code, 0, ALLOW_ONCE_WINDOW).await.unwrap();
         let mut tasks = Vec::new();
         for _ in 0..8 {
             let url = t.url.clone();
+            let key_file = keys.path().join("grant.key");
             tasks.push(tokio::spawn(async move {
-                let l = Ledger::open(&url).await.unwrap();
+                let l = Ledger::open(&url)
+                    .await
+                    .unwrap()
+                    .with_grant_key_file(key_file);
                 l.take_grant(&key("s", r#"{"command":"make"}"#), 1)
                     .await
                     .unwrap()
@@ -217,5 +233,53 @@ async fn racing_processes_consume_a_grant_once() {
             won += usize::from(task.await.unwrap().is_some());
         }
         assert_eq!(won, 1, "{}", t.kind);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_written_into_the_database_by_hand_is_not_honoured() {
+    for t in targets("ledger_forged").await {
+        let keys = tempfile::tempdir().unwrap();
+        let l = open(&t.url, &keys).await;
+        let call = key("s", r#"{"command":"make"}"#);
+        // A real grant elsewhere makes the key exist.
+        let real = l.offer(&refusal(key("s", "{}"), None)).await.unwrap();
+        l.grant(&real, 0, ALLOW_ONCE_WINDOW).await.unwrap();
+        assert!(keys.path().join("grant.key").exists());
+
+        let code = l.offer(&refusal(call.clone(), None)).await.unwrap();
+        // What an agent with write access to the database file could do.
+        let forge = "UPDATE agent_guard_allow_once SET granted_at = 1, expires_at = 9999999999999, \
+                     grant_mac = '00ff' WHERE code = ";
+        if t.is_postgres() {
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&t.url)
+                .await
+                .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("{forge}$1")))
+                .bind(&code)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        } else {
+            let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&t.url)
+                .await
+                .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("{forge}?")))
+                .bind(&code)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        assert_eq!(l.take_grant(&call, 2).await.unwrap(), None, "{}", t.kind);
+
+        // Without the key file no grant is valid at all.
+        let code = l.offer(&refusal(key("s2", "{}"), None)).await.unwrap();
+        l.grant(&code, 0, ALLOW_ONCE_WINDOW).await.unwrap();
+        let keyless = Ledger::open(&t.url)
+            .await
+            .unwrap()
+            .with_grant_key_file(keys.path().join("missing.key"));
+        assert_eq!(keyless.take_grant(&key("s2", "{}"), 1).await.unwrap(), None);
+        assert!(l.take_grant(&key("s2", "{}"), 1).await.unwrap().is_some());
     }
 }
