@@ -474,3 +474,62 @@ fn without_an_audit_database_hooks_behave_as_before() {
     }
     assert!(!Path::new(&dir.join(".agent-guard")).exists());
 }
+
+#[test]
+fn gemini_before_tool_counts_and_shows_a_code() {
+    for p in projects("hook_limits_gemini", "max_session_calls = 1") {
+        let s = session("gemini");
+        let gemini = |input: Value| -> String {
+            run_hook(
+                &p,
+                "gemini-hook",
+                event(&p, &s, "BeforeTool", "read_file", input),
+            )
+        };
+        assert_eq!(
+            gemini(json!({"file_path": p.dir.join("a")})).trim(),
+            "",
+            "allowed"
+        );
+        let text = gemini(json!({"file_path": p.dir.join("b")}));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["decision"], "deny", "{}: {v}", p.kind);
+        let reason = v["reason"].as_str().unwrap();
+        assert!(reason.contains("max_session_calls"), "{reason}");
+        assert!(reason.contains("Allow-once code "), "{reason}");
+    }
+}
+
+#[test]
+fn a_patch_of_several_files_gets_no_grantable_code() {
+    for p in projects("hook_allow_once_patch", "") {
+        let s = session("patch");
+        let outside = p.dir.parent().unwrap().join("x.txt");
+        let patch = format!(
+            "*** Begin Patch\n*** Add File: {}\n+a\n*** Add File: inside.txt\n+b\n*** End Patch\n",
+            outside.display()
+        );
+        let text = run_hook(
+            &p,
+            "codex-hook",
+            event(
+                &p,
+                &s,
+                "PreToolUse",
+                "apply_patch",
+                json!({"command": patch}),
+            ),
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(reason.contains("outside_roots"), "{reason}");
+        assert!(
+            reason.contains("judged as 2 separate calls"),
+            "{}: {reason}",
+            p.kind
+        );
+        assert_eq!(allow_once(&p, &code_in(reason)).status.code(), Some(1));
+    }
+}
