@@ -259,7 +259,8 @@ pub(crate) fn front(event: &Event, args: &HookArgs, cwd: &Path) -> anyhow::Resul
             .and_then(PermissionMode::parse),
         audit: args.audit_db.is_some() || (policy.path.is_some() && policy.doc.hooks.audit),
         audit_db: args.audit_db.clone(),
-        ledger: true,
+        // Only events that judge a call use the session ledger.
+        ledger: JUDGING_EVENTS.contains(&event.name.as_str()),
         ..FrontOptions::default()
     };
     Front::load(&policy, &project_dir(cwd), &opts)
@@ -344,6 +345,9 @@ fn agent_of(event: &Event) -> String {
 /// event each client sends for every call. A `PermissionRequest` about the same call comes
 /// after it and is judged without counting again.
 const COUNTING_EVENTS: &[&str] = &["PreToolUse", "BeforeTool"];
+
+/// The events whose answer is a judgement of the call (and so consult the ledger).
+const JUDGING_EVENTS: &[&str] = &["PreToolUse", "BeforeTool", "PermissionRequest"];
 
 /// Canonical inputs longer than this get no allow-once code (the grant store keeps the text).
 const MAX_GRANT_INPUT: usize = 256 * 1024;
