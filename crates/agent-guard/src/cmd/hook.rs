@@ -398,7 +398,9 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
                 c.session_id.clone_from(&event.session_id);
                 c.agent_name = agent_of(event);
                 c.call_id = string_field(event, "tool_use_id");
-                c.ledger = Some(agent_core::LedgerUse {
+                // Without a session id there is no session to count (every such call would
+                // share one count); the clients always send one.
+                c.ledger = (!event.session_id.is_empty()).then(|| agent_core::LedgerUse {
                     tool: tool.to_owned(),
                     input: input.clone(),
                     count: counting && i == 0,
@@ -464,6 +466,9 @@ fn allow_once_note(
     verdict: &Verdict,
 ) -> Option<String> {
     let ledger = front.guard().executor().session_ledger()?;
+    if event.session_id.is_empty() {
+        return Some("(No allow-once code: the event has no session id to bind it to.)".to_owned());
+    }
     let args = input.to_string();
     if args.len() > MAX_GRANT_INPUT {
         return Some(format!(
