@@ -226,6 +226,40 @@ mod tests {
         }
     }
 
+    fn deny(layer: &'static str, code: &str) -> Step {
+        Step {
+            layer,
+            saw: String::new(),
+            decision: Decision::Deny,
+            code: code.to_owned(),
+            message: String::new(),
+            rule: Some("run_bash(make:*)".to_owned()),
+            source: None,
+        }
+    }
+
+    #[test]
+    fn each_liftable_entry_lifts_alone_and_never_beside_a_final_deny() {
+        for (layer, code, _) in LIFTABLE_DENIES {
+            assert_eq!(refusal_not_liftable(&[deny(layer, code)]), None, "{code}");
+            let with_rule = [deny(layer, code), deny("perm-rules", "p0-config-deny")];
+            let why = refusal_not_liftable(&with_rule).unwrap();
+            assert!(why.contains("configured rule `run_bash(make:*)`"), "{why}");
+            let with_bomb = [deny(layer, code), deny("bash-guard", "fork_bomb")];
+            assert!(
+                refusal_not_liftable(&with_bomb)
+                    .unwrap()
+                    .contains("catastrophic")
+            );
+        }
+        // The same code from another layer is not the listed refusal.
+        assert!(refusal_not_liftable(&[deny("perm-rules", "network")]).is_some());
+        for code in CATASTROPHIC {
+            let why = refusal_not_liftable(&[deny("bash-guard", code)]).unwrap();
+            assert!(why.contains("catastrophic"), "{code}: {why}");
+        }
+    }
+
     #[test]
     fn canonical_input_ignores_key_order() {
         let a = LedgerUse {
