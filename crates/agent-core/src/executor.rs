@@ -147,6 +147,7 @@ struct Inner {
     bash: Option<Arc<CachedAnalyzer>>,
     home: Option<PathBuf>,
     kill: Option<KillSwitch>,
+    ledger: Option<crate::ledger::Wired>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -178,6 +179,7 @@ impl Executor {
                 bash: None,
                 home: None,
                 kill: None,
+                ledger: None,
             }),
         }
     }
@@ -256,6 +258,30 @@ impl Executor {
     pub fn with_kill_switch(mut self, kill: KillSwitch) -> Self {
         Arc::make_mut(&mut self.inner).kill = Some(kill);
         self
+    }
+
+    /// Hook mode's session ledger (call counts, duplicate runs, allow-once grants across
+    /// processes), judged with `limits`. The runtime's own loop keeps these in memory and
+    /// needs none.
+    pub fn with_ledger(
+        mut self,
+        ledger: Arc<dyn crate::SessionLedger>,
+        limits: &runtime_limits::LimitsConfig,
+    ) -> Self {
+        Arc::make_mut(&mut self.inner).ledger = Some(crate::ledger::Wired {
+            ledger,
+            limits: runtime_limits::SessionLimits::from_config(limits),
+        });
+        self
+    }
+
+    /// The session ledger, when one is wired.
+    pub fn session_ledger(&self) -> Option<&Arc<dyn crate::SessionLedger>> {
+        self.inner.ledger.as_ref().map(|w| &w.ledger)
+    }
+
+    pub(crate) fn ledger_wiring(&self) -> Option<&crate::ledger::Wired> {
+        self.inner.ledger.as_ref()
     }
 
     /// The kill switch.
@@ -729,6 +755,8 @@ fn guard_call(call: &ToolCall, ctx: &ToolContext, read_only: bool) -> Call {
         cwd: ctx.sandbox.as_ref().map(|s| s.cwd().to_path_buf()),
         read_only,
         client: Vec::new(),
+        // The loop keeps its limits in memory (the call screen); no session ledger.
+        ledger: None,
     }
 }
 

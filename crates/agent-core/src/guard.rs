@@ -45,6 +45,8 @@ pub struct GuardBuilder {
     trampoline: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     audit: Option<AuditLog>,
     kill: Option<KillSwitch>,
+    ledger: Option<Arc<dyn crate::SessionLedger>>,
+    ledger_from_audit: bool,
     extra_tools: Vec<Arc<dyn AgentTool>>,
     max_file_size: usize,
 }
@@ -101,6 +103,8 @@ impl GuardBuilder {
             trampoline: None,
             audit: None,
             kill: None,
+            ledger: None,
+            ledger_from_audit: false,
             extra_tools: Vec::new(),
             max_file_size: crate::tools::DEFAULT_MAX_FILE_SIZE,
         }
@@ -187,6 +191,19 @@ impl GuardBuilder {
         self.kill = Some(kill);
         self
     }
+    /// Hook mode's session ledger (per-session call counts, duplicate runs and allow-once
+    /// grants across hook processes), judged with the `[limits]` table. Only calls that carry
+    /// a [`crate::LedgerUse`] consult it.
+    pub fn session_ledger(mut self, ledger: Arc<dyn crate::SessionLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+    /// Keep the session ledger in the audit database when `[hooks] audit` opens one (the
+    /// agent hooks); without an audit database there is no ledger.
+    pub fn ledger_from_audit(mut self, on: bool) -> Self {
+        self.ledger_from_audit = on;
+        self
+    }
     /// An extra tool.
     pub fn tool(mut self, tool: Arc<dyn AgentTool>) -> Self {
         self.extra_tools.push(tool);
@@ -229,11 +246,19 @@ impl GuardBuilder {
             hooks.register(hook);
         }
         let mut kill = self.kill;
+        let mut ledger = self.ledger;
         let audit = match self.audit {
             Some(log) => Some(log),
             None if self.hooks.audit => {
                 let target = audit_target(&self.cwd, &self.hooks.audit_db_path());
                 let log = AuditLog::open(&target).await.map_err(hooks_err)?;
+                if ledger.is_none() && self.ledger_from_audit {
+                    ledger = Some(Arc::new(
+                        perm_hooks::Ledger::open(&target.to_string_lossy())
+                            .await
+                            .map_err(hooks_err)?,
+                    ));
+                }
                 if kill.is_none() {
                     kill = Some(
                         KillSwitch::open(&target.to_string_lossy())
@@ -311,6 +336,9 @@ impl GuardBuilder {
         }
         if let Some(kill) = kill {
             executor = executor.with_kill_switch(kill);
+        }
+        if let Some(ledger) = ledger {
+            executor = executor.with_ledger(ledger, &self.limits);
         }
         Ok(Guard {
             executor,

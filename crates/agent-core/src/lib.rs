@@ -8,6 +8,7 @@ mod error;
 mod event;
 mod executor;
 mod guard;
+mod ledger;
 mod model;
 pub mod network;
 #[cfg(feature = "openai")]
@@ -33,6 +34,7 @@ pub use executor::{
     ToolCallResult,
 };
 pub use guard::{Guard, GuardBuilder};
+pub use ledger::{CATASTROPHIC, LIFTABLE_DENIES, LedgerUse, SessionLedger, not_liftable_because};
 pub use model::{
     AssistantMessage, Message, Model, ModelError, ModelRequest, ScriptedModel, ToolCall, Usage,
 };

@@ -13,7 +13,11 @@
 //! 4. bash-guard for `run_bash` commands;
 //! 5. the network policy for URLs (`web_fetch`);
 //! 6. what the client adapter saw in its own input ([`Call::client`]);
-//! 7. the mode, on the combined decision.
+//! 7. hook mode's session limits (call count, identical calls), when a session ledger is wired
+//!    and the call carries its [`Call::ledger`] use;
+//! 8. the mode, on the combined decision;
+//! 9. an allow-once grant, which may lift a refusal that [`crate::not_liftable_because`]
+//!    accepts (never a configured deny or the catastrophic class), once.
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +59,8 @@ pub struct Call {
     /// Findings of the client adapter about its own input (a Bash call run in the background,
     /// a client-side sandbox switched off, a tool that runs code the guard cannot see ...).
     pub client: Vec<ClientFinding>,
+    /// How hook mode's session ledger sees the call (`None`: no ledger step).
+    pub ledger: Option<crate::LedgerUse>,
 }
 
 impl Call {
@@ -164,6 +170,14 @@ impl Verdict {
     /// step whose decision is the verdict's, preferring a finding over the rules' default (the
     /// weakest reason there is).
     pub fn deciding(&self) -> Option<&Step> {
+        if let Some(grant) = self
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.layer == "allow-once" && s.decision == self.decision)
+        {
+            return Some(grant);
+        }
         if let Some(mode) = self.steps.iter().rev().find(|s| s.layer == "mode") {
             return Some(mode);
         }
@@ -207,6 +221,8 @@ impl Verdict {
     /// Hooks leave such a call to the client's own permission flow.
     pub fn decided_by_default(&self) -> bool {
         self.decision == Decision::Allow
+            // A person's allow-once grant is an explicit answer, not the default.
+            && !self.steps.iter().any(|s| s.layer == "allow-once")
             && self
                 .resolution
                 .as_ref()
@@ -501,6 +517,14 @@ impl Executor {
             ));
         }
 
+        // Hook mode's session limits, counted once per client call across processes.
+        if let (Some(usage), Some(wired)) = (&call.ledger, self.ledger_wiring())
+            && usage.count
+            && let Some(step) = limits_step(wired, call, usage).await
+        {
+            steps.push(step);
+        }
+
         // The mode, once, on the combined decision. No step at all fails closed.
         let combined = steps
             .iter()
@@ -508,7 +532,7 @@ impl Executor {
             .max()
             .unwrap_or(Decision::Deny);
         let mode = self.checker().mode();
-        let decision = mode.transform(combined, &call.tool, read_only);
+        let mut decision = mode.transform(combined, &call.tool, read_only);
         if decision != combined {
             steps.push(Step::new(
                 "mode",
@@ -517,6 +541,36 @@ impl Executor {
                 format!("mode-{}", mode.as_str()),
                 mode_message(mode, combined, decision, read_only),
             ));
+        }
+
+        // A person's allow-once grant for exactly this call, consumed here, lifts a refusal
+        // it may lift (never a configured deny or the catastrophic class).
+        if decision != Decision::Allow
+            && let (Some(usage), Some(wired)) = (&call.ledger, self.ledger_wiring())
+            && usage.grantable
+            && crate::ledger::refusal_not_liftable(&steps).is_none()
+        {
+            let args = usage.canonical_input();
+            let cwd_text = cwd.to_string_lossy();
+            let key = perm_hooks::CallKey {
+                session_id: &call.session_id,
+                tool_name: &usage.tool,
+                args: &args,
+                cwd: &cwd_text,
+            };
+            // A grant that cannot be read is no grant: the refusal stands.
+            if let Ok(Some(code)) = wired.ledger.take_grant(&key).await {
+                steps.push(Step::new(
+                    "allow-once",
+                    format!("`{}` in session `{}`", usage.tool, call.session_id),
+                    Decision::Allow,
+                    "allow-once",
+                    format!(
+                        "a person let this exact call through once (`agent-guard allow-once {code}`); the refusal was {decision}"
+                    ),
+                ));
+                decision = Decision::Allow;
+            }
         }
         Verdict {
             tool: call.tool.clone(),
@@ -892,6 +946,49 @@ impl Executor {
         };
         Step::new("bash-guard", saw, decision, code, message)
     }
+}
+
+/// The session-limits step of a counted call: `None` within the limits, a refusal past them
+/// or when the ledger cannot count (the limits cannot be checked: fail closed).
+async fn limits_step(
+    wired: &crate::ledger::Wired,
+    call: &Call,
+    usage: &crate::LedgerUse,
+) -> Option<Step> {
+    let saw = format!("`{}` in session `{}`", usage.tool, call.session_id);
+    let tally = match wired
+        .ledger
+        .count_call(&call.session_id, &usage.tool, &usage.input_hash())
+        .await
+    {
+        Ok(tally) => tally,
+        Err(e) => {
+            return Some(Step::new(
+                "runtime-limits",
+                saw,
+                Decision::Deny,
+                "ledger_unavailable",
+                format!(
+                    "the session's limits cannot be checked because the audit database failed ({e}); calls are refused until it works again"
+                ),
+            ));
+        }
+    };
+    let names = [usage.tool.as_str(), call.tool.as_str()];
+    let hit = wired.limits.judge(&names, tally.calls, tally.run)?;
+    let mut message = hit.message();
+    if hit.code() == "duplicate_call" {
+        message.push_str(
+            " (a person can raise `[limits] duplicate_threshold` or list the tool in `[limits] duplicate_exempt`)",
+        );
+    }
+    Some(Step::new(
+        "runtime-limits",
+        saw,
+        Decision::Deny,
+        hit.code(),
+        message,
+    ))
 }
 
 /// What the PreToolUse hooks said, for the rules layer (P3, P4).

@@ -132,3 +132,6 @@ async fn events_follow_each_call() {
         |e| matches!(e, AgentEvent::ToolResult { call_id, is_error: true, .. } if call_id == "2")
     ));
 }
+
+#[path = "ledger/mod.rs"]
+mod ledger;

@@ -62,6 +62,8 @@ pub(crate) struct FrontOptions {
     /// An audit database that overrides the policy's `[hooks] audit_db` (a path or a
     /// `postgres://` URL).
     pub audit_db: Option<PathBuf>,
+    /// Keep hook mode's session ledger (limits, allow-once) in that audit database.
+    pub ledger: bool,
 }
 
 /// A built guard and the runtime that drives it.
@@ -113,6 +115,7 @@ impl Front {
             .sandbox(sandbox)
             .bash(bash)
             .hooks(hooks)
+            .ledger_from_audit(opts.ledger)
             .limits(policy.doc.limits.clone());
         let guard = rt
             .block_on(builder.build())

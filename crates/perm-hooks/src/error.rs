@@ -25,6 +25,15 @@ pub enum Error {
     /// The audit database file does not exist (readers never create it).
     #[error("audit database `{0}` does not exist")]
     MissingDatabase(String),
+    /// The allow-once grant key could not be read or created.
+    #[error("allow-once grant key `{path}`: {source}")]
+    GrantKey {
+        /// The key file.
+        path: String,
+        /// What the filesystem reported.
+        #[source]
+        source: std::io::Error,
+    },
     /// A command hook's matcher is not a valid regex or glob.
     #[error("bad hook matcher `{matcher}`: {source}")]
     Matcher {

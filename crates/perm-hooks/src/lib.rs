@@ -12,9 +12,10 @@ mod registry;
 /// Re-exported so implementors need not depend on `async-trait` by version.
 pub use async_trait::async_trait;
 pub use audit::{
-    AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord, AuditRow,
-    AuditStatus, AuditTarget, DEFAULT_AUDIT_DB, KillSwitch, OUTPUT_PREVIEW_CHARS, Recorded,
-    ToolSummary, is_postgres_url, output_preview,
+    ALLOW_ONCE_WINDOW, AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord,
+    AuditRow, AuditStatus, AuditTarget, CallKey, DEFAULT_AUDIT_DB, GRANT_KEY_FILE, GRANT_KEY_VAR,
+    GrantOutcome, KillSwitch, Ledger, OUTPUT_PREVIEW_CHARS, Offer, Recorded, Refusal, Tally,
+    ToolSummary, is_postgres_url, normalize_code, output_preview,
 };
 pub use builtin::{
     CancellationHook, CancellationSource, CancelledSet, MetricsHook, MetricsSnapshot, ToolMetrics,

@@ -8,6 +8,9 @@ use crate::Error;
 pub struct LimitsConfig {
     /// Steps with tools allowed; step `max_steps + 1` must be a final answer (default 8).
     pub max_steps: u32,
+    /// Tool calls one session may make when calls are judged one process at a time (the
+    /// agent hooks, counted in the audit database); the next one is refused (default 1000).
+    pub max_session_calls: u32,
     /// Identical consecutive calls at which the call is refused (default 3, at least 2).
     pub duplicate_threshold: u32,
     /// Tools never refused as duplicates (e.g. a polling tool).
@@ -34,6 +37,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             max_steps: 8,
+            max_session_calls: 1000,
             duplicate_threshold: 3,
             duplicate_exempt: Vec::new(),
             repeated_error_threshold: 3,
@@ -60,6 +64,9 @@ impl LimitsConfig {
     pub fn validate(&self) -> Result<(), Error> {
         if self.max_steps == 0 {
             return Err(invalid("max_steps", "must be at least 1"));
+        }
+        if self.max_session_calls == 0 {
+            return Err(invalid("max_session_calls", "must be at least 1"));
         }
         if self.duplicate_threshold < 2 {
             return Err(invalid(

@@ -33,6 +33,13 @@ pub enum Intervention {
         /// How many identical calls in a row, this one included.
         count: u32,
     },
+    /// A session judged across processes (hook mode) made more calls than `max_session_calls`.
+    MaxSessionCalls {
+        /// The calls of the session, this one included.
+        count: u64,
+        /// The configured maximum.
+        max: u32,
+    },
     /// The same tool returned the same error `count` times in a row.
     RepeatedError {
         /// The tool.
@@ -81,6 +88,7 @@ impl Intervention {
         match self {
             Intervention::MaxSteps { .. } => "max_steps",
             Intervention::DuplicateCall { .. } => "duplicate_call",
+            Intervention::MaxSessionCalls { .. } => "max_session_calls",
             Intervention::RepeatedError { .. } => "repeated_error",
             Intervention::TokenSoftLimit { .. } => "token_soft_limit",
             Intervention::TokenHardLimit { .. } => "token_hard_limit",
@@ -96,7 +104,9 @@ impl Intervention {
             Intervention::MaxSteps { .. } | Intervention::DiminishingReturns { .. } => {
                 Action::ForceFinalAnswer
             }
-            Intervention::DuplicateCall { .. } => Action::RefuseCall,
+            Intervention::DuplicateCall { .. } | Intervention::MaxSessionCalls { .. } => {
+                Action::RefuseCall
+            }
             Intervention::RepeatedError { .. } | Intervention::TokenSoftLimit { .. } => {
                 Action::Remind
             }
@@ -120,6 +130,9 @@ impl Intervention {
             ),
             Intervention::DuplicateCall { tool, count } => format!(
                 "refused: `{tool}` was called {count} times in a row with the same arguments; change the arguments or try another approach"
+            ),
+            Intervention::MaxSessionCalls { count, max } => format!(
+                "refused: this session has made {count} tool calls and the policy allows {max} per session; a person can raise `[limits] max_session_calls` in the policy or start a new session"
             ),
             Intervention::RepeatedError { tool, count } => format!(
                 "`{tool}` returned the same error {count} times in a row; stop retrying it unchanged and try another approach"

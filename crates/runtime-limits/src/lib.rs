@@ -9,6 +9,7 @@ mod duplicate;
 mod error;
 mod intervention;
 mod limits;
+mod session;
 mod step;
 
 pub use breaker::CompactionCircuitBreaker;
@@ -20,6 +21,7 @@ pub use duplicate::{DuplicateDetector, canonical_hash};
 pub use error::Error;
 pub use intervention::{Action, Intervention};
 pub use limits::Limits;
+pub use session::SessionLimits;
 pub use step::StepLimit;
 #[cfg(feature = "tokio")]
 pub use tokio_util::sync::CancellationToken;

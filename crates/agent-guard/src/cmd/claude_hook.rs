@@ -76,20 +76,22 @@ impl Protocol for Claude {
     fn answer(&self, event: &Event, args: &HookArgs) -> anyhow::Result<Answer> {
         match event.name.as_str() {
             "PreToolUse" => {
-                let v = hook::judge(self.client(), event, args)?;
+                let j = hook::judge(self.client(), event, args)?;
+                let v = &j.verdict;
                 if v.decided_by_default() {
                     return Ok(Answer::json(json!({})));
                 }
                 Ok(Answer::json(json!({"hookSpecificOutput": {
                     "hookEventName": "PreToolUse",
                     "permissionDecision": v.decision.as_str(),
-                    "permissionDecisionReason": hook::reason(&v),
+                    "permissionDecisionReason": j.reason(),
                 }})))
             }
             "PermissionRequest" => {
-                let v = hook::judge(self.client(), event, args)?;
+                let j = hook::judge(self.client(), event, args)?;
+                let v = &j.verdict;
                 let decision = match v.decision {
-                    Decision::Deny => json!({"behavior": "deny", "message": hook::reason(&v)}),
+                    Decision::Deny => json!({"behavior": "deny", "message": j.reason()}),
                     Decision::Allow if !v.decided_by_default() => json!({"behavior": "allow"}),
                     // The guard would ask too: leave it to the person Claude Code asks.
                     _ => return Ok(Answer::json(json!({}))),

@@ -61,21 +61,26 @@ impl Protocol for Codex {
     fn answer(&self, event: &Event, args: &HookArgs) -> anyhow::Result<Answer> {
         match event.name.as_str() {
             "PreToolUse" => {
-                let v = hook::judge(self.client(), event, args)?;
-                Ok(match v.decision {
-                    Decision::Deny => Answer::json(deny(hook::reason(&v))),
+                let j = hook::judge(self.client(), event, args)?;
+                Ok(match j.verdict.decision {
+                    Decision::Deny => Answer::json(deny(j.reason())),
                     Decision::Ask => Answer::json(deny(format!(
                         "{} Codex cannot ask for approval, so agent-guard denies what it would ask about: \
-                         a person can allow this deliberately with an allow rule in the policy, or run it themselves.",
-                        hook::reason(&v)
+                         a person can allow this deliberately with an allow rule in the policy, or run it themselves.{}",
+                        hook::reason(&j.verdict),
+                        j.allow_once
+                            .as_deref()
+                            .map(|n| format!(" {n}"))
+                            .unwrap_or_default()
                     ))),
                     Decision::Allow => Answer::silent(),
                 })
             }
             "PermissionRequest" => {
-                let v = hook::judge(self.client(), event, args)?;
+                let j = hook::judge(self.client(), event, args)?;
+                let v = &j.verdict;
                 let decision = match v.decision {
-                    Decision::Deny => json!({"behavior": "deny", "message": hook::reason(&v)}),
+                    Decision::Deny => json!({"behavior": "deny", "message": j.reason()}),
                     Decision::Allow if !v.decided_by_default() => json!({"behavior": "allow"}),
                     _ => return Ok(Answer::silent()),
                 };

@@ -31,7 +31,8 @@ Checks, for each client (all configured clients when none is named):
              honours, and does not deny a read inside the project
 
 The self-test runs the real hook: with the policy's audit log on, it records two rows under
-the session id `agent-guard-doctor`.
+a session id `agent-guard-doctor-<time>` of its own (a new one per run, so the hook's
+per-session limits never count earlier runs).
 
 Exit status:
   0  every check passed
@@ -293,7 +294,13 @@ fn stderr_hint(stderr: &str) -> String {
 fn probes(name: ClientName, project: &Path) -> Vec<(String, Value, bool)> {
     let cwd = project.display().to_string();
     let readme = project.join("README.md").display().to_string();
-    let session = "agent-guard-doctor";
+    // A session of its own per run: the hooks' per-session call count and duplicate check
+    // (kept in the audit database) must not see earlier runs' probes.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let session = format!("agent-guard-doctor-{stamp}");
+    let session = session.as_str();
     match name {
         ClientName::Claude => {
             let event = |tool: &str, input: Value, id: &str| {

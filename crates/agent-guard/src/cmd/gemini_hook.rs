@@ -58,10 +58,10 @@ impl Protocol for Gemini {
     fn answer(&self, event: &Event, args: &HookArgs) -> anyhow::Result<Answer> {
         match event.name.as_str() {
             "BeforeTool" => {
-                let v = hook::judge(self.client(), event, args)?;
-                Ok(match v.decision {
+                let j = hook::judge(self.client(), event, args)?;
+                Ok(match j.verdict.decision {
                     Decision::Allow => Answer::silent(),
-                    d => Answer::json(json!({"decision": d.as_str(), "reason": hook::reason(&v)})),
+                    d => Answer::json(json!({"decision": d.as_str(), "reason": j.reason()})),
                 })
             }
             "AfterTool" => {

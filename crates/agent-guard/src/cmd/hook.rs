@@ -259,6 +259,8 @@ pub(crate) fn front(event: &Event, args: &HookArgs, cwd: &Path) -> anyhow::Resul
             .and_then(PermissionMode::parse),
         audit: args.audit_db.is_some() || (policy.path.is_some() && policy.doc.hooks.audit),
         audit_db: args.audit_db.clone(),
+        // Only events that judge a call use the session ledger.
+        ledger: JUDGING_EVENTS.contains(&event.name.as_str()),
         ..FrontOptions::default()
     };
     Front::load(&policy, &project_dir(cwd), &opts)
@@ -339,8 +341,38 @@ fn agent_of(event: &Event) -> String {
         .to_owned()
 }
 
+/// The client events at which a call is counted in the session ledger: the one pre-tool
+/// event each client sends for every call. A `PermissionRequest` about the same call comes
+/// after it and is judged without counting again.
+const COUNTING_EVENTS: &[&str] = &["PreToolUse", "BeforeTool"];
+
+/// The events whose answer is a judgement of the call (and so consult the ledger).
+const JUDGING_EVENTS: &[&str] = &["PreToolUse", "BeforeTool", "PermissionRequest"];
+
+/// Canonical inputs longer than this get no allow-once code (the grant store keeps the text).
+const MAX_GRANT_INPUT: usize = 256 * 1024;
+
+/// A judged call: the verdict and, for a refusal the client will show, the allow-once
+/// sentence (its code, or why there is none).
+pub(crate) struct Judged {
+    pub verdict: Verdict,
+    pub allow_once: Option<String>,
+}
+
+impl Judged {
+    /// The verdict's reason, with the allow-once sentence.
+    pub(crate) fn reason(&self) -> String {
+        let mut text = reason(&self.verdict);
+        if let Some(note) = &self.allow_once {
+            text.push_str(if text.ends_with('.') { " " } else { ". " });
+            text.push_str(note);
+        }
+        text
+    }
+}
+
 /// Judges the event's tool call through the one composed guard, and records a refusal.
-pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::Result<Verdict> {
+pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::Result<Judged> {
     if std::env::var_os(CRASH_TEST_VAR).is_some() {
         #[allow(clippy::panic)]
         {
@@ -358,25 +390,38 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         None => anyhow::bail!("malformed hook JSON on stdin: `tool_input` is missing"),
     };
     let front = front(event, args, cwd)?;
+    let counting = COUNTING_EVENTS.contains(&event.name.as_str());
     let calls = match clients::translate(client, tool, input, cwd) {
         Ok(mut calls) => {
-            for c in &mut calls {
+            let single = calls.len() == 1;
+            for (i, c) in calls.iter_mut().enumerate() {
                 c.session_id.clone_from(&event.session_id);
                 c.agent_name = agent_of(event);
                 c.call_id = string_field(event, "tool_use_id");
+                // Without a session id there is no session to count (every such call would
+                // share one count); the clients always send one.
+                c.ledger = (!event.session_id.is_empty()).then(|| agent_core::LedgerUse {
+                    tool: tool.to_owned(),
+                    input: input.clone(),
+                    count: counting && i == 0,
+                    grantable: single,
+                });
             }
             calls
         }
         Err(message) => {
-            return Ok(refusal(
-                tool,
-                "client-input",
-                "bad-tool-input",
-                format!(
-                    "{} sent input the guard cannot judge: {message}",
-                    client.as_str()
+            return Ok(Judged {
+                verdict: refusal(
+                    tool,
+                    "client-input",
+                    "bad-tool-input",
+                    format!(
+                        "{} sent input the guard cannot judge: {message}",
+                        client.as_str()
+                    ),
                 ),
-            ));
+                allow_once: None,
+            });
         }
     };
     let verdict = front
@@ -387,11 +432,78 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         call.tool = tool.to_owned();
         front.block_on(front.guard().record(&call, &verdict));
     }
+    // The refusals the client shows as refusals: a Deny, and an Ask where the client cannot
+    // ask (Codex) and no approval server takes it.
+    let refused = verdict.decision == Decision::Deny
+        || (verdict.decision == Decision::Ask
+            && client == Client::Codex
+            && counting
+            && args.approve_via.is_none());
+    let allow_once = if refused {
+        allow_once_note(&front, event, tool, input, cwd, calls.len(), &verdict)
+    } else {
+        None
+    };
     if let Err(e) = front.finish() {
         // The decision stands; the lost row is reported where the client logs hook stderr.
         eprintln!("agent-guard: {e}");
     }
-    Ok(approve_via(verdict, client, event, args))
+    Ok(Judged {
+        verdict: approve_via(verdict, client, event, args),
+        allow_once,
+    })
+}
+
+/// Records a refusal in the session ledger and says how a person can let the call through
+/// once, or why they cannot. `None` without a ledger (no audit database).
+fn allow_once_note(
+    front: &Front,
+    event: &Event,
+    tool: &str,
+    input: &Value,
+    cwd: &Path,
+    guard_calls: usize,
+    verdict: &Verdict,
+) -> Option<String> {
+    let ledger = front.guard().executor().session_ledger()?;
+    if event.session_id.is_empty() {
+        return Some("(No allow-once code: the event has no session id to bind it to.)".to_owned());
+    }
+    let args = input.to_string();
+    if args.len() > MAX_GRANT_INPUT {
+        return Some(format!(
+            "(No allow-once code: the input is larger than {MAX_GRANT_INPUT} bytes.)"
+        ));
+    }
+    let several = (guard_calls != 1).then(|| {
+        format!("the call is judged as {guard_calls} separate calls, which one grant cannot name")
+    });
+    let because = several.or_else(|| agent_core::not_liftable_because(verdict));
+    let cwd_text = cwd.to_string_lossy();
+    let summary = verdict.summary();
+    let offer = perm_hooks::Refusal {
+        key: perm_hooks::CallKey {
+            session_id: &event.session_id,
+            tool_name: tool,
+            args: &args,
+            cwd: &cwd_text,
+        },
+        reason_code: verdict.code(),
+        summary: &summary,
+        not_liftable_because: because.as_deref(),
+    };
+    Some(match front.block_on(ledger.offer(&offer)) {
+        Ok(code) if because.is_none() => format!(
+            "Allow-once code {code}: if the user wants this exact call to run once, they can run \
+             `agent-guard allow-once {code}` in their own terminal (never through the agent), \
+             then retry the identical call within ten minutes."
+        ),
+        Ok(code) => format!(
+            "(Ref {code}. allow-once cannot lift this refusal: {})",
+            because.unwrap_or_default()
+        ),
+        Err(e) => format!("(No allow-once code: the audit database failed: {e}.)"),
+    })
 }
 
 /// With `--approve-via`, an Ask becomes a request on the approval server and the person's

@@ -1,5 +1,6 @@
 //! One module per subcommand: each has a clap `Args` and a `run` returning the exit code.
 
+pub(crate) mod allow_once;
 pub(crate) mod audit;
 pub(crate) mod bash;
 pub(crate) mod cancel;

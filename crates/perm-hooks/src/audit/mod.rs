@@ -6,6 +6,7 @@
 //! `shutdown()` return [`Error::Incomplete`] with both counts as soon as either is non-zero.
 
 mod killswitch;
+mod ledger;
 mod postgres;
 mod sqlite;
 
@@ -24,6 +25,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use killswitch::KillSwitch;
+pub use ledger::{
+    ALLOW_ONCE_WINDOW, CallKey, GRANT_KEY_FILE, GRANT_KEY_VAR, GrantOutcome, Ledger, Offer,
+    Refusal, Tally, normalize_code,
+};
 
 use crate::error::Error;
 use crate::hook::{

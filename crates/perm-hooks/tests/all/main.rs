@@ -13,5 +13,6 @@ mod backends;
 mod command;
 mod faults;
 mod killswitch;
+mod ledger;
 mod pipeline;
 mod redact;
