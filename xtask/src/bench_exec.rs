@@ -23,6 +23,15 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// The 1, 5 and 15 minute load averages: the machine is shared, so every figure is printed
+/// beside the load it was measured under.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 fn time(cmd: &mut Command) -> anyhow::Result<Duration> {
     let start = Instant::now();
     let status = cmd
@@ -76,6 +85,7 @@ pub(crate) fn run(root: &Path, rest: &[String]) -> anyhow::Result<()> {
         time(&mut no_join())?;
         time(&mut bare())?;
     }
+    let load_before = load_average();
     let (mut g, mut n, mut b) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ratio_g, mut ratio_n) = (Vec::new(), Vec::new());
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -105,7 +115,10 @@ pub(crate) fn run(root: &Path, rest: &[String]) -> anyhow::Result<()> {
         ratio_n.push(tn / tb);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    println!("paired runs: {runs}");
+    println!(
+        "paired runs: {runs}; load average before {load_before}, after {}",
+        load_average()
+    );
     println!(
         "bash -c true:                      {:.3} ms",
         median(&mut b)

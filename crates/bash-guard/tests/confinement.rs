@@ -584,3 +584,30 @@ cat /proc/1/environ >/dev/null && echo own-environ",
     );
     assert_eq!(c.landlock.status, LandlockState::FullyEnforced);
 }
+
+#[tokio::test]
+async fn the_command_and_its_children_are_in_the_runs_pids_and_memory_cgroups() {
+    let t = Run::new();
+    // A child of the shell too: the trampoline joins by moving its one thread (v1 `tasks`), and
+    // everything forked after it must inherit the run's groups.
+    let script = t.script(
+        "cgroups.sh",
+        "if grep -qE '^[0-9]+:pids:' /proc/self/cgroup; then pat='^[0-9]+:(pids|memory):'; n=2
+else pat='^0::'; n=1; fi
+echo $n
+grep -E \"$pat\" /proc/self/cgroup
+bash -c \"grep -E '$pat' /proc/self/cgroup\"",
+    );
+    let r = t.confined(&format!("bash {script}")).await;
+    let mut lines = r.stdout.lines();
+    // Per process: the pids and memory lines on v1, the one unified line on v2.
+    let per_process: usize = lines.next().unwrap().parse().unwrap();
+    let lines: Vec<&str> = lines.collect();
+    assert_eq!(lines.len(), 2 * per_process, "{r:?}");
+    for line in &lines {
+        assert!(
+            line.contains("/bash-guard-"),
+            "not in the run's cgroup: {line} ({r:?})"
+        );
+    }
+}

@@ -83,6 +83,21 @@ pub(crate) fn trampoline(args: TrampolineArgs) -> ExitCode {
     bash_guard::trampoline_main(args.args)
 }
 
+/// The name of the small trampoline binary installed beside `agent-guard`.
+const TRAMPOLINE_BIN: &str = "agent-guard-sandbox-exec";
+
+/// `runner` with the trampoline: the small `agent-guard-sandbox-exec` beside this executable
+/// when there is one (same package, same build), else this executable's `__sandbox-exec`. Both
+/// run the same `trampoline_main`; the small one only starts faster.
+fn trampoline_runner(runner: Runner) -> anyhow::Result<Runner> {
+    let exe = std::env::current_exe().context("cannot find the agent-guard executable")?;
+    let small = exe.with_file_name(TRAMPOLINE_BIN);
+    if small.is_file() {
+        return Ok(runner.with_trampoline(small));
+    }
+    Ok(runner.with_trampoline_args(exe, ["__sandbox-exec", "--"]))
+}
+
 fn refuse(
     json: bool,
     decision: Decision,
@@ -189,8 +204,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(bytes) = args.memory_max {
         confinement.memory_max = Some(bytes);
     }
-    let exe = std::env::current_exe().context("cannot find the agent-guard executable")?;
-    let runner = Runner::new(exec_config).with_trampoline_args(exe, ["__sandbox-exec", "--"]);
+    let runner = trampoline_runner(Runner::new(exec_config))?;
     let request = ExecRequest {
         command,
         cwd,

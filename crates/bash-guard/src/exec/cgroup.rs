@@ -134,13 +134,24 @@ impl PidsCgroup {
         Ok(cg)
     }
 
-    /// The files a task writes its pid to in order to join (pids, then memory on v1).
+    /// The files a task writes to in order to join (pids, then memory on v1).
+    ///
+    /// On v1 these are the `tasks` files, for the trampoline to write `0` (itself, one thread):
+    /// a single-thread move of the writer skips the global threadgroup rwsem, whose write lock
+    /// waits for an RCU grace period (~12 ms isolated, the largest start-up cost when joining
+    /// through `cgroup.procs`). The trampoline is single-threaded, so its one thread is the
+    /// whole process; it checks that before writing (see `trampoline::join_cgroups`). On v2,
+    /// `cgroup.procs`.
     pub(crate) fn join_files(&self) -> Vec<PathBuf> {
-        let mut files = vec![self.procs_file()];
+        let file = match self.version {
+            Version::V1 => "tasks",
+            Version::V2 => "cgroup.procs",
+        };
+        let mut files = vec![self.dir.join(file)];
         if let Some(m) = &self.memory
             && *m != self.dir
         {
-            files.push(m.join("cgroup.procs"));
+            files.push(m.join(file));
         }
         files
     }

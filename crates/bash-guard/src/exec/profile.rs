@@ -114,8 +114,8 @@ fn expand(pattern: &str, home: Option<&Path>) -> Option<String> {
     }
 }
 
-fn components(path: &str) -> Vec<&str> {
-    path.split('/').filter(|c| !c.is_empty()).collect()
+fn components(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|c| !c.is_empty())
 }
 
 /// How `pattern` relates to `path`, component by component.
@@ -129,21 +129,20 @@ enum Relation {
 }
 
 fn relate(pattern: &str, path: &Path) -> Relation {
+    // Called for every entry of a filtered directory against every hidden pattern: no
+    // allocation on this path.
     let text = path.to_string_lossy();
-    let p = components(pattern);
-    let q = components(&text);
-    let common = p.len().min(q.len());
-    let prefix_matches = p
-        .iter()
-        .zip(q.iter())
-        .take(common)
-        .all(|(pc, qc)| glob_match(pc, qc) && (pc.contains('*') || pc == qc));
-    if !prefix_matches {
-        Relation::Unrelated
-    } else if p.len() <= q.len() {
-        Relation::Hides
-    } else {
-        Relation::Below
+    let (mut p, mut q) = (components(pattern), components(&text));
+    loop {
+        match (p.next(), q.next()) {
+            (Some(pc), Some(qc)) => {
+                if pc != qc && !(pc.contains('*') && glob_match(pc, qc)) {
+                    return Relation::Unrelated;
+                }
+            }
+            (None, _) => return Relation::Hides,
+            (Some(_), None) => return Relation::Below,
+        }
     }
 }
 

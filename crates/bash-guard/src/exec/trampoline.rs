@@ -34,7 +34,8 @@ pub(crate) struct Spec {
     pub(crate) list_only: Vec<PathBuf>,
     pub(crate) devices: Vec<PathBuf>,
     pub(crate) block_network: bool,
-    /// `cgroup.procs` files to join (pids, then memory on cgroup v1).
+    /// Files to write to join the cgroups (pids, then memory on cgroup v1): v1 `tasks` files
+    /// (written `0`, see [`join_cgroup`]) or v2 `cgroup.procs`.
     pub(crate) cgroup_procs: Vec<PathBuf>,
     pub(crate) max_file_size: Option<u64>,
     pub(crate) cpu_time_secs: Option<u64>,
@@ -189,10 +190,10 @@ fn usage(msg: &str) -> ExitCode {
 /// Joins the cgroups and sets the resource limits: before any fork, so every task is counted.
 fn limit(spec: &Spec, applied: &mut Applied) {
     applied.cgroup_joined = !spec.cgroup_procs.is_empty();
-    for procs in &spec.cgroup_procs {
-        if let Err(e) = std::fs::write(procs, std::process::id().to_string()) {
+    for file in &spec.cgroup_procs {
+        if let Err(e) = join_cgroup(file) {
             applied.cgroup_joined = false;
-            applied.cgroup_error = Some(format!("cannot join `{}`: {e}", procs.display()));
+            applied.cgroup_error = Some(format!("cannot join `{}`: {e}", file.display()));
             break;
         }
     }
@@ -213,6 +214,26 @@ fn limit(spec: &Spec, applied: &mut Applied) {
             Err(e) => applied.rlimit_errors.push(format!("{name}: {e}")),
         }
     }
+}
+
+/// Moves this process into the cgroup of `file`: a v1 `tasks` file takes `0` (the writing
+/// thread), a `cgroup.procs` file this process's pid.
+///
+/// Moving one thread through `tasks` skips the kernel's global threadgroup lock and with it an
+/// RCU grace period per join; it moves the whole process only because the process has one
+/// thread, so with any other count the join goes through `cgroup.procs` of the same directory
+/// (slow, never partial).
+fn join_cgroup(file: &std::path::Path) -> std::io::Result<()> {
+    if file.file_name() == Some(std::ffi::OsStr::new("tasks")) {
+        if sys::thread_count() == Some(1) {
+            return std::fs::write(file, "0");
+        }
+        return std::fs::write(
+            file.with_file_name("cgroup.procs"),
+            std::process::id().to_string(),
+        );
+    }
+    std::fs::write(file, std::process::id().to_string())
 }
 
 /// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
