@@ -2011,11 +2011,9 @@ fn cargo_run_target(args: &[Decoded]) -> Option<&str> {
         .position(|a| a.text == "--")
         .unwrap_or(args.len());
     let args = args.get(..end)?;
-    if !args
-        .iter()
-        .find(|a| !a.text.starts_with('-') || a.dynamic)
-        .is_some_and(|a| matches!(a.text.as_str(), "run" | "r"))
-    {
+    // Any `run` word, not only the first operand: `cargo +nightly run`, `cargo --manifest-path
+    // M run` put other words first.
+    if !args.iter().any(|a| matches!(a.text.as_str(), "run" | "r")) {
         return None;
     }
     let mut it = args.iter().map(|a| a.text.as_str());
