@@ -58,6 +58,8 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.codex/**",
     "**/.gemini/**",
     "**/.agent/**",
+    // The guard's own state: audit log, kill switch, session ledger and allow-once grants.
+    "**/.agent-guard/**",
     ".mcp.json",
     // Editors: run on opening the folder.
     "**/.vscode/tasks.json",
@@ -502,6 +504,11 @@ mod tests {
         ("**/.codex/**", ".codex/config.toml", "codex.md"),
         ("**/.gemini/**", ".gemini/settings.json", "GEMINI.md"),
         ("**/.agent/**", ".agent/x/y", "agent.rs"),
+        (
+            "**/.agent-guard/**",
+            ".agent-guard/audit.db",
+            "agent-guard.md",
+        ),
         (".mcp.json", "sub/.mcp.json", "mcp.json"),
         (
             "**/.vscode/tasks.json",

@@ -162,6 +162,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "a desktop keyring",
         "~/.local/share/keyrings/login.keyring",
     ),
+    // The guard's allow-once signing key: whoever reads it can forge grants.
+    always(
+        "~/.agent-guard/grant.key",
+        "agent-guard's grant signing key",
+        "~/.agent-guard/grant.key",
+    ),
     // Shell and REPL histories: people type passwords, tokens and `export KEY=...` there.
     always(
         "~/.bash_history",
