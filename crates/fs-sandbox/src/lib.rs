@@ -5,6 +5,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzz;
 mod glob;
+mod lazy;
 mod open;
 mod protected;
 mod sandbox;

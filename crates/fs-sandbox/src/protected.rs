@@ -25,7 +25,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::SandboxError;
@@ -126,9 +126,10 @@ pub(crate) struct Patterns {
 }
 
 impl Patterns {
-    pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
-        let mut builder = GlobSetBuilder::new();
-        let mut owners = Vec::new();
+    /// Every glob the patterns stand for, with the pattern each came from; an error for a
+    /// pattern that is empty or does not parse.
+    pub(crate) fn globs(patterns: &[String]) -> Result<Vec<(Glob, String)>, SandboxError> {
+        let mut globs = Vec::new();
         for pattern in patterns {
             let trimmed = pattern.trim_start_matches('/').trim_end_matches('/');
             if trimmed.is_empty() {
@@ -156,9 +157,18 @@ impl Patterns {
                         pattern: pattern.clone(),
                         message: err.kind().to_string(),
                     })?;
-                builder.add(glob);
-                owners.push(pattern.clone());
+                globs.push((glob, pattern.clone()));
             }
+        }
+        Ok(globs)
+    }
+
+    pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
+        let mut builder = GlobSetBuilder::new();
+        let mut owners = Vec::new();
+        for (glob, owner) in Self::globs(patterns)? {
+            builder.add(glob);
+            owners.push(owner);
         }
         let set = builder.build().map_err(|err| SandboxError::BadPattern {
             pattern: patterns.join(", "),
@@ -184,6 +194,11 @@ pub(crate) struct Protected {
 }
 
 impl Protected {
+    /// Checks that every pattern parses, without compiling a set.
+    pub(crate) fn validate(patterns: &[String]) -> Result<(), SandboxError> {
+        Patterns::globs(patterns).map(drop)
+    }
+
     pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
         let names = Patterns::compile(patterns)?;
         let git_dir = Patterns::compile(

@@ -12,6 +12,7 @@ use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
 use crate::error::SandboxError;
+use crate::lazy::OnFirstUse;
 use crate::protected::{DEFAULT_PROTECTED, Protected};
 use crate::sensitive::{Sensitive, home_forms};
 
@@ -270,7 +271,7 @@ impl SandboxBuilder {
                 }),
             });
         }
-        let protected = Protected::compile(&self.protected)?;
+        Protected::validate(&self.protected)?;
         if let Some(home) = self.home.as_ref().filter(|h| !h.is_absolute()) {
             return Err(SandboxError::BadRoot {
                 root: home.clone(),
@@ -278,7 +279,8 @@ impl SandboxBuilder {
             });
         }
         let home = self.home.or_else(std::env::home_dir);
-        let sensitive = Sensitive::compile(&self.sensitive, &home_forms(home.as_deref()))?;
+        let homes = home_forms(home.as_deref());
+        Sensitive::validate(&self.sensitive, &homes)?;
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -287,8 +289,10 @@ impl SandboxBuilder {
         Ok(Sandbox {
             cwd,
             roots,
-            protected,
-            sensitive,
+            protected: OnFirstUse::new(self.protected, |patterns| Protected::compile(patterns)),
+            sensitive: OnFirstUse::new((self.sensitive, homes), |(extra, homes)| {
+                Sensitive::compile(extra, homes)
+            }),
             use_openat2,
             dev_null: dev_root(),
         })
@@ -296,6 +300,11 @@ impl SandboxBuilder {
 }
 
 pub(crate) const DEV_NULL: &str = "/dev/null";
+
+/// What every path is when the sensitive table could not be compiled: the guard cannot tell a
+/// credential store from any other file then, so it refuses them all.
+const UNCOMPILED_SENSITIVE: &str =
+    "any path while the sensitive-path table cannot be compiled (fix the policy's patterns)";
 
 fn dev_root() -> Option<Root> {
     let fd = open_dir_path(Path::new("/dev")).ok()?;
@@ -330,8 +339,10 @@ fn probe_openat2(root: Option<&Root>) -> bool {
 pub struct Sandbox {
     cwd: PathBuf,
     roots: Vec<Root>,
-    protected: Protected,
-    sensitive: Sensitive,
+    /// Compiled when the first write is judged (see `lazy.rs`).
+    protected: OnFirstUse<Vec<String>, Protected>,
+    /// Compiled when the first path is judged.
+    sensitive: OnFirstUse<(Vec<String>, Vec<PathBuf>), Sensitive>,
     pub(crate) use_openat2: bool,
     /// `/dev`, to open `/dev/null` beneath; not a root.
     dev_null: Option<Root>,
@@ -394,7 +405,7 @@ impl Sandbox {
     /// and the physical path. The filesystem is touched only after a pattern matched (a
     /// directory never matches a file pattern; a `.pem` is judged by its content).
     pub fn sensitive(&self, path: &Path) -> Option<&'static str> {
-        self.sensitive.matching(&self.absolute(path))
+        self.sensitive_match(&self.absolute(path))
     }
 
     /// What sensitive location lies at or below the directory `dir`, for a reader that
@@ -405,7 +416,18 @@ impl Sandbox {
     /// `hidden` says whether the reader descends into dot-names: ripgrep's defaults skip them,
     /// so `~` holds no reachable `~/.ssh` for it, while `grep -r` reads it.
     pub fn sensitive_below(&self, dir: &Path, hidden: bool) -> Option<&'static str> {
-        self.sensitive.below(&self.absolute(dir), hidden)
+        match self.sensitive.get() {
+            Ok(table) => table.below(&self.absolute(dir), hidden),
+            Err(_) => Some(UNCOMPILED_SENSITIVE),
+        }
+    }
+
+    /// The sensitive table's verdict on an absolute path; every path when it failed to compile.
+    fn sensitive_match(&self, absolute: &Path) -> Option<&'static str> {
+        match self.sensitive.get() {
+            Ok(table) => table.matching(absolute),
+            Err(_) => Some(UNCOMPILED_SENSITIVE),
+        }
     }
 
     /// Every name `path` has on its way to the file, without judging any: where it physically
@@ -439,7 +461,7 @@ impl Sandbox {
         validate(path)?;
         // `.` and a trailing `/` dropped, `..` kept: the path as given, for the sensitive match.
         let absolute = self.absolute(path);
-        if let Some(what) = self.sensitive.matching(&absolute) {
+        if let Some(what) = self.sensitive_match(&absolute) {
             return Err(SandboxError::Sensitive {
                 path: absolute,
                 what: what.to_owned(),
@@ -454,7 +476,7 @@ impl Sandbox {
             Ok,
         )?;
         if resolved.path != absolute
-            && let Some(what) = self.sensitive.matching(&resolved.path)
+            && let Some(what) = self.sensitive_match(&resolved.path)
         {
             return Err(SandboxError::Sensitive {
                 path: resolved.path,
@@ -508,7 +530,13 @@ impl Sandbox {
             }
             let mut views = resolved.views.clone();
             views.push(absolute);
-            if let Some(pattern) = self.protected.judge(&resolved.path, &views, root.path()) {
+            let verdict = match self.protected.get() {
+                Ok(protected) => protected.judge(&resolved.path, &views, root.path()),
+                Err(err) => Some(format!(
+                    "every file (the protected list failed to compile: {err})"
+                )),
+            };
+            if let Some(pattern) = verdict {
                 return Err(SandboxError::Protected {
                     resolved: resolved.path.clone(),
                     root: root.path().to_owned(),

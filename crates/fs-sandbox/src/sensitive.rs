@@ -450,6 +450,24 @@ impl Part {
 }
 
 impl Sensitive {
+    /// Checks that every `extra` policy pattern parses, in every form [`compile`] gives it,
+    /// without compiling any set (the default table is checked by its tests).
+    ///
+    /// [`compile`]: Sensitive::compile
+    pub(crate) fn validate(extra: &[String], homes: &[PathBuf]) -> Result<(), SandboxError> {
+        for pattern in extra {
+            for form in absolute_forms(pattern, homes)? {
+                glob_of(pattern, &form)?;
+                if !form.starts_with("/**/") {
+                    for component in form.split('/').filter(|c| !c.is_empty()) {
+                        Part::parse(pattern, component)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Compiles the default table plus `extra` policy patterns against the home forms.
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
         let mut files = GlobSetBuilder::new();
@@ -824,10 +842,34 @@ mod tests {
 
     #[test]
     fn bad_patterns_are_errors() {
-        for bad in ["", "~user/x", "a/[z"] {
+        // `/x/{a/b}` parses whole but not component by component (`{a`): the validation the
+        // builder runs must refuse whatever the compile on first use would.
+        for bad in ["", "~user/x", "a/[z", "/x/{a/b}"] {
             let err = Sensitive::compile(&[bad.to_owned()], &[]).unwrap_err();
             assert_eq!(err.code(), "bad_pattern", "{bad}");
+            let err = Sensitive::validate(&[bad.to_owned()], &[]).unwrap_err();
+            assert_eq!(err.code(), "bad_pattern", "validate {bad}");
         }
+        for good in ["secrets/**", "~/.config/x/*.json", "/srv/keys/{a,b}"] {
+            Sensitive::validate(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
+            Sensitive::compile(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_sandbox_with_a_bad_pattern_is_not_built() {
+        // The sets compile on first use; a bad pattern is still refused when the sandbox is built.
+        let dir = tempfile::tempdir().unwrap();
+        let err = crate::Sandbox::builder(dir.path())
+            .sensitive("a/[z")
+            .build()
+            .unwrap_err();
+        assert_eq!(err.code(), "bad_pattern");
+        let err = crate::Sandbox::builder(dir.path())
+            .protected("")
+            .build()
+            .unwrap_err();
+        assert_eq!(err.code(), "bad_pattern");
     }
 
     #[test]
