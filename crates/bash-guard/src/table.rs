@@ -466,20 +466,37 @@ pub(crate) fn interpret_expression<'a>(spec: &'a CommandSpec, args: &[Decoded]) 
     e
 }
 
-/// Parses the whole table text. The top-level `groups` table names option lists that a
-/// command includes with `"@name"` in its `opts`.
+/// `src/commands.toml` cut into one document per command by build.rs, sorted by name.
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/commands.rs"));
+}
+
+/// Reads the `groups` table: option lists that a command includes with `"@name"` in its `opts`.
+fn parse_groups(raw: Option<toml::Value>) -> Result<HashMap<String, Vec<String>>, String> {
+    match raw {
+        Some(g) => g.try_into().map_err(|e: toml::de::Error| e.to_string()),
+        None => Ok(HashMap::new()),
+    }
+}
+
+fn parse_command(
+    name: &str,
+    value: toml::Value,
+    groups: &HashMap<String, Vec<String>>,
+) -> Result<CommandSpec, String> {
+    let r: RawCommand = value
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("`{name}`: {e}"))?;
+    parse_spec(name, r, groups)
+}
+
+/// Parses a whole table text (the `groups` table and every command).
 pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
     let mut raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-    let groups: HashMap<String, Vec<String>> = match raw.remove("groups") {
-        Some(g) => g.try_into().map_err(|e: toml::de::Error| e.to_string())?,
-        None => HashMap::new(),
-    };
+    let groups = parse_groups(raw.remove("groups"))?;
     let mut out = HashMap::new();
     for (name, value) in raw {
-        let r: RawCommand = value
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("`{name}`: {e}"))?;
-        let spec = parse_spec(&name, r, &groups)?;
+        let spec = parse_command(&name, value, &groups)?;
         out.insert(name, spec);
     }
     Ok(out)
@@ -613,8 +630,9 @@ fn parse_spec(
     })
 }
 
-/// The compiled table; `None` if it failed to parse (a test makes that impossible to ship,
-/// and callers then treat every command as unknown: ask).
+/// The whole compiled table, for the tidy checks that list every entry; `None` if any entry
+/// failed to parse (a test makes that impossible to ship). Lookups go through [`spec`], which
+/// parses one command at a time.
 pub(crate) fn table() -> Option<&'static HashMap<String, CommandSpec>> {
     static TABLE: OnceLock<Option<HashMap<String, CommandSpec>>> = OnceLock::new();
     TABLE
@@ -622,7 +640,21 @@ pub(crate) fn table() -> Option<&'static HashMap<String, CommandSpec>> {
         .as_ref()
 }
 
-/// The spec of `name` (aliases share one: `egrep` is `grep`, `sha1sum` is `sha256sum` ...).
+/// The option groups, parsed once; `None` if they failed to (then every command using one is
+/// unknown: ask).
+fn groups() -> Option<&'static HashMap<String, Vec<String>>> {
+    static GROUPS: OnceLock<Option<HashMap<String, Vec<String>>>> = OnceLock::new();
+    GROUPS
+        .get_or_init(|| {
+            let raw: toml::Table = toml::from_str(generated::GROUPS).ok()?;
+            parse_groups(Some(toml::Value::Table(raw))).ok()
+        })
+        .as_ref()
+}
+
+/// The spec of `name` (aliases share one: `egrep` is `grep`, `sha1sum` is `sha256sum` ...),
+/// parsed the first time it is asked for. An entry that fails to parse is `None`, an unknown
+/// command (ask); a test parses every entry, so none ships broken.
 pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
     let key = match name {
         "egrep" | "fgrep" => "grep",
@@ -631,7 +663,23 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         "base32" => "base64",
         other => other,
     };
-    table()?.get(key)
+    static SPECS: OnceLock<Vec<OnceLock<Option<CommandSpec>>>> = OnceLock::new();
+    let index = generated::COMMANDS
+        .binary_search_by(|(entry, _)| (*entry).cmp(key))
+        .ok()?;
+    let (entry, text) = generated::COMMANDS.get(index)?;
+    let specs = SPECS.get_or_init(|| {
+        std::iter::repeat_with(OnceLock::new)
+            .take(generated::COMMANDS.len())
+            .collect()
+    });
+    specs
+        .get(index)?
+        .get_or_init(|| {
+            let value = toml::Value::Table(toml::from_str(text).ok()?);
+            parse_command(entry, value, groups()?).ok()
+        })
+        .as_ref()
 }
 
 /// One option as the interpreter read it.
@@ -877,6 +925,30 @@ mod tests {
         let t = parse_table(include_str!("commands.toml")).unwrap();
         assert!(t.len() >= 25);
         assert!(table().is_some());
+    }
+
+    #[test]
+    fn every_entry_parses_alone_as_in_the_whole_table() {
+        // `spec` reads build.rs's per-command documents; each must mean what the whole table
+        // says, so a cut that lost a key or a sub-table shows here.
+        let whole = table().unwrap();
+        assert_eq!(generated::COMMANDS.len(), whole.len());
+        for (name, _) in generated::COMMANDS {
+            let alone = spec(name).unwrap_or_else(|| panic!("`{name}` does not parse alone"));
+            let from_whole = whole.get(*name).unwrap();
+            assert!(
+                alone == from_whole,
+                "`{name}` alone differs from the whole table"
+            );
+        }
+        assert!(
+            generated::COMMANDS
+                .windows(2)
+                .all(|pair| pair[0].0 < pair[1].0),
+            "sorted for the binary search"
+        );
+        assert!(spec("no-such-command").is_none());
+        assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
     }
 
     #[test]
