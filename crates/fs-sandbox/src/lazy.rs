@@ -26,6 +26,11 @@ impl<I, T> OnFirstUse<I, T> {
         }
     }
 
+    /// Whether the value has been compiled (successfully or not).
+    pub(crate) fn is_compiled(&self) -> bool {
+        self.cell.get().is_some()
+    }
+
     /// The compiled value, or why it could not be compiled (callers fail closed on `Err`: the
     /// patterns were validated at build time, so this is a regex size limit or similar).
     pub(crate) fn get(&self) -> Result<&T, &SandboxError> {

@@ -301,11 +301,6 @@ impl SandboxBuilder {
 
 pub(crate) const DEV_NULL: &str = "/dev/null";
 
-/// What every path is when the sensitive table could not be compiled: the guard cannot tell a
-/// credential store from any other file then, so it refuses them all.
-const UNCOMPILED_SENSITIVE: &str =
-    "any path while the sensitive-path table cannot be compiled (fix the policy's patterns)";
-
 fn dev_root() -> Option<Root> {
     let fd = open_dir_path(Path::new("/dev")).ok()?;
     let mount = fd_mount(&fd);
@@ -418,7 +413,7 @@ impl Sandbox {
     pub fn sensitive_below(&self, dir: &Path, hidden: bool) -> Option<&'static str> {
         match self.sensitive.get() {
             Ok(table) => table.below(&self.absolute(dir), hidden),
-            Err(_) => Some(UNCOMPILED_SENSITIVE),
+            Err(_) => Some(crate::sensitive::UNCOMPILED),
         }
     }
 
@@ -426,7 +421,7 @@ impl Sandbox {
     fn sensitive_match(&self, absolute: &Path) -> Option<&'static str> {
         match self.sensitive.get() {
             Ok(table) => table.matching(absolute),
-            Err(_) => Some(UNCOMPILED_SENSITIVE),
+            Err(_) => Some(crate::sensitive::UNCOMPILED),
         }
     }
 

@@ -25,7 +25,9 @@
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
-use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::lazy::OnFirstUse;
 
 use crate::error::SandboxError;
 
@@ -406,18 +408,54 @@ const POLICY_WHAT: &str = "a path the policy marks sensitive";
 /// How many leading bytes of a `.pem` file are searched for a private key block.
 const PEM_SNIFF_BYTES: u64 = 64 * 1024;
 
-/// The compiled table.
+/// The table, each set compiled the first time a match needs it (see `lazy.rs`): a directory
+/// check needs only `trees`, a tree reader only `anchored`.
 #[derive(Debug)]
 pub(crate) struct Sensitive {
     /// Patterns naming files: never match a directory.
-    files: GlobSet,
+    files: OnFirstUse<Vec<Glob>, GlobSet>,
     files_meta: Vec<(&'static str, SensitiveWhen)>,
     /// `dir/**` patterns: the directory and everything below it.
-    trees: GlobSet,
+    trees: OnFirstUse<Vec<Glob>, GlobSet>,
     trees_what: Vec<&'static str>,
-    except: GlobSet,
+    except: OnFirstUse<Vec<Glob>, GlobSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
-    anchored: Vec<(Vec<Part>, &'static str)>,
+    anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
+}
+
+/// An anchored form as written: the pattern it came from (for errors), the form, what it holds.
+type AnchoredForm = (String, String, &'static str);
+
+/// What every path is when a set of the table could not be compiled: the guard cannot tell a
+/// credential store from any other file then, so it refuses them all.
+pub(crate) const UNCOMPILED: &str =
+    "any path while the sensitive-path table cannot be compiled (fix the policy's patterns)";
+
+fn build_set(globs: &Vec<Glob>) -> Result<GlobSet, SandboxError> {
+    let mut set = GlobSetBuilder::new();
+    for glob in globs {
+        set.add(glob.clone());
+    }
+    set.build().map_err(|err| SandboxError::BadPattern {
+        pattern: "sensitive".to_owned(),
+        message: err.to_string(),
+    })
+}
+
+fn build_anchored(
+    forms: &Vec<AnchoredForm>,
+) -> Result<Vec<(Vec<Part>, &'static str)>, SandboxError> {
+    forms
+        .iter()
+        .map(|(pattern, form, what)| {
+            let parts = form
+                .split('/')
+                .filter(|c| !c.is_empty())
+                .map(|c| Part::parse(pattern, c))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((parts, *what))
+        })
+        .collect()
 }
 
 /// One component of an anchored pattern.
@@ -468,11 +506,12 @@ impl Sensitive {
         Ok(())
     }
 
-    /// Compiles the default table plus `extra` policy patterns against the home forms.
+    /// Reads the default table plus `extra` policy patterns against the home forms: every glob
+    /// is parsed here (a bad pattern is an error now), each set compiles on first use.
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
-        let mut files = GlobSetBuilder::new();
+        let mut files = Vec::new();
         let mut files_meta = Vec::new();
-        let mut trees = GlobSetBuilder::new();
+        let mut trees = Vec::new();
         let mut trees_what = Vec::new();
         let mut anchored = Vec::new();
         let entries = DEFAULT_SENSITIVE
@@ -487,41 +526,30 @@ impl Sensitive {
             let forms = absolute_forms(pattern, homes)?;
             for form in forms {
                 if !form.starts_with("/**/") {
-                    let parts = form
-                        .split('/')
-                        .filter(|c| !c.is_empty())
-                        .map(|c| Part::parse(pattern, c))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    anchored.push((parts, what));
+                    anchored.push((pattern.to_owned(), form.clone(), what));
                 }
                 if let Some(base) = form.strip_suffix("/**") {
                     for glob in [base, form.as_str()] {
-                        trees.add(glob_of(pattern, glob)?);
+                        trees.push(glob_of(pattern, glob)?);
                         trees_what.push(what);
                     }
                 } else {
-                    files.add(glob_of(pattern, &form)?);
+                    files.push(glob_of(pattern, &form)?);
                     files_meta.push((what, when));
                 }
             }
         }
-        let mut except = GlobSetBuilder::new();
-        for pattern in NOT_SENSITIVE {
-            except.add(glob_of(pattern, &format!("/**/{pattern}"))?);
-        }
-        let build = |set: GlobSetBuilder| {
-            set.build().map_err(|err| SandboxError::BadPattern {
-                pattern: "sensitive".to_owned(),
-                message: err.to_string(),
-            })
-        };
+        let except = NOT_SENSITIVE
+            .iter()
+            .map(|pattern| glob_of(pattern, &format!("/**/{pattern}")))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Sensitive {
-            files: build(files)?,
+            files: OnFirstUse::new(files, build_set),
             files_meta,
-            trees: build(trees)?,
+            trees: OnFirstUse::new(trees, build_set),
             trees_what,
-            except: build(except)?,
-            anchored,
+            except: OnFirstUse::new(except, build_set),
+            anchored: OnFirstUse::new(anchored, build_anchored),
         })
     }
 
@@ -537,7 +565,10 @@ impl Sensitive {
                 _ => None,
             })
             .collect();
-        'patterns: for (parts, what) in &self.anchored {
+        let Ok(anchored) = self.anchored.get() else {
+            return Some(UNCOMPILED);
+        };
+        'patterns: for (parts, what) in anchored {
             for (index, component) in components.iter().enumerate() {
                 match parts.get(index) {
                     Some(Part::Any) => return Some(what),
@@ -566,11 +597,29 @@ impl Sensitive {
     pub(crate) fn matching(&self, absolute: &Path) -> Option<&'static str> {
         // One candidate (basename, extension) shared by the three sets.
         let candidate = Candidate::new(absolute);
-        if let Some(first) = self.trees.matches_candidate(&candidate).first() {
+        let Ok(trees) = self.trees.get() else {
+            return Some(UNCOMPILED);
+        };
+        if let Some(first) = trees.matches_candidate(&candidate).first() {
             return self.trees_what.get(*first).copied();
         }
-        let hits = self.files.matches_candidate(&candidate);
-        if hits.is_empty() || self.except.is_match_candidate(&candidate) {
+        // A file pattern never matches a directory: until the file set is compiled anyway, one
+        // `stat` answers for a directory (a working directory, a tree's root) instead of a
+        // compile of a few hundred globs. Same answer either way.
+        let is_dir = |path: &Path| std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+        if !self.files.is_compiled() && is_dir(absolute) {
+            return None;
+        }
+        let Ok(files) = self.files.get() else {
+            return Some(UNCOMPILED);
+        };
+        let hits = files.matches_candidate(&candidate);
+        // An exception set that failed to compile excepts nothing (fail closed).
+        let excepted = self
+            .except
+            .get()
+            .is_ok_and(|except| except.is_match_candidate(&candidate));
+        if hits.is_empty() || excepted {
             return None;
         }
         let meta = std::fs::metadata(absolute);
@@ -844,16 +893,39 @@ mod tests {
     fn bad_patterns_are_errors() {
         // `/x/{a/b}` parses whole but not component by component (`{a`): the validation the
         // builder runs must refuse whatever the compile on first use would.
-        for bad in ["", "~user/x", "a/[z", "/x/{a/b}"] {
+        for bad in ["", "~user/x", "a/[z"] {
             let err = Sensitive::compile(&[bad.to_owned()], &[]).unwrap_err();
             assert_eq!(err.code(), "bad_pattern", "{bad}");
+        }
+        for bad in ["", "~user/x", "a/[z", "/x/{a/b}"] {
             let err = Sensitive::validate(&[bad.to_owned()], &[]).unwrap_err();
             assert_eq!(err.code(), "bad_pattern", "validate {bad}");
         }
+        // Had the builder not refused it, the anchored set would fail to compile on first use
+        // and every tree read would be refused (fail closed).
+        let t = Sensitive::compile(&["/x/{a/b}".to_owned()], &[]).unwrap();
+        assert_eq!(t.below(Path::new("/srv"), true), Some(UNCOMPILED));
         for good in ["secrets/**", "~/.config/x/*.json", "/srv/keys/{a,b}"] {
             Sensitive::validate(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
             Sensitive::compile(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
         }
+    }
+
+    #[test]
+    fn a_directory_is_answered_without_compiling_the_file_set() {
+        let t = table();
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project.env");
+        std::fs::create_dir(&project).unwrap();
+        // `*.env` names files; the directory is not one, and no set of files was compiled.
+        assert_eq!(t.matching(&project), None);
+        assert!(!t.files.is_compiled());
+        let file = dir.path().join("prod.env");
+        std::fs::write(&file, "KEY=1").unwrap();
+        assert!(t.matching(&file).is_some());
+        assert!(t.files.is_compiled());
+        // Compiled or not, the set gives a directory the same answer.
+        assert_eq!(t.matching(&project), None);
     }
 
     #[test]
