@@ -74,9 +74,7 @@ pub(super) async fn open(
                 .synchronous(SqliteSynchronous::Normal);
         }
     }
-    let pool = SqlitePoolOptions::new()
-        .max_connections(max_connections)
-        .connect_with(connect)
+    let pool = connect_retrying(connect, max_connections)
         .await
         .map_err(open_err(name))?;
     if access != Access::Control {
@@ -86,6 +84,43 @@ pub(super) async fn open(
         migrate(&pool, name).await?;
     }
     Ok(pool)
+}
+
+/// Connects, retrying while another process holds the file's lock. Switching a new file to WAL
+/// needs an exclusive lock, and SQLite answers `SQLITE_BUSY` at once, without its busy handler,
+/// when a second process is opening the same new file (two hooks of one agent's parallel tool
+/// calls, on first use): the loser waits and finds the file already in WAL mode.
+async fn connect_retrying(
+    connect: SqliteConnectOptions,
+    max_connections: u32,
+) -> Result<SqlitePool, sqlx::Error> {
+    let mut attempt: u32 = 0;
+    loop {
+        match SqlitePoolOptions::new()
+            .max_connections(max_connections)
+            .connect_with(connect.clone())
+            .await
+        {
+            Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(10 << attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Tries after a busy open: 20 + 40 + ... + 640 ms, about 1.3 s in all.
+const BUSY_RETRIES: u32 = 6;
+
+/// `SQLITE_BUSY` or `SQLITE_LOCKED`, in any extended form (the primary code is the low byte).
+fn is_busy(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    db.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
 }
 
 /// `PRAGMA quick_check`: the b-tree structure, without the (slow) index cross-check.
