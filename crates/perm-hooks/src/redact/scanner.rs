@@ -38,14 +38,46 @@ pub struct Redacted<'a> {
     pub findings: Vec<SecretFinding>,
 }
 
+/// A detector's regex and the index of its `secret` group, compiled on first use.
+#[derive(Debug)]
+struct LazyRegex {
+    source: String,
+    cell: std::sync::OnceLock<Result<CompiledRegex, regex::Error>>,
+}
+
+#[derive(Debug)]
+struct CompiledRegex {
+    re: Regex,
+    secret_group: Option<usize>,
+}
+
+impl LazyRegex {
+    fn new(source: String) -> Self {
+        LazyRegex {
+            source,
+            cell: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Result<&CompiledRegex, &regex::Error> {
+        self.cell
+            .get_or_init(|| {
+                let re = Regex::new(&self.source)?;
+                let secret_group = re.capture_names().position(|n| n == Some("secret"));
+                Ok(CompiledRegex { re, secret_group })
+            })
+            .as_ref()
+    }
+}
+
 #[derive(Debug)]
 struct Detector {
     id: Arc<str>,
     /// `\A(?:pattern)`, run on the text from an anchor hit; unanchored for extras without
-    /// anchors.
-    re: Regex,
-    /// Index of the `secret` group, if the pattern has one.
-    secret_group: Option<usize>,
+    /// anchors. Built-in patterns compile the first time their anchor is met (a hook process
+    /// scans a few hundred bytes and meets few anchors); a policy's extras compile at once so a
+    /// bad one is an error naming it.
+    re: LazyRegex,
     entropy: Option<f64>,
     boundary: bool,
     /// Mask a block's body rather than the match or its `secret` group.
@@ -234,19 +266,19 @@ impl SecretScanner {
             } else {
                 format!(r"\A(?:{})", spec.pattern)
             };
-            let re = Regex::new(&source).map_err(|e| {
-                config_error(
+            let re = LazyRegex::new(source);
+            let builtin = !config.extra.iter().any(|e| e.id == spec.id);
+            if !builtin && let Err(e) = re.get() {
+                return Err(config_error(
                     "hooks.redaction.extra",
                     format!("detector `{}`: bad pattern: {e}", spec.id),
-                )
-            })?;
-            let secret_group = re.capture_names().position(|n| n == Some("secret"));
+                ));
+            }
             let index = detectors.len();
             anchors.extend(spec.anchors.iter().map(|a| (a.clone(), index)));
             detectors.push(Detector {
                 id: Arc::from(spec.id.as_str()),
                 re,
-                secret_group,
                 entropy: spec.entropy,
                 boundary: spec.boundary,
                 window: spec.window.unwrap_or(DEFAULT_WINDOW),
@@ -401,9 +433,11 @@ impl SecretScanner {
             }
         }
         for (index, det) in self.detectors.iter().enumerate() {
-            if det.unanchored {
-                for caps in det.re.captures_iter(text) {
-                    if let Some(span) = det.accept(text, &caps, 0) {
+            if det.unanchored
+                && let Ok(compiled) = det.re.get()
+            {
+                for caps in compiled.re.captures_iter(text) {
+                    if let Some(span) = det.accept(text, &caps, 0, compiled.secret_group) {
                         specific.push((span, index));
                     }
                 }
@@ -565,21 +599,24 @@ impl Detector {
         let rest = text.get(pos..end)?;
         // The DFA finds the match; the capture engine then runs on the match alone, and only
         // when there is a group to read.
-        let m = self.re.find(rest)?;
+        // A built-in pattern that does not compile is impossible in a tested build
+        // (`every_builtin_pattern_compiles`).
+        let compiled = self.re.get().ok()?;
+        let m = compiled.re.find(rest)?;
         if self.mask == Some(Mask::Body) {
             let span = body_of(text, pos, pos + m.end())?;
             return self
                 .judge(text, span.end, text.get(span.clone())?, m.as_str(), "")
                 .then_some(span);
         }
-        if self.secret_group.is_none() && self.stand_ins.is_none() {
+        if compiled.secret_group.is_none() && self.stand_ins.is_none() {
             let span = pos + m.start()..pos + m.end();
             return self
                 .judge(text, span.end, m.as_str(), m.as_str(), "")
                 .then_some(span);
         }
-        let caps = self.re.captures(rest.get(..m.end())?)?;
-        self.accept(text, &caps, pos)
+        let caps = compiled.re.captures(rest.get(..m.end())?)?;
+        self.accept(text, &caps, pos, compiled.secret_group)
     }
 
     fn accept(
@@ -587,9 +624,10 @@ impl Detector {
         text: &str,
         caps: &regex::Captures<'_>,
         offset: usize,
+        secret_group: Option<usize>,
     ) -> Option<Range<usize>> {
         let whole = caps.get(0)?;
-        let secret = match self.secret_group {
+        let secret = match secret_group {
             Some(g) => caps.get(g)?,
             None => whole,
         };
@@ -714,6 +752,24 @@ mod tests {
         let s = SecretScanner::default_set();
         assert!(s.detector_ids().contains(&"github-token"));
         assert!(s.detector_ids().contains(&"secret-assignment"));
+    }
+
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        // Built-ins compile on first use; this is what makes a failure there impossible.
+        let s = SecretScanner::from_config(&RedactionConfig::default()).unwrap();
+        for det in &s.detectors {
+            assert!(det.re.get().is_ok(), "{}", det.id);
+        }
+    }
+
+    #[test]
+    fn a_bad_extra_pattern_is_refused_at_once() {
+        let config: RedactionConfig =
+            toml::from_str("[[extra]]\nid = \"mine\"\nanchors = [\"tok_\"]\npattern = \"tok_(\"\n")
+                .unwrap();
+        let err = SecretScanner::from_config(&config).unwrap_err();
+        assert!(err.to_string().contains("mine"), "{err}");
     }
 
     /// Every table entry's test pair: the hit is masked by that detector, the miss by none
