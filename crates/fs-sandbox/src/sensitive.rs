@@ -399,7 +399,8 @@ pub const NOT_SENSITIVE: &[&str] = &[
     ".env.schema",
 ];
 
-/// Where other accounts' home directories are (globs), so `~/.ssh/**` covers them too.
+/// Where other accounts' home directories are, so `~/.ssh/**` covers them too: absolute, each
+/// component literal or `*` (any one component; [`Sensitive::home_rests`] reads no other syntax).
 pub(crate) const OTHER_HOMES: &[&str] = &["/root", "/home/*", "/Users/*"];
 
 /// What a policy-added pattern is called in messages.
@@ -414,10 +415,22 @@ const PEM_SNIFF_BYTES: u64 = 64 * 1024;
 pub(crate) struct Sensitive {
     /// Patterns naming files: never match a directory.
     files: OnFirstUse<Vec<Glob>, GlobSet>,
-    files_meta: Vec<(&'static str, SensitiveWhen)>,
+    /// Per glob: the table entry's index (the first entry that matches names the file), what it
+    /// holds, when it counts.
+    files_meta: Vec<(usize, &'static str, SensitiveWhen)>,
     /// `dir/**` patterns: the directory and everything below it.
     trees: OnFirstUse<Vec<Glob>, GlobSet>,
-    trees_what: Vec<&'static str>,
+    trees_what: Vec<(usize, &'static str)>,
+    /// The `~/` patterns, relative to a home: matched against what follows a home directory in
+    /// the path (see [`Sensitive::home_rests`]). One relative glob per pattern instead of one per
+    /// home form: `/home/*/.ssh/**` as an absolute glob needs a regex, `.ssh/**` a prefix test,
+    /// and the per-home globs were most of a hook call's compile time.
+    home_files: OnFirstUse<Vec<Glob>, GlobSet>,
+    home_files_meta: Vec<(usize, &'static str, SensitiveWhen)>,
+    home_trees: OnFirstUse<Vec<Glob>, GlobSet>,
+    home_trees_what: Vec<(usize, &'static str)>,
+    /// The builder's home forms (as given, canonical).
+    homes: Vec<PathBuf>,
     except: OnFirstUse<Vec<Glob>, GlobSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
@@ -513,6 +526,10 @@ impl Sensitive {
         let mut files_meta = Vec::new();
         let mut trees = Vec::new();
         let mut trees_what = Vec::new();
+        let mut home_files = Vec::new();
+        let mut home_files_meta = Vec::new();
+        let mut home_trees = Vec::new();
+        let mut home_trees_what = Vec::new();
         let mut anchored = Vec::new();
         let entries = DEFAULT_SENSITIVE
             .iter()
@@ -522,20 +539,40 @@ impl Sensitive {
                     .iter()
                     .map(|p| (p.as_str(), POLICY_WHAT, SensitiveWhen::Always)),
             );
-        for (pattern, what, when) in entries {
+        for (order, (pattern, what, when)) in entries.enumerate() {
             let forms = absolute_forms(pattern, homes)?;
-            for form in forms {
+            for form in &forms {
                 if !form.starts_with("/**/") {
                     anchored.push((pattern.to_owned(), form.clone(), what));
                 }
+            }
+            // `absolute_forms` refused every other `~` spelling.
+            let home_rest = pattern.trim_end_matches('/').strip_prefix("~/");
+            let (forms, trees, trees_what, files, files_meta) = match home_rest {
+                Some(rest) => (
+                    vec![rest.to_owned()],
+                    &mut home_trees,
+                    &mut home_trees_what,
+                    &mut home_files,
+                    &mut home_files_meta,
+                ),
+                None => (
+                    forms,
+                    &mut trees,
+                    &mut trees_what,
+                    &mut files,
+                    &mut files_meta,
+                ),
+            };
+            for form in forms {
                 if let Some(base) = form.strip_suffix("/**") {
                     for glob in [base, form.as_str()] {
                         trees.push(glob_of(pattern, glob)?);
-                        trees_what.push(what);
+                        trees_what.push((order, what));
                     }
                 } else {
                     files.push(glob_of(pattern, &form)?);
-                    files_meta.push((what, when));
+                    files_meta.push((order, what, when));
                 }
             }
         }
@@ -548,6 +585,11 @@ impl Sensitive {
             files_meta,
             trees: OnFirstUse::new(trees, build_set),
             trees_what,
+            home_files: OnFirstUse::new(home_files, build_set),
+            home_files_meta,
+            home_trees: OnFirstUse::new(home_trees, build_set),
+            home_trees_what,
+            homes: homes.to_vec(),
             except: OnFirstUse::new(except, build_set),
             anchored: OnFirstUse::new(anchored, build_anchored),
         })
@@ -591,17 +633,62 @@ impl Sensitive {
         self.matching(absolute)
     }
 
+    /// What follows each home directory `absolute` is below: the builder's home forms, then
+    /// every account's (`OTHER_HOMES`, where `*` is one whole component). `/home/al/.ssh/x`
+    /// gives `.ssh/x`; the home itself gives the empty path.
+    fn home_rests<'a>(&'a self, absolute: &'a Path) -> impl Iterator<Item = &'a Path> + 'a {
+        let own = self
+            .homes
+            .iter()
+            .filter_map(move |home| absolute.strip_prefix(home).ok());
+        let others = OTHER_HOMES.iter().filter_map(move |other| {
+            let mut rest = absolute.components();
+            if rest.next() != Some(Component::RootDir) {
+                return None;
+            }
+            for want in other.split('/').filter(|c| !c.is_empty()) {
+                match rest.next() {
+                    Some(Component::Normal(name)) if want == "*" || name == want => {}
+                    _ => return None,
+                }
+            }
+            Some(rest.as_path())
+        });
+        own.chain(others)
+    }
+
     /// What `absolute` holds when it is sensitive. `absolute` is matched as it is (no
     /// resolution); the filesystem is consulted only after a pattern matched (is it a directory,
     /// does a `.pem` hold a private key).
     pub(crate) fn matching(&self, absolute: &Path) -> Option<&'static str> {
-        // One candidate (basename, extension) shared by the three sets.
+        // One candidate (basename, extension) shared by the absolute sets, one per home the
+        // path is below for the home sets.
         let candidate = Candidate::new(absolute);
+        let rests: Vec<Candidate<'_>> = self.home_rests(absolute).map(Candidate::new).collect();
         let Ok(trees) = self.trees.get() else {
             return Some(UNCOMPILED);
         };
-        if let Some(first) = trees.matches_candidate(&candidate).first() {
-            return self.trees_what.get(*first).copied();
+        // The first table entry that matches names the path, whichever set holds it.
+        let mut tree_hits: Vec<(usize, &'static str)> = trees
+            .matches_candidate(&candidate)
+            .into_iter()
+            .filter_map(|hit| self.trees_what.get(hit).copied())
+            .collect();
+        if !rests.is_empty() {
+            let Ok(home_trees) = self.home_trees.get() else {
+                return Some(UNCOMPILED);
+            };
+            for rest in &rests {
+                tree_hits.extend(
+                    home_trees
+                        .matches_candidate(rest)
+                        .into_iter()
+                        .filter_map(|hit| self.home_trees_what.get(hit).copied()),
+                );
+            }
+        }
+        if let Some((_, what)) = tree_hits.into_iter().min_by_key(|(order, _)| *order) {
+            return Some(what);
         }
         // A file pattern never matches a directory: until the file set is compiled anyway, one
         // `stat` answers for a directory (a working directory, a tree's root) instead of a
@@ -613,7 +700,24 @@ impl Sensitive {
         let Ok(files) = self.files.get() else {
             return Some(UNCOMPILED);
         };
-        let hits = files.matches_candidate(&candidate);
+        let mut hits: Vec<(usize, &'static str, SensitiveWhen)> = files
+            .matches_candidate(&candidate)
+            .into_iter()
+            .filter_map(|hit| self.files_meta.get(hit).copied())
+            .collect();
+        if !rests.is_empty() {
+            let Ok(home_files) = self.home_files.get() else {
+                return Some(UNCOMPILED);
+            };
+            for rest in &rests {
+                hits.extend(
+                    home_files
+                        .matches_candidate(rest)
+                        .into_iter()
+                        .filter_map(|hit| self.home_files_meta.get(hit).copied()),
+                );
+            }
+        }
         // An exception set that failed to compile excepts nothing (fail closed).
         let excepted = self
             .except
@@ -626,10 +730,8 @@ impl Sensitive {
         if meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
             return None;
         }
-        for hit in hits {
-            let Some((what, when)) = self.files_meta.get(hit).copied() else {
-                continue;
-            };
+        hits.sort_by_key(|(order, _, _)| *order);
+        for (_, what, when) in hits {
             match when {
                 SensitiveWhen::Always => return Some(what),
                 SensitiveWhen::HoldsPrivateKey => {
@@ -908,6 +1010,44 @@ mod tests {
         for good in ["secrets/**", "~/.config/x/*.json", "/srv/keys/{a,b}"] {
             Sensitive::validate(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
             Sensitive::compile(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
+        }
+    }
+
+    #[test]
+    fn other_homes_use_only_literal_components_and_stars() {
+        for home in OTHER_HOMES {
+            assert!(home.starts_with('/'), "{home}");
+            for c in home.split('/').filter(|c| !c.is_empty()) {
+                assert!(
+                    c == "*" || !c.contains(['*', '?', '[', '{', '\\']),
+                    "{home}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn home_patterns_match_below_every_home_and_nowhere_else() {
+        let t = Sensitive::compile(&["~/.config/tool/token".to_owned()], &[PathBuf::from(HOME)])
+            .unwrap();
+        for hit in [
+            format!("{HOME}/.ssh/id_ed25519"),
+            format!("{HOME}/.config/tool/token"),
+            "/root/.aws/credentials".to_owned(),
+            "/home/bob/.ssh/config".to_owned(),
+            "/Users/carol/.ssh".to_owned(),
+            "/home/bob/.config/tool/token".to_owned(),
+        ] {
+            assert!(t.matching(Path::new(&hit)).is_some(), "{hit}");
+        }
+        for miss in [
+            "/srv/.ssh/id_rsa_notes.txt",
+            "/home/.ssh/config",
+            "/home/bob/x/.config/tool/token",
+            "/home/bob/../.aws/credentials",
+            "/rootx/.aws/credentials",
+        ] {
+            assert_eq!(t.matching(Path::new(miss)), None, "{miss}");
         }
     }
 
