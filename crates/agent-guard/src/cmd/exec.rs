@@ -86,16 +86,22 @@ pub(crate) fn trampoline(args: TrampolineArgs) -> ExitCode {
 /// The name of the small trampoline binary installed beside `agent-guard`.
 const TRAMPOLINE_BIN: &str = "agent-guard-sandbox-exec";
 
-/// `runner` with the trampoline: the small `agent-guard-sandbox-exec` beside this executable
-/// when there is one (same package, same build), else this executable's `__sandbox-exec`. Both
-/// run the same `trampoline_main`; the small one only starts faster.
-fn trampoline_runner(runner: Runner) -> anyhow::Result<Runner> {
+/// The trampoline to confine with, and its leading arguments: the small
+/// `agent-guard-sandbox-exec` beside this executable when there is one (same package, same
+/// build), else this executable's `__sandbox-exec`. Both run the same `trampoline_main`; the
+/// small one only starts faster. `exec` and `run`/`demo` both take theirs from here.
+pub(crate) fn trampoline_program() -> anyhow::Result<(std::path::PathBuf, Vec<&'static str>)> {
     let exe = std::env::current_exe().context("cannot find the agent-guard executable")?;
     let small = exe.with_file_name(TRAMPOLINE_BIN);
     if small.is_file() {
-        return Ok(runner.with_trampoline(small));
+        return Ok((small, Vec::new()));
     }
-    Ok(runner.with_trampoline_args(exe, ["__sandbox-exec", "--"]))
+    Ok((exe, vec!["__sandbox-exec", "--"]))
+}
+
+fn trampoline_runner(runner: Runner) -> anyhow::Result<Runner> {
+    let (program, args) = trampoline_program()?;
+    Ok(runner.with_trampoline_args(program, args))
 }
 
 fn refuse(

@@ -296,9 +296,8 @@ async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
     if let Some((_, sink, _)) = &server {
         builder = builder.events(Arc::clone(sink) as Arc<dyn agent_core::EventSink>);
     }
-    if let Ok(exe) = std::env::current_exe() {
-        // This binary is the confinement trampoline (`agent-guard __sandbox-exec -- ...`).
-        builder = builder.trampoline_with_args(exe, ["__sandbox-exec", "--"]);
+    if let Ok((program, args)) = super::exec::trampoline_program() {
+        builder = builder.trampoline_with_args(program, args);
     }
     let guard = builder.build().await?;
     let runtime = guard.runtime(lead);
