@@ -65,14 +65,26 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "**/.vscode/tasks.json",
     "**/.vscode/settings.json",
     "**/.vscode/launch.json",
+    "**/.vscode/mcp.json",
+    "**/.idea/workspace.xml",
+    "**/.idea/watcherTasks.xml",
+    "**/.idea/runConfigurations/**",
     "**/.devcontainer/devcontainer.json",
     ".devcontainer.json",
+    // Other agents' servers and hooks, started by the editor.
+    "**/.cursor/mcp.json",
+    "**/.cursor/hooks.json",
+    // Mercurial's repository config: `[hooks]` run on every command.
+    "**/.hg/hgrc",
     // Package managers and toolchains: config that swaps the program run by any later command.
     "**/.cargo/config.toml",
     "**/.cargo/config",
     ".npmrc",
     ".yarnrc",
     ".yarnrc.yml",
+    // `[toolchain] path = ...` makes every cargo command run that directory's rustc.
+    "rust-toolchain.toml",
+    "rust-toolchain",
     // Run at every start of a shell, of direnv, of Python.
     ".envrc",
     ".bashrc",
@@ -89,6 +101,10 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "*.pth",
     "sitecustomize.py",
     "usercustomize.py",
+    // Read from the working directory when the debugger or REPL starts there.
+    ".pdbrc",
+    ".pryrc",
+    ".irbrc",
 ];
 
 /// What is protected inside a directory that IS a git directory, relative to it.
@@ -582,6 +598,50 @@ mod tests {
         ),
         ("sitecustomize.py", "lib/sitecustomize.py", "customize.py"),
         ("usercustomize.py", "usercustomize.py", "user.py"),
+        (
+            "**/.vscode/mcp.json",
+            ".vscode/mcp.json",
+            ".vscode/extensions.json",
+        ),
+        (
+            "**/.idea/workspace.xml",
+            ".idea/workspace.xml",
+            ".idea/modules.xml",
+        ),
+        (
+            "**/.idea/watcherTasks.xml",
+            "app/.idea/watcherTasks.xml",
+            ".idea/vcs.xml",
+        ),
+        (
+            "**/.idea/runConfigurations/**",
+            ".idea/runConfigurations/Test.xml",
+            ".idea/codeStyles/Project.xml",
+        ),
+        (
+            "**/.cursor/mcp.json",
+            ".cursor/mcp.json",
+            ".cursor/rules/style.mdc",
+        ),
+        (
+            "**/.cursor/hooks.json",
+            ".cursor/hooks.json",
+            ".cursor/README.md",
+        ),
+        ("**/.hg/hgrc", ".hg/hgrc", ".hgignore"),
+        (
+            "rust-toolchain.toml",
+            "rust-toolchain.toml",
+            "toolchain.toml",
+        ),
+        (
+            "rust-toolchain",
+            "crate/rust-toolchain",
+            "rust-toolchain.md",
+        ),
+        (".pdbrc", ".pdbrc", "pdbrc.py"),
+        (".pryrc", ".pryrc", "pryrc.rb"),
+        (".irbrc", ".irbrc", "irbrc.rb"),
     ];
 
     #[test]
