@@ -60,33 +60,21 @@ fn bench(c: &mut Criterion) {
     // What a short-lived process (one hook call) pays: build the sandbox, then judge its first
     // path (the sensitive and protected sets compile on first use), or only its directory.
     let short = root.join("short.txt");
-    group.bench_function("build_then_first_read", |b| {
-        b.iter(|| {
-            let s = Sandbox::builder(&root)
-                .root(&root, Access::ReadWrite)
-                .build()
-                .unwrap();
-            s.check(black_box(&short), Op::Read).is_ok()
-        })
-    });
-    group.bench_function("build_then_first_write", |b| {
-        b.iter(|| {
-            let s = Sandbox::builder(&root)
-                .root(&root, Access::ReadWrite)
-                .build()
-                .unwrap();
-            s.check(black_box(&short), Op::Write).is_ok()
-        })
-    });
-    group.bench_function("build_then_directory", |b| {
-        b.iter(|| {
-            let s = Sandbox::builder(&root)
-                .root(&root, Access::ReadWrite)
-                .build()
-                .unwrap();
-            s.check(black_box(&root), Op::ExecuteDir).is_ok()
-        })
-    });
+    for (name, path, op) in [
+        ("build_then_first_read", &short, Op::Read),
+        ("build_then_first_write", &short, Op::Write),
+        ("build_then_directory", &root, Op::ExecuteDir),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let s = Sandbox::builder(&root)
+                    .root(&root, Access::ReadWrite)
+                    .build()
+                    .unwrap();
+                s.check(black_box(path), op).is_ok()
+            })
+        });
+    }
     for (name, rel) in [("short", "short.txt"), ("deep", "a/b/c/d/e/f/deep.txt")] {
         let path = root.join(rel);
         group.bench_function(format!("sensitive_{name}"), |b| {

@@ -413,27 +413,62 @@ const PEM_SNIFF_BYTES: u64 = 64 * 1024;
 /// check needs only `trees`, a tree reader only `anchored`.
 #[derive(Debug)]
 pub(crate) struct Sensitive {
-    /// Patterns naming files: never match a directory.
-    files: OnFirstUse<Vec<Glob>, GlobSet>,
-    /// Per glob: the table entry's index (the first entry that matches names the file), what it
-    /// holds, when it counts.
-    files_meta: Vec<(usize, &'static str, SensitiveWhen)>,
+    /// Patterns naming files (never a directory), with per glob the table entry's index (the
+    /// first entry that matches names the file), what it holds and when it counts.
+    files: Sets<(usize, &'static str, SensitiveWhen)>,
     /// `dir/**` patterns: the directory and everything below it.
-    trees: OnFirstUse<Vec<Glob>, GlobSet>,
-    trees_what: Vec<(usize, &'static str)>,
-    /// The `~/` patterns, relative to a home: matched against what follows a home directory in
-    /// the path (see [`Sensitive::home_rests`]). One relative glob per pattern instead of one per
-    /// home form: `/home/*/.ssh/**` as an absolute glob needs a regex, `.ssh/**` a prefix test,
-    /// and the per-home globs were most of a hook call's compile time.
-    home_files: OnFirstUse<Vec<Glob>, GlobSet>,
-    home_files_meta: Vec<(usize, &'static str, SensitiveWhen)>,
-    home_trees: OnFirstUse<Vec<Glob>, GlobSet>,
-    home_trees_what: Vec<(usize, &'static str)>,
+    trees: Sets<(usize, &'static str)>,
     /// The builder's home forms (as given, canonical).
     homes: Vec<PathBuf>,
     except: OnFirstUse<Vec<Glob>, GlobSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
+}
+
+/// One kind of pattern in two sets: absolute globs, and the `~/` patterns relative to a home,
+/// matched against what follows a home directory in the path (see [`Sensitive::home_rests`]).
+/// One relative glob per `~/` pattern instead of one per home form: `/home/*/.ssh/**` as an
+/// absolute glob needs a regex, `.ssh/**` a prefix test, and the per-home globs were most of a
+/// hook call's compile time.
+#[derive(Debug)]
+struct Sets<M> {
+    absolute: OnFirstUse<Vec<Glob>, GlobSet>,
+    absolute_meta: Vec<M>,
+    home: OnFirstUse<Vec<Glob>, GlobSet>,
+    home_meta: Vec<M>,
+}
+
+impl<M: Copy> Sets<M> {
+    fn new(absolute: (Vec<Glob>, Vec<M>), home: (Vec<Glob>, Vec<M>)) -> Self {
+        Sets {
+            absolute: OnFirstUse::new(absolute.0, build_set),
+            absolute_meta: absolute.1,
+            home: OnFirstUse::new(home.0, build_set),
+            home_meta: home.1,
+        }
+    }
+
+    /// What matches the absolute `candidate` and each home `rest`; `None` when a set it needed
+    /// failed to compile (callers refuse the path).
+    fn hits(&self, candidate: &Candidate<'_>, rests: &[Candidate<'_>]) -> Option<Vec<M>> {
+        let absolute = self.absolute.get().ok()?;
+        let mut hits: Vec<M> = absolute
+            .matches_candidate(candidate)
+            .into_iter()
+            .filter_map(|hit| self.absolute_meta.get(hit).copied())
+            .collect();
+        if !rests.is_empty() {
+            let home = self.home.get().ok()?;
+            for rest in rests {
+                hits.extend(
+                    home.matches_candidate(rest)
+                        .into_iter()
+                        .filter_map(|hit| self.home_meta.get(hit).copied()),
+                );
+            }
+        }
+        Some(hits)
+    }
 }
 
 /// An anchored form as written: the pattern it came from (for errors), the form, what it holds.
@@ -522,14 +557,11 @@ impl Sensitive {
     /// Reads the default table plus `extra` policy patterns against the home forms: every glob
     /// is parsed here (a bad pattern is an error now), each set compiles on first use.
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
-        let mut files = Vec::new();
-        let mut files_meta = Vec::new();
-        let mut trees = Vec::new();
-        let mut trees_what = Vec::new();
-        let mut home_files = Vec::new();
-        let mut home_files_meta = Vec::new();
-        let mut home_trees = Vec::new();
-        let mut home_trees_what = Vec::new();
+        // (globs, metas) for the absolute and the home-relative sets of each kind.
+        let mut files = (Vec::new(), Vec::new());
+        let mut trees = (Vec::new(), Vec::new());
+        let mut home_files = (Vec::new(), Vec::new());
+        let mut home_trees = (Vec::new(), Vec::new());
         let mut anchored = Vec::new();
         let entries = DEFAULT_SENSITIVE
             .iter()
@@ -548,31 +580,19 @@ impl Sensitive {
             }
             // `absolute_forms` refused every other `~` spelling.
             let home_rest = pattern.trim_end_matches('/').strip_prefix("~/");
-            let (forms, trees, trees_what, files, files_meta) = match home_rest {
-                Some(rest) => (
-                    vec![rest.to_owned()],
-                    &mut home_trees,
-                    &mut home_trees_what,
-                    &mut home_files,
-                    &mut home_files_meta,
-                ),
-                None => (
-                    forms,
-                    &mut trees,
-                    &mut trees_what,
-                    &mut files,
-                    &mut files_meta,
-                ),
+            let (forms, trees, files) = match home_rest {
+                Some(rest) => (vec![rest.to_owned()], &mut home_trees, &mut home_files),
+                None => (forms, &mut trees, &mut files),
             };
             for form in forms {
                 if let Some(base) = form.strip_suffix("/**") {
                     for glob in [base, form.as_str()] {
-                        trees.push(glob_of(pattern, glob)?);
-                        trees_what.push((order, what));
+                        trees.0.push(glob_of(pattern, glob)?);
+                        trees.1.push((order, what));
                     }
                 } else {
-                    files.push(glob_of(pattern, &form)?);
-                    files_meta.push((order, what, when));
+                    files.0.push(glob_of(pattern, &form)?);
+                    files.1.push((order, what, when));
                 }
             }
         }
@@ -581,14 +601,8 @@ impl Sensitive {
             .map(|pattern| glob_of(pattern, &format!("/**/{pattern}")))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Sensitive {
-            files: OnFirstUse::new(files, build_set),
-            files_meta,
-            trees: OnFirstUse::new(trees, build_set),
-            trees_what,
-            home_files: OnFirstUse::new(home_files, build_set),
-            home_files_meta,
-            home_trees: OnFirstUse::new(home_trees, build_set),
-            home_trees_what,
+            files: Sets::new(files, home_files),
+            trees: Sets::new(trees, home_trees),
             homes: homes.to_vec(),
             except: OnFirstUse::new(except, build_set),
             anchored: OnFirstUse::new(anchored, build_anchored),
@@ -665,28 +679,10 @@ impl Sensitive {
         // path is below for the home sets.
         let candidate = Candidate::new(absolute);
         let rests: Vec<Candidate<'_>> = self.home_rests(absolute).map(Candidate::new).collect();
-        let Ok(trees) = self.trees.get() else {
+        // The first table entry that matches names the path, whichever set holds it.
+        let Some(tree_hits) = self.trees.hits(&candidate, &rests) else {
             return Some(UNCOMPILED);
         };
-        // The first table entry that matches names the path, whichever set holds it.
-        let mut tree_hits: Vec<(usize, &'static str)> = trees
-            .matches_candidate(&candidate)
-            .into_iter()
-            .filter_map(|hit| self.trees_what.get(hit).copied())
-            .collect();
-        if !rests.is_empty() {
-            let Ok(home_trees) = self.home_trees.get() else {
-                return Some(UNCOMPILED);
-            };
-            for rest in &rests {
-                tree_hits.extend(
-                    home_trees
-                        .matches_candidate(rest)
-                        .into_iter()
-                        .filter_map(|hit| self.home_trees_what.get(hit).copied()),
-                );
-            }
-        }
         if let Some((_, what)) = tree_hits.into_iter().min_by_key(|(order, _)| *order) {
             return Some(what);
         }
@@ -694,30 +690,12 @@ impl Sensitive {
         // `stat` answers for a directory (a working directory, a tree's root) instead of a
         // compile of a few hundred globs. Same answer either way.
         let is_dir = |path: &Path| std::fs::metadata(path).is_ok_and(|m| m.is_dir());
-        if !self.files.is_compiled() && is_dir(absolute) {
+        if !self.files.absolute.is_compiled() && is_dir(absolute) {
             return None;
         }
-        let Ok(files) = self.files.get() else {
+        let Some(mut hits) = self.files.hits(&candidate, &rests) else {
             return Some(UNCOMPILED);
         };
-        let mut hits: Vec<(usize, &'static str, SensitiveWhen)> = files
-            .matches_candidate(&candidate)
-            .into_iter()
-            .filter_map(|hit| self.files_meta.get(hit).copied())
-            .collect();
-        if !rests.is_empty() {
-            let Ok(home_files) = self.home_files.get() else {
-                return Some(UNCOMPILED);
-            };
-            for rest in &rests {
-                hits.extend(
-                    home_files
-                        .matches_candidate(rest)
-                        .into_iter()
-                        .filter_map(|hit| self.home_files_meta.get(hit).copied()),
-                );
-            }
-        }
         // An exception set that failed to compile excepts nothing (fail closed).
         let excepted = self
             .except
@@ -1059,11 +1037,11 @@ mod tests {
         std::fs::create_dir(&project).unwrap();
         // `*.env` names files; the directory is not one, and no set of files was compiled.
         assert_eq!(t.matching(&project), None);
-        assert!(!t.files.is_compiled());
+        assert!(!t.files.absolute.is_compiled());
         let file = dir.path().join("prod.env");
         std::fs::write(&file, "KEY=1").unwrap();
         assert!(t.matching(&file).is_some());
-        assert!(t.files.is_compiled());
+        assert!(t.files.absolute.is_compiled());
         // Compiled or not, the set gives a directory the same answer.
         assert_eq!(t.matching(&project), None);
     }
