@@ -33,7 +33,10 @@ impl Client {
     }
 }
 
-/// One input field copied into the guard's arguments.
+/// One input field copied into the guard's arguments. Several fields may name the same guard
+/// key (a client's current and legacy spellings, e.g. Gemini's `dir_path` and `path`): every
+/// one present is read, two that disagree are refused (the guard cannot tell which one the
+/// tool uses), and the key is required when any of them is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
     /// The client's key.
@@ -53,8 +56,9 @@ pub enum Shape {
     ApplyPatch,
     /// Every URL in a free-text field is a `web_fetch` (Gemini's `web_fetch` prompt).
     UrlsInText(&'static str),
-    /// Every pattern of an `include` list is a `glob_files` (Gemini's `read_many_files`).
-    Includes(&'static str),
+    /// Every pattern of these lists is a `glob_files` (Gemini's `read_many_files`: `include`,
+    /// and the legacy `paths`); at least one pattern is required.
+    Includes(&'static [&'static str]),
     /// The whole input, unchanged.
     Whole,
 }
@@ -68,6 +72,9 @@ pub enum When {
     Present,
     /// Always (a tool that is asked about by its nature).
     Always,
+    /// The field is present, not null, and not this string (Codex's `sandbox_permissions`
+    /// other than `use_default`).
+    OtherThan(&'static str),
 }
 
 /// An input flag that changes the verdict.
@@ -141,7 +148,40 @@ const fn runs_unseen(code: &'static str, message: &'static str) -> Flag {
 }
 
 const BASH: &[Field] = &[f("command", "command", true)];
+/// Codex's shell tools (`shell`, `exec_command`, `shell_command`, `local_shell`,
+/// `unified_exec`, `container.exec`): the command under any of its spellings (an argv array is
+/// joined as the shell would run it) and the working directory it runs in.
+const CODEX_SHELL_REQUIRED: &[Field] = &[
+    f("command", "command", true),
+    f("cmd", "command", false),
+    f("input", "command", false),
+    f("workdir", "working_dir", false),
+    f("working_directory", "working_dir", false),
+    f("cwd", "working_dir", false),
+];
+/// Codex's approval escalation: the command asks to leave Codex's sandbox.
+const CODEX_ESCALATION: &[Flag] = &[
+    Flag {
+        field: "with_escalated_permissions",
+        when: When::True,
+        code: "sandbox-escalated",
+        message: "the command asks to run outside the client's sandbox (escalated permissions)",
+        ..SANDBOX_OFF
+    },
+    Flag {
+        field: "sandbox_permissions",
+        when: When::OtherThan("use_default"),
+        code: "sandbox-escalated",
+        message: "the command asks to run outside the client's sandbox (escalated permissions)",
+        ..SANDBOX_OFF
+    },
+];
 const READ: &[Field] = &[f("file_path", "file_path", true)];
+/// Gemini's `read_file`: `file_path`, and `absolute_path` in releases before the rename.
+const GEMINI_READ: &[Field] = &[
+    f("file_path", "file_path", true),
+    f("absolute_path", "file_path", false),
+];
 const WRITE: &[Field] = &[
     f("file_path", "file_path", true),
     f("content", "content", false),
@@ -157,10 +197,19 @@ const GREP: &[Field] = &[
     f("path", "path", false),
     f("glob", "glob", false),
 ];
+/// Gemini's grep: `dir_path`/`include_pattern`, and the legacy `path`/`include`.
 const GEMINI_GREP: &[Field] = &[
     f("pattern", "pattern", true),
     f("dir_path", "path", false),
+    f("path", "path", false),
     f("include_pattern", "glob", false),
+    f("include", "glob", false),
+];
+/// Gemini's glob: `dir_path`, and the legacy `path`.
+const GEMINI_GLOB: &[Field] = &[
+    f("pattern", "pattern", true),
+    f("dir_path", "path", false),
+    f("path", "path", false),
 ];
 const AGENT: &[Field] = &[
     f("prompt", "prompt", false),
@@ -324,8 +373,77 @@ pub const TOOL_MAP: &[ToolMap] = &[
         true,
     ),
     row(CC, "Skill", "skill", Shape::Whole, &[], false),
+    // Claude Code's legacy names (older releases, still sent by some): `LS` lists a
+    // directory, `BashOutput`/`KillShell` became `TaskOutput`/`TaskStop`.
+    row(
+        CC,
+        "LS",
+        "glob_files",
+        Shape::Fields(&[f("path", "path", true)]),
+        &[],
+        true,
+    ),
+    row(CC, "BashOutput", "task_output", Shape::Whole, &[], true),
+    row(CC, "KillShell", "task_stop", Shape::Whole, &[], true),
     // Codex (HookToolName).
-    row(CX, "Bash", "run_bash", Shape::Fields(BASH), &[], false),
+    row(
+        CX,
+        "Bash",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    // The model-side names of Codex's shell tools, for releases (and wrappers) that send them
+    // instead of the canonical `Bash`.
+    row(
+        CX,
+        "shell",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "shell_command",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "exec_command",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "local_shell",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "unified_exec",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "container.exec",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
     row(
         CX,
         "apply_patch",
@@ -343,6 +461,8 @@ pub const TOOL_MAP: &[ToolMap] = &[
         Shape::Fields(&[
             f("command", "command", true),
             f("dir_path", "working_dir", false),
+            // The legacy name of `dir_path`.
+            f("directory", "working_dir", false),
         ]),
         &[
             Flag {
@@ -359,7 +479,14 @@ pub const TOOL_MAP: &[ToolMap] = &[
         ],
         false,
     ),
-    row(GM, "read_file", "read_file", Shape::Fields(READ), &[], true),
+    row(
+        GM,
+        "read_file",
+        "read_file",
+        Shape::Fields(GEMINI_READ),
+        &[],
+        true,
+    ),
     row(
         GM,
         "write_file",
@@ -373,7 +500,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "glob",
         "glob_files",
-        Shape::Fields(&[f("pattern", "pattern", true), f("dir_path", "path", false)]),
+        Shape::Fields(GEMINI_GLOB),
         &[],
         true,
     ),
@@ -397,7 +524,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "list_directory",
         "glob_files",
-        Shape::Fields(&[f("dir_path", "path", true)]),
+        Shape::Fields(&[f("dir_path", "path", false), f("path", "path", true)]),
         &[],
         true,
     ),
@@ -405,7 +532,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "read_many_files",
         "glob_files",
-        Shape::Includes("include"),
+        Shape::Includes(&["include", "paths"]),
         &[],
         true,
     ),
@@ -428,6 +555,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
     row(GM, "invoke_agent", "subagent", Shape::Whole, &[], false),
     row(GM, "write_todos", "todo_write", Shape::Whole, &[], true),
     row(GM, "ask_user", "ask_user", Shape::Whole, &[], true),
+    row(GM, "save_memory", "save_memory", Shape::Whole, &[], false),
 ];
 
 /// Every tool name the guard knows: its built-in tools and every guard tool [`TOOL_MAP`] maps
@@ -501,34 +629,12 @@ pub fn translate(
     let findings = flags(map, obj);
     let mut calls = match map.shape {
         Shape::Whole => vec![base(map.guard, input.clone(), cwd, map.read_only)],
-        Shape::Fields(fields) => {
-            let mut args = Map::new();
-            for field in fields {
-                match obj.get(field.from) {
-                    Some(Value::String(s)) if !s.is_empty() => {
-                        args.insert(field.to.to_owned(), Value::String(s.clone()));
-                    }
-                    Some(Value::Null) | None if !field.required => {}
-                    Some(Value::String(_)) if !field.required => {}
-                    Some(other) if !field.required && !other.is_string() => {
-                        return Err(format!(
-                            "`{name}` input field `{}` must be a string",
-                            field.from
-                        ));
-                    }
-                    _ => {
-                        return Err(format!(
-                            "`{name}` input has no non-empty string `{}`",
-                            field.from
-                        ));
-                    }
-                }
-            }
-            if map.guard == "run_bash" && client == Client::Codex {
-                shell_join_array(obj, &mut args)?;
-            }
-            vec![base(map.guard, Value::Object(args), cwd, map.read_only)]
-        }
+        Shape::Fields(fields) => vec![base(
+            map.guard,
+            Value::Object(copy_fields(client, map, name, obj, fields)?),
+            cwd,
+            map.read_only,
+        )],
         Shape::ApplyPatch => apply_patch_calls(obj, cwd)?,
         Shape::UrlsInText(key) => {
             let text = obj.get(key).and_then(Value::as_str).unwrap_or_default();
@@ -556,18 +662,28 @@ pub fn translate(
                     .collect()
             }
         }
-        Shape::Includes(key) => {
-            let patterns: Vec<String> = match obj.get(key) {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .map(|v| v.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| format!("`{name}` `{key}` must be a list of strings"))?,
-                Some(Value::String(s)) => vec![s.clone()],
-                _ => return Err(format!("`{name}` input has no `{key}` list")),
-            };
+        Shape::Includes(keys) => {
+            let mut patterns: Vec<String> = Vec::new();
+            for key in keys {
+                match obj.get(*key) {
+                    Some(Value::Array(items)) => patterns.extend(
+                        items
+                            .iter()
+                            .map(|v| v.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<_>>>()
+                            .ok_or_else(|| format!("`{name}` `{key}` must be a list of strings"))?,
+                    ),
+                    Some(Value::String(s)) => patterns.push(s.clone()),
+                    None | Some(Value::Null) => {}
+                    Some(_) => return Err(format!("`{name}` `{key}` must be a list of strings")),
+                }
+            }
+            // An empty pattern would be judged as nothing at all.
+            if patterns.iter().any(String::is_empty) {
+                return Err(format!("`{name}` has an empty pattern"));
+            }
             if patterns.is_empty() {
-                return Err(format!("`{name}` `{key}` is empty"));
+                return Err(format!("`{name}` input has no `{}` list", keys.join("`/`")));
             }
             patterns
                 .into_iter()
@@ -608,6 +724,11 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
                 Some(Value::Number(n)) => n.as_f64() != Some(0.0),
                 Some(Value::Bool(true)) => true,
             },
+            When::OtherThan(quiet) => match obj.get(flag.field) {
+                None | Some(Value::Null) => false,
+                Some(Value::String(s)) => s != quiet,
+                Some(_) => true,
+            },
         })
         .map(|flag| ClientFinding {
             decision: flag.decision,
@@ -619,15 +740,69 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
         .collect()
 }
 
-/// Codex may send a shell command as an argv array; it is judged as the shell would run it.
-fn shell_join_array(obj: &Map<String, Value>, args: &mut Map<String, Value>) -> Result<(), String> {
-    if let Some(Value::Array(items)) = obj.get("command") {
-        let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-        let words = words.ok_or("`Bash` command array must hold strings")?;
-        let joined: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
-        args.insert("command".to_owned(), Value::String(joined.join(" ")));
+/// Copies a row's fields into the guard's arguments (see [`Field`]: aliases that disagree
+/// are refused, a key is required when any of its fields is).
+fn copy_fields(
+    client: Client,
+    map: &ToolMap,
+    name: &str,
+    obj: &Map<String, Value>,
+    fields: &[Field],
+) -> Result<Map<String, Value>, String> {
+    let mut args = Map::new();
+    for field in fields {
+        let text = match obj.get(field.from) {
+            None | Some(Value::Null) => continue,
+            Some(Value::String(s)) => s.clone(),
+            // Codex sends shell commands as argv arrays: judged as the shell would run them.
+            Some(Value::Array(items))
+                if client == Client::Codex && map.guard == "run_bash" && field.to == "command" =>
+            {
+                shell_join(items)
+                    .ok_or_else(|| format!("`{name}` `{}` array must hold strings", field.from))?
+            }
+            Some(_) => {
+                return Err(format!(
+                    "`{name}` input field `{}` must be a string",
+                    field.from
+                ));
+            }
+        };
+        if text.is_empty() {
+            // Absent for an optional key; a required one is refused below.
+            continue;
+        }
+        let value = Value::String(text);
+        match args.get(field.to) {
+            Some(seen) if *seen != value => {
+                return Err(format!(
+                    "`{name}` input names `{}` twice, differently ({} and `{}`); the guard cannot tell which one the tool uses",
+                    field.to, seen, field.from
+                ));
+            }
+            _ => {
+                args.insert(field.to.to_owned(), value);
+            }
+        }
     }
-    Ok(())
+    for field in fields.iter().filter(|f| f.required) {
+        if !args.contains_key(field.to) {
+            return Err(format!(
+                "`{name}` input has no non-empty string `{}`",
+                field.from
+            ));
+        }
+    }
+    Ok(args)
+}
+
+/// An argv array as one shell command line; `None` when an item is not a string.
+fn shell_join(items: &[Value]) -> Option<String> {
+    let words: Vec<String> = items
+        .iter()
+        .map(|v| v.as_str().map(shell_quote))
+        .collect::<Option<_>>()?;
+    Some(words.join(" "))
 }
 
 fn shell_quote(word: &str) -> String {
@@ -649,11 +824,23 @@ fn apply_patch_calls(obj: &Map<String, Value>, cwd: &Path) -> Result<Vec<Call>, 
         .or_else(|| obj.get("input"))
     {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        // The argv form `["apply_patch", "<patch>"]` (Codex's shell form of the tool): the
+        // patch is the one argument after the program name.
+        Some(Value::Array(items)) => match items.as_slice() {
+            [Value::String(program), Value::String(patch)]
+                if program == "apply_patch" || program == "applypatch" =>
+            {
+                patch.clone()
+            }
+            _ => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .ok_or("`apply_patch` command array must hold strings")
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .join("\n"),
+        },
         _ => return Err("`apply_patch` input has no patch text in `command`".to_owned()),
     };
     let patch =
@@ -731,6 +918,163 @@ mod tests {
     fn every_mapped_guard_tool_is_known() {
         for m in TOOL_MAP {
             assert!(GUARD_TOOLS.contains(&m.guard), "{m:?}");
+        }
+    }
+
+    fn one(client: Client, name: &str, input: Value) -> Result<Call, String> {
+        let mut calls = translate(client, name, &input, Path::new("/p"))?;
+        assert_eq!(calls.len(), 1, "{name}: {calls:?}");
+        Ok(calls.remove(0))
+    }
+
+    #[test]
+    fn legacy_gemini_argument_names_are_read() {
+        use serde_json::json;
+        let cases = [
+            ("read_file", json!({"absolute_path": "/x"}), "file_path"),
+            ("glob", json!({"pattern": "*", "path": "/x"}), "path"),
+            (
+                "search_file_content",
+                json!({"pattern": "a", "path": "/x"}),
+                "path",
+            ),
+            ("grep_search", json!({"pattern": "a", "path": "/x"}), "path"),
+            ("list_directory", json!({"path": "/x"}), "path"),
+            (
+                "run_shell_command",
+                json!({"command": "ls", "directory": "/x"}),
+                "working_dir",
+            ),
+        ];
+        for (name, input, key) in cases {
+            let call = one(Client::Gemini, name, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(call.args[key], "/x", "{name}");
+        }
+        let call = one(
+            Client::Gemini,
+            "search_file_content",
+            json!({"pattern": "a", "include": "*.rs"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.args["glob"], "*.rs");
+        // Two spellings that disagree: the guard cannot tell which one the tool reads.
+        assert!(
+            translate(
+                Client::Gemini,
+                "glob",
+                &json!({"pattern": "*", "path": "/a", "dir_path": "/b"}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        // read_many_files: the legacy `paths` and `include` are both patterns.
+        let calls = translate(
+            Client::Gemini,
+            "read_many_files",
+            &json!({"paths": ["a"], "include": ["b"]}),
+            Path::new("/p"),
+        )
+        .unwrap_or_default();
+        let patterns: Vec<&Value> = calls.iter().map(|c| &c.args["pattern"]).collect();
+        assert_eq!(patterns, [&json!("b"), &json!("a")]);
+        let call = one(Client::Gemini, "save_memory", json!({"fact": "f"}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "save_memory");
+    }
+
+    #[test]
+    fn codex_shell_tools_under_every_name_are_bash() {
+        use serde_json::json;
+        let cases = [
+            ("Bash", json!({"command": ["bash", "-lc", "ls -a"]})),
+            (
+                "shell",
+                json!({"command": ["bash", "-lc", "ls -a"], "workdir": "/w"}),
+            ),
+            (
+                "shell_command",
+                json!({"command": "bash -lc 'ls -a'", "workdir": "/w"}),
+            ),
+            (
+                "exec_command",
+                json!({"cmd": "bash -lc 'ls -a'", "workdir": "/w"}),
+            ),
+            ("local_shell", json!({"command": ["bash", "-lc", "ls -a"]})),
+            ("unified_exec", json!({"input": ["bash", "-lc", "ls -a"]})),
+            ("container.exec", json!({"cmd": ["bash", "-lc", "ls -a"]})),
+        ];
+        for (name, input) in cases {
+            let has_workdir = input.get("workdir").is_some();
+            let call = one(Client::Codex, name, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(call.tool, "run_bash", "{name}");
+            assert_eq!(call.args["command"], "bash -lc 'ls -a'", "{name}");
+            if has_workdir {
+                assert_eq!(call.args["working_dir"], "/w", "{name}");
+            }
+        }
+        let escalated = [
+            json!({"cmd": "ls", "with_escalated_permissions": true}),
+            json!({"cmd": "ls", "sandbox_permissions": "require_escalated"}),
+        ];
+        for input in escalated {
+            let call = one(Client::Codex, "exec_command", input).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.client.len(), 1, "{call:?}");
+            assert_eq!(call.client[0].code, "sandbox-escalated");
+        }
+        let call = one(
+            Client::Codex,
+            "exec_command",
+            json!({"cmd": "ls", "sandbox_permissions": "use_default"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(call.client.is_empty());
+        for bad in [
+            json!({"command": "ls", "cmd": "rm -rf ~"}),
+            json!({"command": ["ls", 1]}),
+            json!({"workdir": "/w"}),
+        ] {
+            assert!(
+                translate(Client::Codex, "shell", &bad, Path::new("/p")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn apply_patch_in_its_argv_form_is_read() {
+        use serde_json::json;
+        let call = one(
+            Client::Codex,
+            "apply_patch",
+            json!({"command": ["apply_patch", "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch"]}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.args["file_path"], "a");
+        assert!(
+            translate(
+                Client::Codex,
+                "apply_patch",
+                &json!({"command": ["apply_patch", 5]}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn claude_legacy_tools_are_mapped() {
+        use serde_json::json;
+        let call =
+            one(Client::ClaudeCode, "LS", json!({"path": "/x"})).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (call.tool.as_str(), &call.args["path"]),
+            ("glob_files", &json!("/x"))
+        );
+        assert!(translate(Client::ClaudeCode, "LS", &json!({}), Path::new("/p")).is_err());
+        for (name, guard) in [("BashOutput", "task_output"), ("KillShell", "task_stop")] {
+            let call = one(Client::ClaudeCode, name, json!({"shell_id": "1"}))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.tool, guard);
         }
     }
 
