@@ -485,10 +485,12 @@ impl Executor {
             }
         }
 
-        // MCP servers' tools (`mcp__server__tool`, Gemini's `mcp_server_tool`) have no contract
-        // here: the URLs and paths their input names, at any depth, are judged like the known
-        // tools' arguments.
-        if tool.is_none() && call.tool.starts_with("mcp_") {
+        // Tools with no contract here and no argument table above (MCP servers' tools
+        // `mcp__server__tool` / `mcp_server_tool`, a client's tool the table does not know, a
+        // renamed or future tool): the URLs and paths their input names, at any depth, are
+        // judged like the known tools' arguments. A name is no reason to look away: `LS`,
+        // `Read` under another client's name or `fs_read` reach files as an MCP tool does.
+        if tool.is_none() && !has_argument_table(&call.tool) {
             steps.extend(self.opaque_input_steps(&args, &cwd));
         }
 
@@ -682,14 +684,25 @@ impl Executor {
 
     /// Every string of an opaque tool's input (at any depth) that is a URL is judged by where
     /// it goes, and every one that is an absolute or `~/` path by whether it is a secret
-    /// (physically: a link to `~/.ssh/id_rsa` counts). URLs inside prose are not (a chat
-    /// message may mention `http://localhost:3000`), and nothing else is refused: an MCP server
-    /// has its own scope, so a path outside the roots is not a refusal here. No refusal, no
-    /// step.
+    /// (physically: a link to `~/.ssh/id_rsa` counts), or asked about when it is a protected
+    /// file the tool might write. URLs inside prose are not (a chat message may mention
+    /// `http://localhost:3000`), and nothing else is refused: an MCP server has its own scope,
+    /// so a path outside the roots is not a refusal here. No refusal, no step.
     fn opaque_input_steps(&self, args: &Value, cwd: &Path) -> Vec<Step> {
         let mut strings = Vec::new();
-        collect_strings(args, &mut strings, 0);
         let mut steps = Vec::new();
+        if !collect_strings(args, &mut strings, 0) {
+            // What is not read is not judged: input nested past the depth read is refused.
+            steps.push(Step::new(
+                "client-input",
+                "the tool input".to_owned(),
+                Decision::Deny,
+                "input_too_deep",
+                format!(
+                    "the input nests deeper than {MAX_INPUT_DEPTH} levels; the guard does not judge what it cannot read"
+                ),
+            ));
+        }
         for text in strings {
             let text = text.trim();
             let is_url = !text.contains(char::is_whitespace)
@@ -722,6 +735,19 @@ impl Executor {
                     Decision::Deny,
                     err.code(),
                     err.to_string(),
+                ));
+            } else if let Err(err @ SandboxError::Protected { .. }) =
+                sandbox.check(&path, Op::Write)
+            {
+                // The guard cannot tell whether an opaque tool writes what it names: a file
+                // that makes tools run code later (`.git/hooks/*`, `.claude/settings.json`) is
+                // for a person to let it touch.
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}`", path.display()),
+                    Decision::Ask,
+                    err.code(),
+                    format!("{err}; the tool may write it"),
                 ));
             }
         }
@@ -1024,21 +1050,30 @@ fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
     }
 }
 
-/// The strings of a JSON value, depth first; past a depth that no tool input has, the rest is
-/// not read (serde_json refuses deeper input anyway).
-fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
-    if depth > 64 {
-        return;
-    }
+/// How deep an opaque input is read. Past it the input is refused, not skipped.
+const MAX_INPUT_DEPTH: usize = 64;
+
+/// Whether a guard tool's arguments are judged by the tables above (paths, patterns, URLs,
+/// bash); every other tool's input is read as opaque input.
+fn has_argument_table(tool: &str) -> bool {
+    tool == "run_bash"
+        || PATH_ARGS.iter().any(|a| a.tool == tool)
+        || PATTERN_ARGS.iter().any(|a| a.tool == tool)
+        || URL_ARGS.iter().any(|(t, _)| *t == tool)
+}
+
+/// The strings of a JSON value, depth first. `false` when some of it lies deeper than
+/// [`MAX_INPUT_DEPTH`] (the caller refuses the whole input, so the rest need not be read).
+fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) -> bool {
     match value {
-        Value::String(s) => out.push(s),
-        Value::Array(items) => items
-            .iter()
-            .for_each(|v| collect_strings(v, out, depth + 1)),
-        Value::Object(map) => map
-            .values()
-            .for_each(|v| collect_strings(v, out, depth + 1)),
-        _ => {}
+        Value::String(s) => {
+            out.push(s);
+            true
+        }
+        Value::Array(_) | Value::Object(_) if depth >= MAX_INPUT_DEPTH => false,
+        Value::Array(items) => items.iter().all(|v| collect_strings(v, out, depth + 1)),
+        Value::Object(map) => map.values().all(|v| collect_strings(v, out, depth + 1)),
+        _ => true,
     }
 }
 

@@ -1,0 +1,279 @@
+//! The hook doors attacked as a hostile client would: every client's tool names and argument
+//! spellings, opaque tools, and the same call through every door getting the same verdict.
+//! The policy allows every tool explicitly, so only the layers below the rules stand between a
+//! call and its effect: a door that fails to translate a call lets it through.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const POLICY: &str = r#"
+[permissions]
+default = "allow"
+allow = ["read_file", "file_write", "file_edit", "glob_files", "grep_files", "run_bash",
+         "web_fetch", "web_search", "subagent", "task_output", "task_stop", "mcp__*", "Read",
+         "FutureTool"]
+[hooks]
+audit = false
+"#;
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    home: PathBuf,
+    policy: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("proj");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "key").unwrap();
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let project = project.canonicalize().unwrap();
+    let home = home.canonicalize().unwrap();
+    Fixture {
+        _tmp: tmp,
+        project,
+        home,
+        policy,
+    }
+}
+
+/// The decision a client takes from the door's answer: `allow`, `ask`, `deny`, or `none` (no
+/// decision: the client's own flow). A non-protocol exit code fails the test.
+fn door(fx: &Fixture, sub: &str, tool: &str, input: Value) -> String {
+    let event = if sub == "gemini-hook" {
+        "BeforeTool"
+    } else {
+        "PreToolUse"
+    };
+    let stdin = json!({
+        "session_id": "s1", "transcript_path": "/dev/null", "cwd": fx.project,
+        "hook_event_name": event, "tool_name": tool, "tool_input": input,
+        "tool_use_id": "t1", "turn_id": "u1",
+    });
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .arg(sub)
+        .arg("--policy")
+        .arg(&fx.policy)
+        .env("HOME", &fx.home)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("GEMINI_PROJECT_DIR")
+        .write_stdin(stdin.to_string())
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(matches!(code, Some(0 | 2)), "{sub} {tool}: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.trim().is_empty() {
+        return "none".to_owned();
+    }
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let hs = &v["hookSpecificOutput"];
+    hs["permissionDecision"]
+        .as_str()
+        .or(hs["decision"]["behavior"].as_str())
+        .or(v["decision"].as_str())
+        .unwrap_or("none")
+        .to_owned()
+}
+
+fn in_home(fx: &Fixture, rel: &str) -> String {
+    fx.home.join(rel).to_string_lossy().into_owned()
+}
+
+fn in_project(fx: &Fixture, rel: &str) -> String {
+    fx.project.join(rel).to_string_lossy().into_owned()
+}
+
+#[test]
+fn gemini_legacy_argument_names_are_judged() {
+    let fx = fixture();
+    let ssh = in_home(&fx, ".ssh");
+    let key = in_home(&fx, ".ssh/id_rsa");
+    for (tool, input) in [
+        ("glob", json!({"pattern": "*", "path": ssh})),
+        ("search_file_content", json!({"pattern": "x", "path": ssh})),
+        ("grep_search", json!({"pattern": "x", "path": ssh})),
+        ("list_directory", json!({"path": ssh})),
+        ("read_file", json!({"absolute_path": key})),
+        (
+            "run_shell_command",
+            json!({"command": "ls", "directory": ssh}),
+        ),
+        ("read_many_files", json!({"paths": [key]})),
+    ] {
+        assert_eq!(
+            door(&fx, "gemini-hook", tool, input.clone()),
+            "deny",
+            "{tool} {input}"
+        );
+    }
+    // The legacy names of a harmless call work as the current ones do.
+    let a = in_project(&fx, "src/a.txt");
+    assert_eq!(
+        door(&fx, "gemini-hook", "read_file", json!({"absolute_path": a})),
+        door(&fx, "gemini-hook", "read_file", json!({"file_path": a}))
+    );
+}
+
+#[test]
+fn codex_shell_tools_are_judged_under_every_name() {
+    let fx = fixture();
+    let key = in_home(&fx, ".ssh/id_rsa");
+    for (tool, input) in [
+        (
+            "shell",
+            json!({"command": ["bash", "-lc", format!("cat {key}")]}),
+        ),
+        ("exec_command", json!({"cmd": format!("cat {key}")})),
+        (
+            "unified_exec",
+            json!({"input": ["bash", "-lc", "rm -rf ~"]}),
+        ),
+        (
+            "Bash",
+            json!({"command": ["bash", "-lc", format!("cat {key}")]}),
+        ),
+        (
+            "shell",
+            json!({"command": ["ls"], "workdir": in_home(&fx, ".ssh")}),
+        ),
+    ] {
+        assert_eq!(
+            door(&fx, "codex-hook", tool, input.clone()),
+            "deny",
+            "{tool} {input}"
+        );
+    }
+    // An argv array is a command, not bad input.
+    assert_eq!(
+        door(
+            &fx,
+            "codex-hook",
+            "Bash",
+            json!({"command": ["git", "status"]})
+        ),
+        "none"
+    );
+}
+
+#[test]
+fn tools_without_a_contract_have_their_input_read() {
+    let fx = fixture();
+    let key = in_home(&fx, ".ssh/id_rsa");
+    // A client tool the table does not know, under another client's name or a future one.
+    assert_eq!(
+        door(&fx, "codex-hook", "Read", json!({"file_path": key})),
+        "deny"
+    );
+    assert_eq!(
+        door(&fx, "claude-hook", "FutureTool", json!({"file_path": key})),
+        "deny"
+    );
+    assert_eq!(
+        door(
+            &fx,
+            "claude-hook",
+            "LS",
+            json!({"path": in_home(&fx, ".ssh")})
+        ),
+        "deny"
+    );
+    // Input nested deeper than the guard reads is refused, not skipped.
+    let mut deep = json!("http://169.254.169.254/latest/meta-data/");
+    for _ in 0..80 {
+        deep = json!([deep]);
+    }
+    assert_eq!(
+        door(&fx, "claude-hook", "mcp__x__fetch", json!({ "a": deep })),
+        "deny"
+    );
+    // A protected file an opaque tool may write is for a person to allow.
+    let hook = in_project(&fx, ".git/hooks/pre-commit");
+    assert_eq!(
+        door(
+            &fx,
+            "claude-hook",
+            "mcp__fs__write_file",
+            json!({"path": hook, "content": "x"})
+        ),
+        "ask"
+    );
+}
+
+/// Codex cannot ask: its door denies what the others ask about.
+fn codex_view(decision: &str) -> &str {
+    match decision {
+        "ask" => "deny",
+        "allow" => "none",
+        d => d,
+    }
+}
+
+#[test]
+fn a_write_gets_one_verdict_through_every_door() {
+    let fx = fixture();
+    std::os::unix::fs::symlink(fx.home.join(".ssh"), fx.project.join("keys")).unwrap();
+    std::os::unix::fs::symlink(fx.project.join(".git"), fx.project.join("g")).unwrap();
+    let paths = [
+        "src/new.txt",
+        ".git/config",
+        "g/hooks/pre-commit",
+        ".claude/settings.json",
+        ".mcp.json",
+        ".vscode/tasks.json",
+        ".envrc",
+        ".cargo/config.toml",
+        ".npmrc",
+        ".env",
+        "keys/id_rsa",
+        "x/../../etc/passwd",
+    ];
+    for rel in paths {
+        let abs = in_project(&fx, rel);
+        let claude = door(
+            &fx,
+            "claude-hook",
+            "Write",
+            json!({"file_path": abs, "content": "x"}),
+        );
+        let gemini = door(
+            &fx,
+            "gemini-hook",
+            "write_file",
+            json!({"file_path": abs, "content": "x"}),
+        );
+        let patch = format!("*** Begin Patch\n*** Add File: {rel}\n+x\n*** End Patch\n");
+        let codex = door(
+            &fx,
+            "codex-hook",
+            "apply_patch",
+            json!({ "command": patch }),
+        );
+        let argv = door(
+            &fx,
+            "codex-hook",
+            "apply_patch",
+            json!({ "command": ["apply_patch", patch] }),
+        );
+        // Gemini's allow is no output, as Codex's is.
+        let gemini = if gemini == "none" { "allow" } else { &gemini };
+        assert_eq!(claude, gemini, "{rel}");
+        assert_eq!(codex_view(&claude), codex, "{rel}");
+        assert_eq!(codex, argv, "{rel}");
+    }
+}
