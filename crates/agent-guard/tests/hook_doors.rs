@@ -277,3 +277,44 @@ fn a_write_gets_one_verdict_through_every_door() {
         assert_eq!(codex, argv, "{rel}");
     }
 }
+
+#[test]
+fn credentials_an_agent_could_use_against_the_guard_or_the_host_are_sensitive() {
+    let fx = fixture();
+    for rel in [
+        // The approval server's token: with it the agent answers its own asks.
+        ".agent-guard/serve.token",
+        ".config/git/credentials",
+        ".config/github-copilot/apps.json",
+        ".config/sops/age/keys.txt",
+        ".databrickscfg",
+    ] {
+        let path = in_home(&fx, rel);
+        assert_eq!(
+            door(&fx, "claude-hook", "Read", json!({ "file_path": path })),
+            "deny",
+            "{rel}"
+        );
+    }
+    for path in [
+        "/run/secrets/kubernetes.io/serviceaccount/token",
+        "/var/run/secrets/kubernetes.io/serviceaccount/token",
+    ] {
+        let v = door(
+            &fx,
+            "gemini-hook",
+            "read_file",
+            json!({ "file_path": path }),
+        );
+        assert_eq!(v, "deny", "{path}");
+        let out = Command::cargo_bin("agent-guard")
+            .unwrap()
+            .args(["path", "--json", path])
+            .current_dir(&fx.project)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["reasons"][0]["code"], "sensitive_path", "{path}: {j}");
+    }
+}

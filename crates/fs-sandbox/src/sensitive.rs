@@ -168,6 +168,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "agent-guard's grant signing key",
         "~/.agent-guard/grant.key",
     ),
+    // The approval server's bearer token: whoever reads it answers the guard's own asks.
+    always(
+        "~/.agent-guard/serve.token",
+        "agent-guard's approval server token",
+        "~/.agent-guard/serve.token",
+    ),
     // Shell and REPL histories: people type passwords, tokens and `export KEY=...` there.
     always(
         "~/.bash_history",
@@ -239,6 +245,22 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "a Hetzner Cloud token",
         "~/.config/hcloud/cli.toml",
     ),
+    always(
+        "~/.config/git/credentials",
+        "stored git passwords (XDG location)",
+        "~/.config/git/credentials",
+    ),
+    always(
+        "~/.config/github-copilot/**",
+        "GitHub Copilot OAuth tokens",
+        "~/.config/github-copilot/apps.json",
+    ),
+    always(
+        "~/.config/sops/age/keys.txt",
+        "age private keys (sops)",
+        "~/.config/sops/age/keys.txt",
+    ),
+    always("~/.databrickscfg", "a Databricks token", "~/.databrickscfg"),
     always(
         "~/.composer/auth.json",
         "Composer registry tokens",
@@ -361,6 +383,17 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "/etc/ssh/ssh_host_*_key",
         "an SSH host private key",
         "/etc/ssh/ssh_host_ed25519_key",
+    ),
+    // Secrets mounted into containers: Kubernetes service-account tokens, Docker secrets.
+    always(
+        "/run/secrets/**",
+        "a container's mounted secrets",
+        "/run/secrets/kubernetes.io/serviceaccount/token",
+    ),
+    always(
+        "/var/run/secrets/**",
+        "a container's mounted secrets",
+        "/var/run/secrets/kubernetes.io/serviceaccount/token",
     ),
     always(
         "/proc/*/environ",
