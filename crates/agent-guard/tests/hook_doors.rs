@@ -242,6 +242,9 @@ fn a_write_gets_one_verdict_through_every_door() {
         ".env",
         "keys/id_rsa",
         "x/../../etc/passwd",
+        ".ENVRC",
+        ".Claude/settings.json",
+        ".claude\u{200b}/settings.json",
     ];
     for rel in paths {
         let abs = in_project(&fx, rel);
@@ -316,5 +319,28 @@ fn credentials_an_agent_could_use_against_the_guard_or_the_host_are_sensitive() 
             .unwrap();
         let j: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(j["reasons"][0]["code"], "sensitive_path", "{path}: {j}");
+    }
+}
+
+#[test]
+fn protected_files_are_protected_as_a_case_insensitive_filesystem_names_them() {
+    let fx = fixture();
+    for rel in [
+        ".ENVRC",
+        ".Claude/settings.json",
+        ".GIT/config",
+        ".claude\u{200b}/settings.json",
+    ] {
+        let abs = in_project(&fx, rel);
+        assert_eq!(
+            door(
+                &fx,
+                "claude-hook",
+                "Write",
+                json!({"file_path": abs, "content": "x"})
+            ),
+            "deny",
+            "{rel}"
+        );
     }
 }
