@@ -618,7 +618,20 @@ pub fn translate(
             .and_then(Value::as_str)
             .and_then(|d| d.strip_prefix("network-access "))
     {
-        let url = format!("https://{}/", domain.trim());
+        let domain = domain.trim();
+        // Codex names a host (`example.com`, `host:443`); anything else (`a.com/x@10.0.0.1`,
+        // whose URL would go to `a.com` while the approval grants something else) is not a
+        // domain the guard can judge.
+        if domain.is_empty()
+            || !domain
+                .chars()
+                .all(|c| c.is_alphanumeric() || "-.:[]_*".contains(c))
+        {
+            return Err(format!(
+                "the network approval names `{domain}`, which is not a host name"
+            ));
+        }
+        let url = format!("https://{domain}/");
         return Ok(vec![base(
             "web_fetch",
             serde_json::json!({ "url": url }),
@@ -888,6 +901,24 @@ mod tests {
         )
         .unwrap_or_default();
         assert_eq!(calls[0].tool, "run_bash");
+        // A domain that is not a bare host cannot be judged as one.
+        for odd in [
+            "a.com/x@127.0.0.1",
+            "a.com 127.0.0.1",
+            "",
+            "a.com#@10.0.0.1",
+        ] {
+            assert!(
+                translate(
+                    Client::Codex,
+                    "Bash",
+                    &serde_json::json!({"description": format!("network-access {odd}")}),
+                    cwd
+                )
+                .is_err(),
+                "{odd}"
+            );
+        }
         // Other descriptions without a command stay untranslatable.
         assert!(
             translate(
