@@ -639,6 +639,25 @@ pub fn translate(
             true,
         )]);
     }
+    // Codex's model may run apply_patch through its shell tool (`apply_patch <<'EOF' ...`, or
+    // the argv `["apply_patch", patch]`): the same edit gets the same verdict as the
+    // `apply_patch` tool, every path it names judged as a write.
+    if client == Client::Codex
+        && map.guard == "run_bash"
+        && let Some(patch) = shell_apply_patch(obj)
+    {
+        let dir = obj
+            .get("workdir")
+            .and_then(Value::as_str)
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
+        let mut calls = patch_calls(&patch, &dir)?;
+        let findings = flags(map, obj);
+        for call in &mut calls {
+            call.client.extend(findings.iter().cloned());
+        }
+        return Ok(calls);
+    }
     let findings = flags(map, obj);
     let mut calls = match map.shape {
         Shape::Whole => vec![base(map.guard, input.clone(), cwd, map.read_only)],
@@ -856,8 +875,34 @@ fn apply_patch_calls(obj: &Map<String, Value>, cwd: &Path) -> Result<Vec<Call>, 
         },
         _ => return Err("`apply_patch` input has no patch text in `command`".to_owned()),
     };
+    patch_calls(&text, cwd)
+}
+
+/// The patch a Codex shell call runs, when the call is apply_patch itself: the argv form, or
+/// a command line that starts with the program (the parser reads its heredoc, and refuses
+/// anything before or after it).
+fn shell_apply_patch(obj: &Map<String, Value>) -> Option<String> {
+    let is_program = |p: &str| p == "apply_patch" || p == "applypatch";
+    match obj.get("command").or_else(|| obj.get("cmd")) {
+        Some(Value::Array(items)) => match items.as_slice() {
+            [Value::String(program), Value::String(patch)] if is_program(program) => {
+                Some(patch.clone())
+            }
+            _ => None,
+        },
+        Some(Value::String(line)) => {
+            let first = line.split_whitespace().next().unwrap_or("");
+            let first = first.split("<<").next().unwrap_or("");
+            is_program(first).then(|| line.clone())
+        }
+        _ => None,
+    }
+}
+
+/// One `file_write` per path the patch text names; an unreadable patch is refused.
+fn patch_calls(text: &str, cwd: &Path) -> Result<Vec<Call>, String> {
     let patch =
-        crate::apply_patch::parse(&text).map_err(|e| format!("the patch cannot be read: {e}"))?;
+        crate::apply_patch::parse(text).map_err(|e| format!("the patch cannot be read: {e}"))?;
     let paths = patch.written_paths();
     if paths.is_empty() {
         return Err("the patch names no file".to_owned());
@@ -1090,6 +1135,44 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn apply_patch_through_codex_shell_is_the_same_patch() {
+        use serde_json::json;
+        let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        for (name, input) in [
+            (
+                "Bash",
+                json!({"command": format!("apply_patch <<'EOF'\n{patch}\nEOF\n")}),
+            ),
+            ("shell", json!({"command": ["apply_patch", patch]})),
+            (
+                "exec_command",
+                json!({"cmd": format!("applypatch <<'EOF'\n{patch}\nEOF")}),
+            ),
+        ] {
+            let call = one(Client::Codex, name, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                (call.tool.as_str(), &call.args["file_path"]),
+                ("file_write", &json!("a")),
+                "{name}"
+            );
+        }
+        // Anything around the heredoc makes it a shell command line, refused as a patch.
+        assert!(
+            translate(
+                Client::Codex,
+                "Bash",
+                &json!({"command": format!("apply_patch <<'EOF'\n{patch}\nEOF\nrm -rf ~")}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        // Other commands stay commands.
+        let call = one(Client::Codex, "Bash", json!({"command": "apply_patches"}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "run_bash");
     }
 
     #[test]

@@ -273,6 +273,13 @@ fn a_write_gets_one_verdict_through_every_door() {
             "apply_patch",
             json!({ "command": ["apply_patch", patch] }),
         );
+        let heredoc = door(
+            &fx,
+            "codex-hook",
+            "Bash",
+            json!({ "command": format!("apply_patch <<'EOF'\n{patch}EOF\n") }),
+        );
+        assert_eq!(codex, heredoc, "{rel}");
         // Gemini's allow is no output, as Codex's is.
         let gemini = if gemini == "none" { "allow" } else { &gemini };
         assert_eq!(claude, gemini, "{rel}");
