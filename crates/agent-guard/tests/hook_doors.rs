@@ -351,3 +351,39 @@ fn protected_files_are_protected_as_a_case_insensitive_filesystem_names_them() {
         );
     }
 }
+
+#[test]
+fn a_key_given_twice_is_malformed_input_in_every_door() {
+    let fx = fixture();
+    let key = in_home(&fx, ".ssh/id_rsa");
+    let safe = in_project(&fx, "src/a.txt");
+    for (sub, event, tool) in [
+        ("claude-hook", "PreToolUse", "Read"),
+        ("codex-hook", "PreToolUse", "Read"),
+        ("gemini-hook", "BeforeTool", "read_file"),
+    ] {
+        // The guard's parser keeps the last `file_path`; another reader may keep the first.
+        let project = fx.project.display();
+        let stdin = format!(
+            r#"{{"session_id":"s1","cwd":"{project}","hook_event_name":"{event}","tool_name":"{tool}","tool_input":{{"file_path":"{key}","file_path":"{safe}"}}}}"#
+        );
+        let out = Command::cargo_bin("agent-guard")
+            .unwrap()
+            .arg(sub)
+            .arg("--policy")
+            .arg(&fx.policy)
+            .env("HOME", &fx.home)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{sub}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("appears twice"), "{sub}: {stderr}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let decision = v["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .or(v["decision"].as_str());
+        assert_eq!(decision, Some("deny"), "{sub}: {v}");
+    }
+}
