@@ -821,7 +821,7 @@ impl Executor {
         let sandbox = self.sandbox()?;
         // A client may expand `~` in a pattern; judging it as the home directory fails closed.
         let expanded;
-        let pattern = if pattern == "~" || pattern.starts_with("~/") {
+        let pattern = if pattern.starts_with('~') {
             expanded = match self.physical_input(pattern, cwd) {
                 Ok(p) => p.to_string_lossy().into_owned(),
                 Err(step) => return Some(*step),
@@ -861,6 +861,25 @@ impl Executor {
     /// environment, relative paths join the cwd, and nothing is normalised lexically (a `..`
     /// is the sandbox's to resolve after the symlinks before it).
     fn physical_input(&self, raw: &str, cwd: &Path) -> Result<PathBuf, Box<Step>> {
+        // `~root/x`, `~+/x`, `~-/x`: a shell (or a client that expands like one) reads another
+        // account's home or a directory stack entry, a file API a relative name in the cwd.
+        // The guard cannot know which one the tool will open, so it judges neither.
+        if let Some(rest) = raw.strip_prefix('~')
+            && !rest.is_empty()
+            && !rest.starts_with('/')
+        {
+            let name = rest.split('/').next().unwrap_or(rest);
+            return Err(Box::new(Step::new(
+                "fs-sandbox",
+                format!("`{}`", crate::truncate_chars(raw, 200).0),
+                Decision::Deny,
+                "tilde_user",
+                format!(
+                    "`~{}` reads as another account's home directory in a shell but as a relative name to a file tool; the guard cannot tell which one the tool opens. Give an absolute path",
+                    crate::truncate_chars(name, 64).0
+                ),
+            )));
+        }
         let expanded = if raw == "~" || raw.starts_with("~/") {
             let Some(home) = self.home() else {
                 return Err(Box::new(Step::new(

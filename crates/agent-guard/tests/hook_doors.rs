@@ -387,3 +387,34 @@ fn a_key_given_twice_is_malformed_input_in_every_door() {
         assert_eq!(decision, Some("deny"), "{sub}: {v}");
     }
 }
+
+#[test]
+fn a_path_starting_with_another_accounts_tilde_is_refused_in_every_door() {
+    let fx = fixture();
+    let patch = "*** Begin Patch\n*** Add File: ~root/.bashrc\n+x\n*** End Patch\n";
+    for (sub, tool, input) in [
+        (
+            "claude-hook",
+            "Read",
+            json!({"file_path": "~root/.aws/credentials"}),
+        ),
+        ("claude-hook", "Glob", json!({"pattern": "~root/.ssh/*"})),
+        (
+            "claude-hook",
+            "Grep",
+            json!({"pattern": "x", "path": "~root"}),
+        ),
+        (
+            "gemini-hook",
+            "write_file",
+            json!({"file_path": "~root/.bashrc", "content": "x"}),
+        ),
+        ("codex-hook", "apply_patch", json!({ "command": patch })),
+    ] {
+        assert_eq!(
+            door(&fx, sub, tool, input.clone()),
+            "deny",
+            "{sub} {tool} {input}"
+        );
+    }
+}
