@@ -843,6 +843,19 @@ impl Executor {
             ));
         }
         if !arg.walks {
+            // A search's filter glob is a whitelist the search reads even through hidden and
+            // ignored files: one that can select a secret's name reads the secret.
+            if let Some((what, example)) = fs_sandbox::search_glob_selects_sensitive(pattern) {
+                return Some(Step::new(
+                    "fs-sandbox",
+                    format!("filter `{pattern}` under `{}`", base.display()),
+                    Decision::Deny,
+                    "sensitive_path",
+                    format!(
+                        "the filter `{pattern}` selects files such as `{example}` ({what}), which the search then reads even when hidden or ignored; name the files to search more narrowly (e.g. `*.rs`)"
+                    ),
+                ));
+            }
             return None;
         }
         let literal = literal_prefix(pattern);

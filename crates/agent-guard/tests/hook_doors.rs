@@ -418,3 +418,44 @@ fn a_path_starting_with_another_accounts_tilde_is_refused_in_every_door() {
         );
     }
 }
+
+#[test]
+fn a_search_filter_that_selects_a_secret_is_refused() {
+    let fx = fixture();
+    std::fs::write(fx.project.join(".env"), "KEY=1").unwrap();
+    // ripgrep searches what `--glob` whitelists even when it is hidden: `.en?` reads `.env`.
+    for glob in [".en?", ".e*", "*", "[.]env"] {
+        assert_eq!(
+            door(
+                &fx,
+                "claude-hook",
+                "Grep",
+                json!({"pattern": "KEY", "glob": glob})
+            ),
+            "deny",
+            "{glob}"
+        );
+        assert_eq!(
+            door(
+                &fx,
+                "gemini-hook",
+                "grep_search",
+                json!({"pattern": "KEY", "include_pattern": glob})
+            ),
+            "deny",
+            "{glob}"
+        );
+    }
+    for glob in ["*.rs", "src/**/*.ts"] {
+        assert_eq!(
+            door(
+                &fx,
+                "claude-hook",
+                "Grep",
+                json!({"pattern": "KEY", "glob": glob})
+            ),
+            "allow",
+            "{glob}"
+        );
+    }
+}

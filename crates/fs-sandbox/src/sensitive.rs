@@ -430,6 +430,37 @@ pub const NOT_SENSITIVE: &[&str] = &[
     ".env.schema",
 ];
 
+/// A search filter glob (ripgrep's `--glob`, Claude Code Grep's `glob`) that selects the file
+/// of some default sensitive entry's example: what the entry holds and the example's name.
+///
+/// A filter glob is a whitelist, and ripgrep searches what it whitelists even when the file
+/// is hidden or ignored (`rg -g '.en?' KEY` reads `.env`), so a glob that can select a
+/// secret's name makes the search read the secret. A glob without `/` matches a file name at
+/// any depth; one with `/` is tried against every tail of the example's path. Negated globs
+/// (`!x`) exclude and select nothing.
+pub fn search_glob_selects_sensitive(glob: &str) -> Option<(&'static str, &'static str)> {
+    if glob.starts_with('!') {
+        return None;
+    }
+    let matcher = GlobBuilder::new(glob.trim_start_matches("./"))
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher());
+    // A glob the guard cannot read is judged as selecting everything (fail closed).
+    let Ok(matcher) = matcher else {
+        return DEFAULT_SENSITIVE.first().map(|e| (e.what, e.example));
+    };
+    DEFAULT_SENSITIVE.iter().find_map(|entry| {
+        let example = entry.example.trim_start_matches("~/");
+        let parts: Vec<&str> = example.split('/').filter(|p| !p.is_empty()).collect();
+        let selected = (0..parts.len()).any(|i| {
+            let tail = parts.get(i..).unwrap_or_default().join("/");
+            (glob.contains('/') || i + 1 == parts.len()) && matcher.is_match(&tail)
+        });
+        selected.then_some((entry.what, entry.example))
+    })
+}
+
 /// Where other accounts' home directories are (globs), so `~/.ssh/**` covers them too.
 pub(crate) const OTHER_HOMES: &[&str] = &["/root", "/home/*", "/Users/*"];
 
@@ -702,6 +733,25 @@ mod tests {
         match example.strip_prefix("~/") {
             Some(rest) => Path::new(HOME).join(rest),
             None => PathBuf::from(example),
+        }
+    }
+
+    #[test]
+    fn search_globs_that_select_a_secret_are_found() {
+        for glob in [
+            ".env", ".en?", ".e*", "*", "**/*", "[.]env", ".{env,x}", "id_*", "*.key", ".ssh/*",
+        ] {
+            assert!(search_glob_selects_sensitive(glob).is_some(), "{glob}");
+        }
+        for glob in [
+            "*.rs",
+            "src/**/*.ts",
+            "!.env",
+            "*.md",
+            "Cargo.toml",
+            ".env.example",
+        ] {
+            assert_eq!(search_glob_selects_sensitive(glob), None, "{glob}");
         }
     }
 
