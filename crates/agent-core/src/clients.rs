@@ -747,7 +747,16 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
         .iter()
         .filter(|flag| match flag.when {
             When::Always => true,
-            When::True => obj.get(flag.field) == Some(&Value::Bool(true)),
+            // `true`, and any value of the wrong type a tool might still read as true
+            // (`"true"`, `1`): a widening flag the guard cannot read as false is raised.
+            When::True => match obj.get(flag.field) {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+                Some(Value::String(s)) => {
+                    !(s.is_empty() || s.eq_ignore_ascii_case("false") || s == "0")
+                }
+                Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+                Some(_) => true,
+            },
             When::Present => match obj.get(flag.field) {
                 None | Some(Value::Null) | Some(Value::Bool(false)) => false,
                 Some(Value::String(s)) => !s.is_empty(),
@@ -1173,6 +1182,41 @@ mod tests {
         let call = one(Client::Codex, "Bash", json!({"command": "apply_patches"}))
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(call.tool, "run_bash");
+    }
+
+    #[test]
+    fn a_flag_of_the_wrong_type_is_raised_unless_it_reads_as_false() {
+        use serde_json::json;
+        for raised in [
+            json!(true),
+            json!("true"),
+            json!("yes"),
+            json!(1),
+            json!({}),
+        ] {
+            let call = one(
+                Client::ClaudeCode,
+                "Bash",
+                json!({"command": "ls", "run_in_background": raised}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.client.len(), 1, "{raised}");
+        }
+        for quiet in [
+            json!(false),
+            json!(null),
+            json!("false"),
+            json!(0),
+            json!(""),
+        ] {
+            let call = one(
+                Client::ClaudeCode,
+                "Bash",
+                json!({"command": "ls", "run_in_background": quiet}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert!(call.client.is_empty(), "{quiet}");
+        }
     }
 
     #[test]
