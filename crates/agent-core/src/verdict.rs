@@ -937,18 +937,10 @@ impl Executor {
                     checked.root().path().display()
                 ),
             ),
-            // Reading outside the project is sometimes legitimate; a person decides.
-            Err(err @ SandboxError::OutsideRoots { .. }) if op != Op::Write => Step::new(
-                "fs-sandbox",
-                saw,
-                Decision::Ask,
-                err.code(),
-                err.to_string(),
-            ),
             Err(err) => Step::new(
                 "fs-sandbox",
                 saw,
-                Decision::Deny,
+                sandbox_refusal_decision(&err, op),
                 err.code(),
                 err.to_string(),
             ),
@@ -1079,6 +1071,16 @@ fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
         message: finding.message.clone(),
         rule: rule.map(|r| r.text().to_owned()),
         source: rule.map(|r| r.source().to_string()),
+    }
+}
+
+/// What a sandbox refusal of `op` decides: reading or listing outside the project is sometimes
+/// legitimate, so a person decides (Ask); every other refusal is a Deny. One function, so the
+/// single-layer `agent-guard path` answers as every other door does.
+pub fn sandbox_refusal_decision(err: &SandboxError, op: Op) -> Decision {
+    match err {
+        SandboxError::OutsideRoots { .. } if op != Op::Write => Decision::Ask,
+        _ => Decision::Deny,
     }
 }
 
