@@ -670,7 +670,11 @@ pub fn translate(
         Shape::ApplyPatch => apply_patch_calls(obj, cwd)?,
         Shape::UrlsInText(key) => {
             let text = obj.get(key).and_then(Value::as_str).unwrap_or_default();
-            let urls = crate::network::urls_in(text);
+            let mut urls = crate::network::urls_in(text);
+            // A `url` argument beside the prompt (other releases, wrappers) is fetched too.
+            if let Some(Value::String(url)) = obj.get("url") {
+                urls.push(url.clone());
+            }
             if urls.is_empty() {
                 let mut call = base(map.guard, input.clone(), cwd, map.read_only);
                 call.client.push(ClientFinding {
@@ -1217,6 +1221,23 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
             assert!(call.client.is_empty(), "{quiet}");
         }
+    }
+
+    #[test]
+    fn a_url_argument_beside_the_web_fetch_prompt_is_judged_too() {
+        use serde_json::json;
+        let calls = translate(
+            Client::Gemini,
+            "web_fetch",
+            &json!({"prompt": "read https://docs.rs/", "url": "http://127.0.0.1/"}),
+            Path::new("/p"),
+        )
+        .unwrap_or_default();
+        let urls: Vec<&Value> = calls.iter().map(|c| &c.args["url"]).collect();
+        assert_eq!(
+            urls,
+            [&json!("https://docs.rs/"), &json!("http://127.0.0.1/")]
+        );
     }
 
     #[test]
