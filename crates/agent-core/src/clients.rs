@@ -724,12 +724,28 @@ pub fn translate(
             patterns
                 .into_iter()
                 .map(|p| {
-                    base(
+                    // The tool reads every file its patterns select, not just their names: a
+                    // pattern that can select a secret's name (`.en?`, `**/*`) may hand the
+                    // secret over, depending on the client's dot-file and ignore settings.
+                    let selects = fs_sandbox::search_glob_selects_sensitive(&p);
+                    let mut call = base(
                         map.guard,
                         serde_json::json!({ "pattern": p }),
                         cwd,
                         map.read_only,
-                    )
+                    );
+                    if let Some((what, example)) = selects {
+                        call.client.push(ClientFinding {
+                            decision: Decision::Ask,
+                            code: "reads-selected-secrets".to_owned(),
+                            message: format!(
+                                "`{name}` reads every file `{p}` selects, and it selects files such as `{example}` ({what}); name the files more narrowly"
+                            ),
+                            only_upgrades_allow: false,
+                            yields_to_allow_rule: false,
+                        });
+                    }
+                    call
                 })
                 .collect()
         }
@@ -1238,6 +1254,26 @@ mod tests {
             urls,
             [&json!("https://docs.rs/"), &json!("http://127.0.0.1/")]
         );
+    }
+
+    #[test]
+    fn read_many_files_patterns_that_select_secrets_are_asked_about() {
+        use serde_json::json;
+        for (pattern, asked) in [(".en?", true), ("**/*", true), ("src/**/*.rs", false)] {
+            let call = one(
+                Client::Gemini,
+                "read_many_files",
+                json!({"include": [pattern]}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                call.client
+                    .iter()
+                    .any(|f| f.code == "reads-selected-secrets"),
+                asked,
+                "{pattern}"
+            );
+        }
     }
 
     #[test]
