@@ -937,13 +937,18 @@ impl Executor {
                     checked.root().path().display()
                 ),
             ),
-            Err(err) => Step::new(
-                "fs-sandbox",
-                saw,
-                sandbox_refusal_decision(&err, op),
-                err.code(),
-                err.to_string(),
-            ),
+            Err(err) => match special_outside(&err) {
+                Some(message) => {
+                    Step::new("fs-sandbox", saw, Decision::Deny, "special_file", message)
+                }
+                None => Step::new(
+                    "fs-sandbox",
+                    saw,
+                    sandbox_refusal_decision(&err, op),
+                    err.code(),
+                    err.to_string(),
+                ),
+            },
         }
     }
 
@@ -1079,9 +1084,43 @@ fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
 /// single-layer `agent-guard path` answers as every other door does.
 pub fn sandbox_refusal_decision(err: &SandboxError, op: Op) -> Decision {
     match err {
-        SandboxError::OutsideRoots { .. } if op != Op::Write => Decision::Ask,
+        SandboxError::OutsideRoots { .. } if op != Op::Write && special_outside(err).is_none() => {
+            Decision::Ask
+        }
         _ => Decision::Deny,
     }
+}
+
+/// For a path outside the roots that is a device, FIFO or socket: why it is refused. The
+/// sandbox judges the file type only inside a root, but a person asked "read outside the
+/// project?" should never be offered `/dev/mem`, a disk or a pipe that blocks the tool.
+fn special_outside(err: &SandboxError) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let SandboxError::OutsideRoots { resolved, .. } = err else {
+        return None;
+    };
+    // `/dev/null` reads as empty; the sandbox lets it through inside a root too.
+    if resolved == Path::new("/dev/null") {
+        return None;
+    }
+    // The resolved path has no symlink left; `symlink_metadata` never opens (a FIFO cannot
+    // block it).
+    let kind = std::fs::symlink_metadata(resolved).ok()?.file_type();
+    let what = if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "`{}` is {what} outside the project; only regular files and directories are opened",
+        resolved.display()
+    ))
 }
 
 /// How deep an opaque input is read. Past it the input is refused, not skipped.

@@ -459,3 +459,44 @@ fn a_search_filter_that_selects_a_secret_is_refused() {
         );
     }
 }
+
+#[test]
+fn devices_and_pipes_outside_the_project_are_refused_not_asked_about() {
+    let fx = fixture();
+    let fifo = fx.home.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for path in [
+        "/dev/zero".to_owned(),
+        "/proc/kcore".to_owned(),
+        fifo.display().to_string(),
+    ] {
+        assert_eq!(
+            door(&fx, "claude-hook", "Read", json!({ "file_path": path })),
+            "deny",
+            "{path}"
+        );
+        let out = Command::cargo_bin("agent-guard")
+            .unwrap()
+            .args(["path", "--json", &path])
+            .current_dir(&fx.project)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["decision"], "deny", "{path}: {j}");
+    }
+    // An ordinary file outside the project is still for a person to allow.
+    assert_eq!(
+        door(
+            &fx,
+            "claude-hook",
+            "Read",
+            json!({"file_path": "/etc/hosts"})
+        ),
+        "ask"
+    );
+}

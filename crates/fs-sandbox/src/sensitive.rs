@@ -406,6 +406,7 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "/proc/1/task/1/environ",
     ),
     always("/proc/*/mem", "another process's memory", "/proc/1/mem"),
+    always("/proc/kcore", "the kernel's memory", "/proc/kcore"),
     always(
         "/proc/*/task/*/mem",
         "another process's memory",
