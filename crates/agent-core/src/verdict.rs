@@ -703,12 +703,32 @@ impl Executor {
                 ),
             ));
         }
+        let mut judged = 0usize;
         for text in strings {
             let text = text.trim();
             let is_url = !text.contains(char::is_whitespace)
                 && network::urls_in(text)
                     .first()
                     .is_some_and(|u| text.starts_with(u.as_str()));
+            let path_like =
+                (text.starts_with('/') || text.starts_with("~/")) && !text.contains(['\n', '\0']);
+            if is_url || path_like {
+                judged += 1;
+                // Each one costs a resolution; a flood of them would outlast the client's
+                // hook timeout, and a timed-out hook lets the call run.
+                if judged > MAX_OPAQUE_TARGETS {
+                    steps.push(Step::new(
+                        "client-input",
+                        "the tool input".to_owned(),
+                        Decision::Deny,
+                        "input_too_large",
+                        format!(
+                            "the input names more than {MAX_OPAQUE_TARGETS} paths and URLs; the guard does not judge what it cannot read in time"
+                        ),
+                    ));
+                    break;
+                }
+            }
             if is_url && let Err(refusal) = network::judge_destination(text) {
                 steps.push(Step::new(
                     "network",
@@ -719,15 +739,43 @@ impl Executor {
                 ));
                 continue;
             }
-            let looks_like_path = (text.starts_with('/') || text.starts_with("~/"))
-                && !text.contains(['\n', '\0'])
-                && text.len() <= 4096;
-            if !looks_like_path {
+            if !path_like {
+                continue;
+            }
+            if text.len() > PATH_MAX_BYTES {
+                // Too long for one open, not for a server that normalises it first
+                // (`/root/.ssh/././.../id_rsa`): what is not judged is not allowed.
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}...`", crate::truncate_chars(text, 200).0),
+                    Decision::Deny,
+                    "too_long",
+                    format!(
+                        "a path of {} bytes is longer than the guard judges ({PATH_MAX_BYTES})",
+                        text.len()
+                    ),
+                ));
                 continue;
             }
             let (Some(sandbox), Ok(path)) = (self.sandbox(), self.physical_input(text, cwd)) else {
                 continue;
             };
+            // A server that normalises `..` lexically (`path.resolve`, `os.path.normpath`)
+            // opens what the path spells after the `..`s are folded, even where the
+            // physical resolution stops at a missing name.
+            if let Some(what) = sandbox.sensitive(&lexical(&path)) {
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}`", path.display()),
+                    Decision::Deny,
+                    "sensitive_path",
+                    format!(
+                        "`{}` leads to {what} once its `..` are folded; secrets are not handed to the agent",
+                        path.display()
+                    ),
+                ));
+                continue;
+            }
             if let Err(err @ SandboxError::Sensitive { .. }) = sandbox.check(&path, Op::Read) {
                 steps.push(Step::new(
                     "fs-sandbox",
@@ -1121,6 +1169,29 @@ fn special_outside(err: &SandboxError) -> Option<String> {
         "`{}` is {what} outside the project; only regular files and directories are opened",
         resolved.display()
     ))
+}
+
+/// How many paths and URLs of an opaque input are judged; more are refused.
+const MAX_OPAQUE_TARGETS: usize = 4096;
+
+/// The longest path string judged (`PATH_MAX`).
+const PATH_MAX_BYTES: usize = 4096;
+
+/// `path` with `.` and `..` folded lexically (`/a/missing/../b` is `/a/b`), as a server that
+/// normalises a path string before opening it reads it.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// How deep an opaque input is read. Past it the input is refused, not skipped.

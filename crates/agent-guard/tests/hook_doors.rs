@@ -500,3 +500,20 @@ fn devices_and_pipes_outside_the_project_are_refused_not_asked_about() {
         "ask"
     );
 }
+
+#[test]
+fn an_opaque_tool_cannot_hide_a_secret_behind_dotdot_length_or_numbers() {
+    let fx = fixture();
+    let home = fx.home.display().to_string();
+    // A server that folds `..` lexically opens the secret the physical walk never reaches.
+    let folded = format!("/nonexistent-dir/..{home}/.aws/credentials");
+    let long = format!("{home}/.ssh/{}id_rsa", "./".repeat(3000));
+    let many: Vec<String> = (0..5000).map(|i| format!("/tmp/f{i}")).collect();
+    for input in [
+        json!({ "path": folded }),
+        json!({ "path": long }),
+        json!({ "paths": many }),
+    ] {
+        assert_eq!(door(&fx, "claude-hook", "mcp__fs__read", input), "deny");
+    }
+}
