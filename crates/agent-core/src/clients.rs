@@ -652,6 +652,12 @@ pub fn translate(
             .filter(|d| !d.is_empty())
             .map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
         let mut calls = patch_calls(&patch, &dir)?;
+        if calls.len() > MAX_CALLS {
+            return Err(format!(
+                "the patch names {} files; the guard judges at most {MAX_CALLS} in one call",
+                calls.len()
+            ));
+        }
         let findings = flags(map, obj);
         for call in &mut calls {
             call.client.extend(findings.iter().cloned());
@@ -750,11 +756,22 @@ pub fn translate(
                 .collect()
         }
     };
+    if calls.len() > MAX_CALLS {
+        return Err(format!(
+            "`{name}` names {} files, patterns or URLs; the guard judges at most {MAX_CALLS} in one call",
+            calls.len()
+        ));
+    }
     for call in &mut calls {
         call.client.extend(findings.iter().cloned());
     }
     Ok(calls)
 }
+
+/// The most guard calls one client call becomes (patch files, include patterns, URLs). Each
+/// is a full evaluation; a flood of them would outlast the client's hook timeout (Gemini CLI:
+/// 60 s), and a timed-out hook lets the call run.
+pub const MAX_CALLS: usize = 512;
 
 fn base(tool: &str, args: Value, cwd: &Path, read_only: bool) -> Call {
     let mut call = Call::new(tool, args).with_cwd(cwd);
@@ -1274,6 +1291,46 @@ mod tests {
                 "{pattern}"
             );
         }
+    }
+
+    #[test]
+    fn a_call_that_fans_out_into_too_many_judgements_is_refused() {
+        use serde_json::json;
+        let many: Vec<String> = (0..=MAX_CALLS).map(|i| format!("f{i}")).collect();
+        assert!(
+            translate(
+                Client::Gemini,
+                "read_many_files",
+                &json!({ "include": many }),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        let patch = format!(
+            "*** Begin Patch\n{}*** End Patch",
+            many.iter()
+                .map(|f| format!("*** Add File: {f}\n+x\n"))
+                .collect::<String>()
+        );
+        for (name, input) in [
+            ("apply_patch", json!({ "command": patch })),
+            ("Bash", json!({ "command": ["apply_patch", patch] })),
+        ] {
+            assert!(
+                translate(Client::Codex, name, &input, Path::new("/p")).is_err(),
+                "{name}"
+            );
+        }
+        let few: Vec<String> = (0..MAX_CALLS).map(|i| format!("f{i}")).collect();
+        assert!(
+            translate(
+                Client::Gemini,
+                "read_many_files",
+                &json!({ "include": few }),
+                Path::new("/p")
+            )
+            .is_ok()
+        );
     }
 
     #[test]
