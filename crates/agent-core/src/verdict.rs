@@ -691,7 +691,7 @@ impl Executor {
     fn opaque_input_steps(&self, args: &Value, cwd: &Path) -> Vec<Step> {
         let mut strings = Vec::new();
         let mut steps = Vec::new();
-        if !collect_strings(args, &mut strings, 0) {
+        if !collect_strings(args, &mut strings, 0, false) {
             // What is not read is not judged: input nested past the depth read is refused.
             steps.push(Step::new(
                 "client-input",
@@ -704,14 +704,21 @@ impl Executor {
             ));
         }
         let mut judged = 0usize;
-        for text in strings {
+        for (text, named_as_path) in strings {
             let text = text.trim();
             let is_url = !text.contains(char::is_whitespace)
                 && network::urls_in(text)
                     .first()
                     .is_some_and(|u| text.starts_with(u.as_str()));
-            let path_like =
-                (text.starts_with('/') || text.starts_with("~/")) && !text.contains(['\n', '\0']);
+            // Absolute and `~/` paths wherever they are; a relative one (`.env`,
+            // `.claude/settings.json`) where the key says it is a path, resolved in the cwd.
+            let relative_path = named_as_path
+                && !is_url
+                && !text.is_empty()
+                && !text.starts_with('~')
+                && !text.contains(char::is_whitespace);
+            let path_like = (text.starts_with('/') || text.starts_with("~/") || relative_path)
+                && !text.contains(['\n', '\0']);
             if is_url || path_like {
                 judged += 1;
                 // Each one costs a resolution; a flood of them would outlast the client's
@@ -763,14 +770,20 @@ impl Executor {
             // A server that normalises `..` lexically (`path.resolve`, `os.path.normpath`)
             // opens what the path spells after the `..`s are folded, even where the
             // physical resolution stops at a missing name.
-            if let Some(what) = sandbox.sensitive(&lexical(&path)) {
+            let folded = lexical(&path);
+            if let Some(what) = sandbox.sensitive(&folded) {
+                let how = if folded == path {
+                    "is"
+                } else {
+                    "leads, once its `..` are folded, to"
+                };
                 steps.push(Step::new(
                     "fs-sandbox",
                     format!("`{}`", path.display()),
                     Decision::Deny,
                     "sensitive_path",
                     format!(
-                        "`{}` leads to {what} once its `..` are folded; secrets are not handed to the agent",
+                        "`{}` {how} {what}; secrets are not handed to the agent",
                         path.display()
                     ),
                 ));
@@ -1206,17 +1219,61 @@ fn has_argument_table(tool: &str) -> bool {
         || URL_ARGS.iter().any(|(t, _)| *t == tool)
 }
 
-/// The strings of a JSON value, depth first. `false` when some of it lies deeper than
+/// Key names (lower case, `-` as `_`) that say their value is a path: exact names, and
+/// suffixes (`file_path`, `targetDir`, `source_files`). Knowledge as data, tested below.
+pub(crate) const PATH_KEY_NAMES: &[&str] = &[
+    "source",
+    "destination",
+    "dest",
+    "target",
+    "src",
+    "dst",
+    "cwd",
+    "workdir",
+    "root",
+];
+/// See [`PATH_KEY_NAMES`].
+pub(crate) const PATH_KEY_SUFFIXES: &[&str] = &[
+    "path",
+    "paths",
+    "file",
+    "files",
+    "filename",
+    "filenames",
+    "dir",
+    "dirs",
+    "directory",
+    "directories",
+    "folder",
+];
+
+/// Whether an input key names a path (see [`PATH_KEY_NAMES`]).
+fn is_path_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase().replace('-', "_");
+    PATH_KEY_NAMES.contains(&key.as_str()) || PATH_KEY_SUFFIXES.iter().any(|s| key.ends_with(s))
+}
+
+/// The strings of a JSON value, depth first, each with whether its key (the nearest object
+/// key; list items inherit it) names a path. `false` when some of it lies deeper than
 /// [`MAX_INPUT_DEPTH`] (the caller refuses the whole input, so the rest need not be read).
-fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) -> bool {
+fn collect_strings<'a>(
+    value: &'a Value,
+    out: &mut Vec<(&'a str, bool)>,
+    depth: usize,
+    path_key: bool,
+) -> bool {
     match value {
         Value::String(s) => {
-            out.push(s);
+            out.push((s, path_key));
             true
         }
         Value::Array(_) | Value::Object(_) if depth >= MAX_INPUT_DEPTH => false,
-        Value::Array(items) => items.iter().all(|v| collect_strings(v, out, depth + 1)),
-        Value::Object(map) => map.values().all(|v| collect_strings(v, out, depth + 1)),
+        Value::Array(items) => items
+            .iter()
+            .all(|v| collect_strings(v, out, depth + 1, path_key)),
+        Value::Object(map) => map
+            .iter()
+            .all(|(k, v)| collect_strings(v, out, depth + 1, is_path_key(k))),
         _ => true,
     }
 }
@@ -1314,6 +1371,35 @@ mod tests {
                 bash_guard::catastrophic_text(text).is_some(),
                 "{tool}.{key}"
             );
+        }
+    }
+
+    #[test]
+    fn path_keys_are_recognised() {
+        for key in [
+            "path",
+            "file_path",
+            "filePath",
+            "paths",
+            "targetDir",
+            "source",
+            "out-file",
+            "directory",
+            "Filename",
+            "workdir",
+        ] {
+            assert!(is_path_key(key), "{key}");
+        }
+        for key in [
+            "title", "body", "content", "query", "message", "name", "url",
+        ] {
+            assert!(!is_path_key(key), "{key}");
+        }
+        for name in PATH_KEY_NAMES {
+            assert!(is_path_key(name), "{name}");
+        }
+        for suffix in PATH_KEY_SUFFIXES {
+            assert!(is_path_key(&format!("x_{suffix}")), "{suffix}");
         }
     }
 

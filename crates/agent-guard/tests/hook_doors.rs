@@ -517,3 +517,36 @@ fn an_opaque_tool_cannot_hide_a_secret_behind_dotdot_length_or_numbers() {
         assert_eq!(door(&fx, "claude-hook", "mcp__fs__read", input), "deny");
     }
 }
+
+#[test]
+fn a_relative_path_under_a_path_key_of_an_opaque_tool_is_judged_in_the_cwd() {
+    let fx = fixture();
+    assert_eq!(
+        door(
+            &fx,
+            "claude-hook",
+            "mcp__fs__read_file",
+            json!({"file_path": ".env"})
+        ),
+        "deny"
+    );
+    assert_eq!(
+        door(
+            &fx,
+            "claude-hook",
+            "mcp__fs__write_file",
+            json!({"path": ".claude/settings.json", "content": "x"})
+        ),
+        "ask"
+    );
+    // Prose and titles are not paths.
+    assert_eq!(
+        door(
+            &fx,
+            "claude-hook",
+            "mcp__gh__create_issue",
+            json!({"title": ".env", "body": "see .claude/settings.json"})
+        ),
+        "allow"
+    );
+}
