@@ -159,6 +159,17 @@ const CODEX_SHELL_REQUIRED: &[Field] = &[
     f("working_directory", "working_dir", false),
     f("cwd", "working_dir", false),
 ];
+/// Gemini's grep with `no_ignore`: ignored files (where `.env` and build secrets usually are)
+/// are searched too, beyond what the guard judged.
+const NO_IGNORE: Flag = Flag {
+    field: "no_ignore",
+    when: When::True,
+    decision: Decision::Ask,
+    code: "searches-ignored-files",
+    message: "the search includes ignored files, where secrets such as `.env` usually are",
+    only_upgrades_allow: false,
+    yields_to_allow_rule: false,
+};
 /// Codex's approval escalation: the command asks to leave Codex's sandbox.
 const CODEX_ESCALATION: &[Flag] = &[
     Flag {
@@ -509,7 +520,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         "grep_search",
         "grep_files",
         Shape::Fields(GEMINI_GREP),
-        &[],
+        &[NO_IGNORE],
         true,
     ),
     row(
@@ -517,7 +528,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         "search_file_content",
         "grep_files",
         Shape::Fields(GEMINI_GREP),
-        &[],
+        &[NO_IGNORE],
         true,
     ),
     row(
@@ -1331,6 +1342,24 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn a_gemini_search_of_ignored_files_is_asked_about() {
+        use serde_json::json;
+        for name in ["grep_search", "search_file_content"] {
+            let call = one(
+                Client::Gemini,
+                name,
+                json!({"pattern": "K", "no_ignore": true}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.client.len(), 1, "{name}");
+            assert_eq!(call.client[0].code, "searches-ignored-files");
+            let call = one(Client::Gemini, name, json!({"pattern": "K"}))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(call.client.is_empty(), "{name}");
+        }
     }
 
     #[test]
