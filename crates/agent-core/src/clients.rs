@@ -33,7 +33,10 @@ impl Client {
     }
 }
 
-/// One input field copied into the guard's arguments.
+/// One input field copied into the guard's arguments. Several fields may name the same guard
+/// key (a client's current and legacy spellings, e.g. Gemini's `dir_path` and `path`): every
+/// one present is read, two that disagree are refused (the guard cannot tell which one the
+/// tool uses), and the key is required when any of them is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
     /// The client's key.
@@ -53,8 +56,9 @@ pub enum Shape {
     ApplyPatch,
     /// Every URL in a free-text field is a `web_fetch` (Gemini's `web_fetch` prompt).
     UrlsInText(&'static str),
-    /// Every pattern of an `include` list is a `glob_files` (Gemini's `read_many_files`).
-    Includes(&'static str),
+    /// Every pattern of these lists is a `glob_files` (Gemini's `read_many_files`: `include`,
+    /// and the legacy `paths`); at least one pattern is required.
+    Includes(&'static [&'static str]),
     /// The whole input, unchanged.
     Whole,
 }
@@ -68,6 +72,9 @@ pub enum When {
     Present,
     /// Always (a tool that is asked about by its nature).
     Always,
+    /// The field is present, not null, and not this string (Codex's `sandbox_permissions`
+    /// other than `use_default`).
+    OtherThan(&'static str),
 }
 
 /// An input flag that changes the verdict.
@@ -141,7 +148,51 @@ const fn runs_unseen(code: &'static str, message: &'static str) -> Flag {
 }
 
 const BASH: &[Field] = &[f("command", "command", true)];
+/// Codex's shell tools (`shell`, `exec_command`, `shell_command`, `local_shell`,
+/// `unified_exec`, `container.exec`): the command under any of its spellings (an argv array is
+/// joined as the shell would run it) and the working directory it runs in.
+const CODEX_SHELL_REQUIRED: &[Field] = &[
+    f("command", "command", true),
+    f("cmd", "command", false),
+    f("input", "command", false),
+    f("workdir", "working_dir", false),
+    f("working_directory", "working_dir", false),
+    f("cwd", "working_dir", false),
+];
+/// Gemini's grep with `no_ignore`: ignored files (where `.env` and build secrets usually are)
+/// are searched too, beyond what the guard judged.
+const NO_IGNORE: Flag = Flag {
+    field: "no_ignore",
+    when: When::True,
+    decision: Decision::Ask,
+    code: "searches-ignored-files",
+    message: "the search includes ignored files, where secrets such as `.env` usually are",
+    only_upgrades_allow: false,
+    yields_to_allow_rule: false,
+};
+/// Codex's approval escalation: the command asks to leave Codex's sandbox.
+const CODEX_ESCALATION: &[Flag] = &[
+    Flag {
+        field: "with_escalated_permissions",
+        when: When::True,
+        code: "sandbox-escalated",
+        message: "the command asks to run outside the client's sandbox (escalated permissions)",
+        ..SANDBOX_OFF
+    },
+    Flag {
+        field: "sandbox_permissions",
+        when: When::OtherThan("use_default"),
+        code: "sandbox-escalated",
+        message: "the command asks to run outside the client's sandbox (escalated permissions)",
+        ..SANDBOX_OFF
+    },
+];
 const READ: &[Field] = &[f("file_path", "file_path", true)];
+/// Gemini's `read_file`: `file_path`, and `absolute_path` in releases before the rename.
+const GEMINI_READ: &[Field] = &[
+    f("file_path", "file_path", true),
+    f("absolute_path", "file_path", false),
+];
 const WRITE: &[Field] = &[
     f("file_path", "file_path", true),
     f("content", "content", false),
@@ -157,10 +208,19 @@ const GREP: &[Field] = &[
     f("path", "path", false),
     f("glob", "glob", false),
 ];
+/// Gemini's grep: `dir_path`/`include_pattern`, and the legacy `path`/`include`.
 const GEMINI_GREP: &[Field] = &[
     f("pattern", "pattern", true),
     f("dir_path", "path", false),
+    f("path", "path", false),
     f("include_pattern", "glob", false),
+    f("include", "glob", false),
+];
+/// Gemini's glob: `dir_path`, and the legacy `path`.
+const GEMINI_GLOB: &[Field] = &[
+    f("pattern", "pattern", true),
+    f("dir_path", "path", false),
+    f("path", "path", false),
 ];
 const AGENT: &[Field] = &[
     f("prompt", "prompt", false),
@@ -324,8 +384,77 @@ pub const TOOL_MAP: &[ToolMap] = &[
         true,
     ),
     row(CC, "Skill", "skill", Shape::Whole, &[], false),
+    // Claude Code's legacy names (older releases, still sent by some): `LS` lists a
+    // directory, `BashOutput`/`KillShell` became `TaskOutput`/`TaskStop`.
+    row(
+        CC,
+        "LS",
+        "glob_files",
+        Shape::Fields(&[f("path", "path", true)]),
+        &[],
+        true,
+    ),
+    row(CC, "BashOutput", "task_output", Shape::Whole, &[], true),
+    row(CC, "KillShell", "task_stop", Shape::Whole, &[], true),
     // Codex (HookToolName).
-    row(CX, "Bash", "run_bash", Shape::Fields(BASH), &[], false),
+    row(
+        CX,
+        "Bash",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    // The model-side names of Codex's shell tools, for releases (and wrappers) that send them
+    // instead of the canonical `Bash`.
+    row(
+        CX,
+        "shell",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "shell_command",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "exec_command",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "local_shell",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "unified_exec",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
+    row(
+        CX,
+        "container.exec",
+        "run_bash",
+        Shape::Fields(CODEX_SHELL_REQUIRED),
+        CODEX_ESCALATION,
+        false,
+    ),
     row(
         CX,
         "apply_patch",
@@ -343,6 +472,8 @@ pub const TOOL_MAP: &[ToolMap] = &[
         Shape::Fields(&[
             f("command", "command", true),
             f("dir_path", "working_dir", false),
+            // The legacy name of `dir_path`.
+            f("directory", "working_dir", false),
         ]),
         &[
             Flag {
@@ -359,7 +490,14 @@ pub const TOOL_MAP: &[ToolMap] = &[
         ],
         false,
     ),
-    row(GM, "read_file", "read_file", Shape::Fields(READ), &[], true),
+    row(
+        GM,
+        "read_file",
+        "read_file",
+        Shape::Fields(GEMINI_READ),
+        &[],
+        true,
+    ),
     row(
         GM,
         "write_file",
@@ -373,7 +511,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "glob",
         "glob_files",
-        Shape::Fields(&[f("pattern", "pattern", true), f("dir_path", "path", false)]),
+        Shape::Fields(GEMINI_GLOB),
         &[],
         true,
     ),
@@ -382,7 +520,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         "grep_search",
         "grep_files",
         Shape::Fields(GEMINI_GREP),
-        &[],
+        &[NO_IGNORE],
         true,
     ),
     row(
@@ -390,14 +528,14 @@ pub const TOOL_MAP: &[ToolMap] = &[
         "search_file_content",
         "grep_files",
         Shape::Fields(GEMINI_GREP),
-        &[],
+        &[NO_IGNORE],
         true,
     ),
     row(
         GM,
         "list_directory",
         "glob_files",
-        Shape::Fields(&[f("dir_path", "path", true)]),
+        Shape::Fields(&[f("dir_path", "path", false), f("path", "path", true)]),
         &[],
         true,
     ),
@@ -405,7 +543,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
         GM,
         "read_many_files",
         "glob_files",
-        Shape::Includes("include"),
+        Shape::Includes(&["include", "paths"]),
         &[],
         true,
     ),
@@ -428,6 +566,7 @@ pub const TOOL_MAP: &[ToolMap] = &[
     row(GM, "invoke_agent", "subagent", Shape::Whole, &[], false),
     row(GM, "write_todos", "todo_write", Shape::Whole, &[], true),
     row(GM, "ask_user", "ask_user", Shape::Whole, &[], true),
+    row(GM, "save_memory", "save_memory", Shape::Whole, &[], false),
 ];
 
 /// Every tool name the guard knows: its built-in tools and every guard tool [`TOOL_MAP`] maps
@@ -490,7 +629,20 @@ pub fn translate(
             .and_then(Value::as_str)
             .and_then(|d| d.strip_prefix("network-access "))
     {
-        let url = format!("https://{}/", domain.trim());
+        let domain = domain.trim();
+        // Codex names a host (`example.com`, `host:443`); anything else (`a.com/x@10.0.0.1`,
+        // whose URL would go to `a.com` while the approval grants something else) is not a
+        // domain the guard can judge.
+        if domain.is_empty()
+            || !domain
+                .chars()
+                .all(|c| c.is_alphanumeric() || "-.:[]_*".contains(c))
+        {
+            return Err(format!(
+                "the network approval names `{domain}`, which is not a host name"
+            ));
+        }
+        let url = format!("https://{domain}/");
         return Ok(vec![base(
             "web_fetch",
             serde_json::json!({ "url": url }),
@@ -498,41 +650,48 @@ pub fn translate(
             true,
         )]);
     }
+    // Codex's model may run apply_patch through its shell tool (`apply_patch <<'EOF' ...`, or
+    // the argv `["apply_patch", patch]`): the same edit gets the same verdict as the
+    // `apply_patch` tool, every path it names judged as a write.
+    if client == Client::Codex
+        && map.guard == "run_bash"
+        && let Some(patch) = shell_apply_patch(obj)
+    {
+        let dir = obj
+            .get("workdir")
+            .and_then(Value::as_str)
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
+        let mut calls = patch_calls(&patch, &dir)?;
+        if calls.len() > MAX_CALLS {
+            return Err(format!(
+                "the patch names {} files; the guard judges at most {MAX_CALLS} in one call",
+                calls.len()
+            ));
+        }
+        let findings = flags(map, obj);
+        for call in &mut calls {
+            call.client.extend(findings.iter().cloned());
+        }
+        return Ok(calls);
+    }
     let findings = flags(map, obj);
     let mut calls = match map.shape {
         Shape::Whole => vec![base(map.guard, input.clone(), cwd, map.read_only)],
-        Shape::Fields(fields) => {
-            let mut args = Map::new();
-            for field in fields {
-                match obj.get(field.from) {
-                    Some(Value::String(s)) if !s.is_empty() => {
-                        args.insert(field.to.to_owned(), Value::String(s.clone()));
-                    }
-                    Some(Value::Null) | None if !field.required => {}
-                    Some(Value::String(_)) if !field.required => {}
-                    Some(other) if !field.required && !other.is_string() => {
-                        return Err(format!(
-                            "`{name}` input field `{}` must be a string",
-                            field.from
-                        ));
-                    }
-                    _ => {
-                        return Err(format!(
-                            "`{name}` input has no non-empty string `{}`",
-                            field.from
-                        ));
-                    }
-                }
-            }
-            if map.guard == "run_bash" && client == Client::Codex {
-                shell_join_array(obj, &mut args)?;
-            }
-            vec![base(map.guard, Value::Object(args), cwd, map.read_only)]
-        }
+        Shape::Fields(fields) => vec![base(
+            map.guard,
+            Value::Object(copy_fields(client, map, name, obj, fields)?),
+            cwd,
+            map.read_only,
+        )],
         Shape::ApplyPatch => apply_patch_calls(obj, cwd)?,
         Shape::UrlsInText(key) => {
             let text = obj.get(key).and_then(Value::as_str).unwrap_or_default();
-            let urls = crate::network::urls_in(text);
+            let mut urls = crate::network::urls_in(text);
+            // A `url` argument beside the prompt (other releases, wrappers) is fetched too.
+            if let Some(Value::String(url)) = obj.get("url") {
+                urls.push(url.clone());
+            }
             if urls.is_empty() {
                 let mut call = base(map.guard, input.clone(), cwd, map.read_only);
                 call.client.push(ClientFinding {
@@ -556,37 +715,74 @@ pub fn translate(
                     .collect()
             }
         }
-        Shape::Includes(key) => {
-            let patterns: Vec<String> = match obj.get(key) {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .map(|v| v.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| format!("`{name}` `{key}` must be a list of strings"))?,
-                Some(Value::String(s)) => vec![s.clone()],
-                _ => return Err(format!("`{name}` input has no `{key}` list")),
-            };
+        Shape::Includes(keys) => {
+            let mut patterns: Vec<String> = Vec::new();
+            for key in keys {
+                match obj.get(*key) {
+                    Some(Value::Array(items)) => patterns.extend(
+                        items
+                            .iter()
+                            .map(|v| v.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<_>>>()
+                            .ok_or_else(|| format!("`{name}` `{key}` must be a list of strings"))?,
+                    ),
+                    Some(Value::String(s)) => patterns.push(s.clone()),
+                    None | Some(Value::Null) => {}
+                    Some(_) => return Err(format!("`{name}` `{key}` must be a list of strings")),
+                }
+            }
+            // An empty pattern would be judged as nothing at all.
+            if patterns.iter().any(String::is_empty) {
+                return Err(format!("`{name}` has an empty pattern"));
+            }
             if patterns.is_empty() {
-                return Err(format!("`{name}` `{key}` is empty"));
+                return Err(format!("`{name}` input has no `{}` list", keys.join("`/`")));
             }
             patterns
                 .into_iter()
                 .map(|p| {
-                    base(
+                    // The tool reads every file its patterns select, not just their names: a
+                    // pattern that can select a secret's name (`.en?`, `**/*`) may hand the
+                    // secret over, depending on the client's dot-file and ignore settings.
+                    let selects = fs_sandbox::search_glob_selects_sensitive(&p);
+                    let mut call = base(
                         map.guard,
                         serde_json::json!({ "pattern": p }),
                         cwd,
                         map.read_only,
-                    )
+                    );
+                    if let Some((what, example)) = selects {
+                        call.client.push(ClientFinding {
+                            decision: Decision::Ask,
+                            code: "reads-selected-secrets".to_owned(),
+                            message: format!(
+                                "`{name}` reads every file `{p}` selects, and it selects files such as `{example}` ({what}); name the files more narrowly"
+                            ),
+                            only_upgrades_allow: false,
+                            yields_to_allow_rule: false,
+                        });
+                    }
+                    call
                 })
                 .collect()
         }
     };
+    if calls.len() > MAX_CALLS {
+        return Err(format!(
+            "`{name}` names {} files, patterns or URLs; the guard judges at most {MAX_CALLS} in one call",
+            calls.len()
+        ));
+    }
     for call in &mut calls {
         call.client.extend(findings.iter().cloned());
     }
     Ok(calls)
 }
+
+/// The most guard calls one client call becomes (patch files, include patterns, URLs). Each
+/// is a full evaluation; a flood of them would outlast the client's hook timeout (Gemini CLI:
+/// 60 s), and a timed-out hook lets the call run.
+pub const MAX_CALLS: usize = 512;
 
 fn base(tool: &str, args: Value, cwd: &Path, read_only: bool) -> Call {
     let mut call = Call::new(tool, args).with_cwd(cwd);
@@ -599,7 +795,16 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
         .iter()
         .filter(|flag| match flag.when {
             When::Always => true,
-            When::True => obj.get(flag.field) == Some(&Value::Bool(true)),
+            // `true`, and any value of the wrong type a tool might still read as true
+            // (`"true"`, `1`): a widening flag the guard cannot read as false is raised.
+            When::True => match obj.get(flag.field) {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+                Some(Value::String(s)) => {
+                    !(s.is_empty() || s.eq_ignore_ascii_case("false") || s == "0")
+                }
+                Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+                Some(_) => true,
+            },
             When::Present => match obj.get(flag.field) {
                 None | Some(Value::Null) | Some(Value::Bool(false)) => false,
                 Some(Value::String(s)) => !s.is_empty(),
@@ -607,6 +812,11 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
                 Some(Value::Object(o)) => !o.is_empty(),
                 Some(Value::Number(n)) => n.as_f64() != Some(0.0),
                 Some(Value::Bool(true)) => true,
+            },
+            When::OtherThan(quiet) => match obj.get(flag.field) {
+                None | Some(Value::Null) => false,
+                Some(Value::String(s)) => s != quiet,
+                Some(_) => true,
             },
         })
         .map(|flag| ClientFinding {
@@ -619,15 +829,69 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
         .collect()
 }
 
-/// Codex may send a shell command as an argv array; it is judged as the shell would run it.
-fn shell_join_array(obj: &Map<String, Value>, args: &mut Map<String, Value>) -> Result<(), String> {
-    if let Some(Value::Array(items)) = obj.get("command") {
-        let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-        let words = words.ok_or("`Bash` command array must hold strings")?;
-        let joined: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
-        args.insert("command".to_owned(), Value::String(joined.join(" ")));
+/// Copies a row's fields into the guard's arguments (see [`Field`]: aliases that disagree
+/// are refused, a key is required when any of its fields is).
+fn copy_fields(
+    client: Client,
+    map: &ToolMap,
+    name: &str,
+    obj: &Map<String, Value>,
+    fields: &[Field],
+) -> Result<Map<String, Value>, String> {
+    let mut args = Map::new();
+    for field in fields {
+        let text = match obj.get(field.from) {
+            None | Some(Value::Null) => continue,
+            Some(Value::String(s)) => s.clone(),
+            // Codex sends shell commands as argv arrays: judged as the shell would run them.
+            Some(Value::Array(items))
+                if client == Client::Codex && map.guard == "run_bash" && field.to == "command" =>
+            {
+                shell_join(items)
+                    .ok_or_else(|| format!("`{name}` `{}` array must hold strings", field.from))?
+            }
+            Some(_) => {
+                return Err(format!(
+                    "`{name}` input field `{}` must be a string",
+                    field.from
+                ));
+            }
+        };
+        if text.is_empty() {
+            // Absent for an optional key; a required one is refused below.
+            continue;
+        }
+        let value = Value::String(text);
+        match args.get(field.to) {
+            Some(seen) if *seen != value => {
+                return Err(format!(
+                    "`{name}` input names `{}` twice, differently ({} and `{}`); the guard cannot tell which one the tool uses",
+                    field.to, seen, field.from
+                ));
+            }
+            _ => {
+                args.insert(field.to.to_owned(), value);
+            }
+        }
     }
-    Ok(())
+    for field in fields.iter().filter(|f| f.required) {
+        if !args.contains_key(field.to) {
+            return Err(format!(
+                "`{name}` input has no non-empty string `{}`",
+                field.from
+            ));
+        }
+    }
+    Ok(args)
+}
+
+/// An argv array as one shell command line; `None` when an item is not a string.
+fn shell_join(items: &[Value]) -> Option<String> {
+    let words: Vec<String> = items
+        .iter()
+        .map(|v| v.as_str().map(shell_quote))
+        .collect::<Option<_>>()?;
+    Some(words.join(" "))
 }
 
 fn shell_quote(word: &str) -> String {
@@ -649,15 +913,53 @@ fn apply_patch_calls(obj: &Map<String, Value>, cwd: &Path) -> Result<Vec<Call>, 
         .or_else(|| obj.get("input"))
     {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        // The argv form `["apply_patch", "<patch>"]` (Codex's shell form of the tool): the
+        // patch is the one argument after the program name.
+        Some(Value::Array(items)) => match items.as_slice() {
+            [Value::String(program), Value::String(patch)]
+                if program == "apply_patch" || program == "applypatch" =>
+            {
+                patch.clone()
+            }
+            _ => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .ok_or("`apply_patch` command array must hold strings")
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .join("\n"),
+        },
         _ => return Err("`apply_patch` input has no patch text in `command`".to_owned()),
     };
+    patch_calls(&text, cwd)
+}
+
+/// The patch a Codex shell call runs, when the call is apply_patch itself: the argv form, or
+/// a command line that starts with the program (the parser reads its heredoc, and refuses
+/// anything before or after it).
+fn shell_apply_patch(obj: &Map<String, Value>) -> Option<String> {
+    let is_program = |p: &str| p == "apply_patch" || p == "applypatch";
+    match obj.get("command").or_else(|| obj.get("cmd")) {
+        Some(Value::Array(items)) => match items.as_slice() {
+            [Value::String(program), Value::String(patch)] if is_program(program) => {
+                Some(patch.clone())
+            }
+            _ => None,
+        },
+        Some(Value::String(line)) => {
+            let first = line.split_whitespace().next().unwrap_or("");
+            let first = first.split("<<").next().unwrap_or("");
+            is_program(first).then(|| line.clone())
+        }
+        _ => None,
+    }
+}
+
+/// One `file_write` per path the patch text names; an unreadable patch is refused.
+fn patch_calls(text: &str, cwd: &Path) -> Result<Vec<Call>, String> {
     let patch =
-        crate::apply_patch::parse(&text).map_err(|e| format!("the patch cannot be read: {e}"))?;
+        crate::apply_patch::parse(text).map_err(|e| format!("the patch cannot be read: {e}"))?;
     let paths = patch.written_paths();
     if paths.is_empty() {
         return Err("the patch names no file".to_owned());
@@ -701,6 +1003,24 @@ mod tests {
         )
         .unwrap_or_default();
         assert_eq!(calls[0].tool, "run_bash");
+        // A domain that is not a bare host cannot be judged as one.
+        for odd in [
+            "a.com/x@127.0.0.1",
+            "a.com 127.0.0.1",
+            "",
+            "a.com#@10.0.0.1",
+        ] {
+            assert!(
+                translate(
+                    Client::Codex,
+                    "Bash",
+                    &serde_json::json!({"description": format!("network-access {odd}")}),
+                    cwd
+                )
+                .is_err(),
+                "{odd}"
+            );
+        }
         // Other descriptions without a command stay untranslatable.
         assert!(
             translate(
@@ -731,6 +1051,331 @@ mod tests {
     fn every_mapped_guard_tool_is_known() {
         for m in TOOL_MAP {
             assert!(GUARD_TOOLS.contains(&m.guard), "{m:?}");
+        }
+    }
+
+    fn one(client: Client, name: &str, input: Value) -> Result<Call, String> {
+        let mut calls = translate(client, name, &input, Path::new("/p"))?;
+        assert_eq!(calls.len(), 1, "{name}: {calls:?}");
+        Ok(calls.remove(0))
+    }
+
+    #[test]
+    fn legacy_gemini_argument_names_are_read() {
+        use serde_json::json;
+        let cases = [
+            ("read_file", json!({"absolute_path": "/x"}), "file_path"),
+            ("glob", json!({"pattern": "*", "path": "/x"}), "path"),
+            (
+                "search_file_content",
+                json!({"pattern": "a", "path": "/x"}),
+                "path",
+            ),
+            ("grep_search", json!({"pattern": "a", "path": "/x"}), "path"),
+            ("list_directory", json!({"path": "/x"}), "path"),
+            (
+                "run_shell_command",
+                json!({"command": "ls", "directory": "/x"}),
+                "working_dir",
+            ),
+        ];
+        for (name, input, key) in cases {
+            let call = one(Client::Gemini, name, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(call.args[key], "/x", "{name}");
+        }
+        let call = one(
+            Client::Gemini,
+            "search_file_content",
+            json!({"pattern": "a", "include": "*.rs"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.args["glob"], "*.rs");
+        // Two spellings that disagree: the guard cannot tell which one the tool reads.
+        assert!(
+            translate(
+                Client::Gemini,
+                "glob",
+                &json!({"pattern": "*", "path": "/a", "dir_path": "/b"}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        // read_many_files: the legacy `paths` and `include` are both patterns.
+        let calls = translate(
+            Client::Gemini,
+            "read_many_files",
+            &json!({"paths": ["a"], "include": ["b"]}),
+            Path::new("/p"),
+        )
+        .unwrap_or_default();
+        let patterns: Vec<&Value> = calls.iter().map(|c| &c.args["pattern"]).collect();
+        assert_eq!(patterns, [&json!("b"), &json!("a")]);
+        let call = one(Client::Gemini, "save_memory", json!({"fact": "f"}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "save_memory");
+    }
+
+    #[test]
+    fn codex_shell_tools_under_every_name_are_bash() {
+        use serde_json::json;
+        let cases = [
+            ("Bash", json!({"command": ["bash", "-lc", "ls -a"]})),
+            (
+                "shell",
+                json!({"command": ["bash", "-lc", "ls -a"], "workdir": "/w"}),
+            ),
+            (
+                "shell_command",
+                json!({"command": "bash -lc 'ls -a'", "workdir": "/w"}),
+            ),
+            (
+                "exec_command",
+                json!({"cmd": "bash -lc 'ls -a'", "workdir": "/w"}),
+            ),
+            ("local_shell", json!({"command": ["bash", "-lc", "ls -a"]})),
+            ("unified_exec", json!({"input": ["bash", "-lc", "ls -a"]})),
+            ("container.exec", json!({"cmd": ["bash", "-lc", "ls -a"]})),
+        ];
+        for (name, input) in cases {
+            let has_workdir = input.get("workdir").is_some();
+            let call = one(Client::Codex, name, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(call.tool, "run_bash", "{name}");
+            assert_eq!(call.args["command"], "bash -lc 'ls -a'", "{name}");
+            if has_workdir {
+                assert_eq!(call.args["working_dir"], "/w", "{name}");
+            }
+        }
+        let escalated = [
+            json!({"cmd": "ls", "with_escalated_permissions": true}),
+            json!({"cmd": "ls", "sandbox_permissions": "require_escalated"}),
+        ];
+        for input in escalated {
+            let call = one(Client::Codex, "exec_command", input).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.client.len(), 1, "{call:?}");
+            assert_eq!(call.client[0].code, "sandbox-escalated");
+        }
+        let call = one(
+            Client::Codex,
+            "exec_command",
+            json!({"cmd": "ls", "sandbox_permissions": "use_default"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(call.client.is_empty());
+        for bad in [
+            json!({"command": "ls", "cmd": "rm -rf ~"}),
+            json!({"command": ["ls", 1]}),
+            json!({"workdir": "/w"}),
+        ] {
+            assert!(
+                translate(Client::Codex, "shell", &bad, Path::new("/p")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn apply_patch_in_its_argv_form_is_read() {
+        use serde_json::json;
+        let call = one(
+            Client::Codex,
+            "apply_patch",
+            json!({"command": ["apply_patch", "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch"]}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.args["file_path"], "a");
+        assert!(
+            translate(
+                Client::Codex,
+                "apply_patch",
+                &json!({"command": ["apply_patch", 5]}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn apply_patch_through_codex_shell_is_the_same_patch() {
+        use serde_json::json;
+        let patch = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        for (name, input) in [
+            (
+                "Bash",
+                json!({"command": format!("apply_patch <<'EOF'\n{patch}\nEOF\n")}),
+            ),
+            ("shell", json!({"command": ["apply_patch", patch]})),
+            (
+                "exec_command",
+                json!({"cmd": format!("applypatch <<'EOF'\n{patch}\nEOF")}),
+            ),
+        ] {
+            let call = one(Client::Codex, name, input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                (call.tool.as_str(), &call.args["file_path"]),
+                ("file_write", &json!("a")),
+                "{name}"
+            );
+        }
+        // Anything around the heredoc makes it a shell command line, refused as a patch.
+        assert!(
+            translate(
+                Client::Codex,
+                "Bash",
+                &json!({"command": format!("apply_patch <<'EOF'\n{patch}\nEOF\nrm -rf ~")}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        // Other commands stay commands.
+        let call = one(Client::Codex, "Bash", json!({"command": "apply_patches"}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "run_bash");
+    }
+
+    #[test]
+    fn a_flag_of_the_wrong_type_is_raised_unless_it_reads_as_false() {
+        use serde_json::json;
+        for raised in [
+            json!(true),
+            json!("true"),
+            json!("yes"),
+            json!(1),
+            json!({}),
+        ] {
+            let call = one(
+                Client::ClaudeCode,
+                "Bash",
+                json!({"command": "ls", "run_in_background": raised}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.client.len(), 1, "{raised}");
+        }
+        for quiet in [
+            json!(false),
+            json!(null),
+            json!("false"),
+            json!(0),
+            json!(""),
+        ] {
+            let call = one(
+                Client::ClaudeCode,
+                "Bash",
+                json!({"command": "ls", "run_in_background": quiet}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert!(call.client.is_empty(), "{quiet}");
+        }
+    }
+
+    #[test]
+    fn a_url_argument_beside_the_web_fetch_prompt_is_judged_too() {
+        use serde_json::json;
+        let calls = translate(
+            Client::Gemini,
+            "web_fetch",
+            &json!({"prompt": "read https://docs.rs/", "url": "http://127.0.0.1/"}),
+            Path::new("/p"),
+        )
+        .unwrap_or_default();
+        let urls: Vec<&Value> = calls.iter().map(|c| &c.args["url"]).collect();
+        assert_eq!(
+            urls,
+            [&json!("https://docs.rs/"), &json!("http://127.0.0.1/")]
+        );
+    }
+
+    #[test]
+    fn read_many_files_patterns_that_select_secrets_are_asked_about() {
+        use serde_json::json;
+        for (pattern, asked) in [(".en?", true), ("**/*", true), ("src/**/*.rs", false)] {
+            let call = one(
+                Client::Gemini,
+                "read_many_files",
+                json!({"include": [pattern]}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                call.client
+                    .iter()
+                    .any(|f| f.code == "reads-selected-secrets"),
+                asked,
+                "{pattern}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_call_that_fans_out_into_too_many_judgements_is_refused() {
+        use serde_json::json;
+        let many: Vec<String> = (0..=MAX_CALLS).map(|i| format!("f{i}")).collect();
+        assert!(
+            translate(
+                Client::Gemini,
+                "read_many_files",
+                &json!({ "include": many }),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        let patch = format!(
+            "*** Begin Patch\n{}*** End Patch",
+            many.iter()
+                .map(|f| format!("*** Add File: {f}\n+x\n"))
+                .collect::<String>()
+        );
+        for (name, input) in [
+            ("apply_patch", json!({ "command": patch })),
+            ("Bash", json!({ "command": ["apply_patch", patch] })),
+        ] {
+            assert!(
+                translate(Client::Codex, name, &input, Path::new("/p")).is_err(),
+                "{name}"
+            );
+        }
+        let few: Vec<String> = (0..MAX_CALLS).map(|i| format!("f{i}")).collect();
+        assert!(
+            translate(
+                Client::Gemini,
+                "read_many_files",
+                &json!({ "include": few }),
+                Path::new("/p")
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_gemini_search_of_ignored_files_is_asked_about() {
+        use serde_json::json;
+        for name in ["grep_search", "search_file_content"] {
+            let call = one(
+                Client::Gemini,
+                name,
+                json!({"pattern": "K", "no_ignore": true}),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.client.len(), 1, "{name}");
+            assert_eq!(call.client[0].code, "searches-ignored-files");
+            let call = one(Client::Gemini, name, json!({"pattern": "K"}))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(call.client.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn claude_legacy_tools_are_mapped() {
+        use serde_json::json;
+        let call =
+            one(Client::ClaudeCode, "LS", json!({"path": "/x"})).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (call.tool.as_str(), &call.args["path"]),
+            ("glob_files", &json!("/x"))
+        );
+        assert!(translate(Client::ClaudeCode, "LS", &json!({}), Path::new("/p")).is_err());
+        for (name, guard) in [("BashOutput", "task_output"), ("KillShell", "task_stop")] {
+            let call = one(Client::ClaudeCode, name, json!({"shell_id": "1"}))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call.tool, guard);
         }
     }
 

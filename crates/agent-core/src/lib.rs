@@ -50,4 +50,5 @@ pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use tools::{SubagentRequest, SubagentSpawner};
 pub use verdict::{
     Call, ClientFinding, PATH_ARGS, PATTERN_ARGS, PathArg, PatternArg, Step, URL_ARGS, Verdict,
+    sandbox_refusal_decision,
 };

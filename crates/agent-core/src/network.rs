@@ -76,6 +76,22 @@ pub const INTERNAL_NAMES: &[(&str, &str)] = &[
     ),
     (".localtest.me", "a public name that resolves to loopback"),
     (".lvh.me", "a public name that resolves to loopback"),
+    (".vcap.me", "a public name that resolves to loopback"),
+    (".localh.st", "a public name that resolves to loopback"),
+    // DNS rebinding services: the name spells the addresses it answers with, in turn.
+    (
+        ".rbndr.us",
+        "a DNS rebinding name (answers with the addresses it spells)",
+    ),
+    (
+        ".1u.ms",
+        "a DNS rebinding name (answers with the addresses it spells)",
+    ),
+    // Kubernetes cluster DNS: services inside the cluster, API server included. (Not a bare
+    // `.svc` suffix: it would also refuse the word `svc` in `kubectl get svc`.)
+    (".cluster.local", "a Kubernetes cluster name"),
+    ("kubernetes.default", "the Kubernetes API server"),
+    ("kubernetes.default.svc", "the Kubernetes API server"),
 ];
 
 /// Judges `url`: `Ok` for an http(s) URL to a public host.
@@ -377,6 +393,13 @@ mod tests {
             "http://127.0.0.1.nip.io/",
             "http://app.localtest.me/",
             "http://intranet/",
+            "http://vcap.me/",
+            "http://localh.st/",
+            "http://7f000001.c0a80001.rbndr.us/",
+            "http://make-127.0.0.1-rebind-8.8.8.8-rr.1u.ms/",
+            "http://kubernetes.default.svc/",
+            "https://kubernetes.default/",
+            "http://redis.prod.svc.cluster.local:6379/",
         ] {
             let r = judge_url(url);
             assert!(

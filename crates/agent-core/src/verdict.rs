@@ -485,10 +485,12 @@ impl Executor {
             }
         }
 
-        // MCP servers' tools (`mcp__server__tool`, Gemini's `mcp_server_tool`) have no contract
-        // here: the URLs and paths their input names, at any depth, are judged like the known
-        // tools' arguments.
-        if tool.is_none() && call.tool.starts_with("mcp_") {
+        // Tools with no contract here and no argument table above (MCP servers' tools
+        // `mcp__server__tool` / `mcp_server_tool`, a client's tool the table does not know, a
+        // renamed or future tool): the URLs and paths their input names, at any depth, are
+        // judged like the known tools' arguments. A name is no reason to look away: `LS`,
+        // `Read` under another client's name or `fs_read` reach files as an MCP tool does.
+        if tool.is_none() && !has_argument_table(&call.tool) {
             steps.extend(self.opaque_input_steps(&args, &cwd));
         }
 
@@ -682,20 +684,58 @@ impl Executor {
 
     /// Every string of an opaque tool's input (at any depth) that is a URL is judged by where
     /// it goes, and every one that is an absolute or `~/` path by whether it is a secret
-    /// (physically: a link to `~/.ssh/id_rsa` counts). URLs inside prose are not (a chat
-    /// message may mention `http://localhost:3000`), and nothing else is refused: an MCP server
-    /// has its own scope, so a path outside the roots is not a refusal here. No refusal, no
-    /// step.
+    /// (physically: a link to `~/.ssh/id_rsa` counts), or asked about when it is a protected
+    /// file the tool might write. URLs inside prose are not (a chat message may mention
+    /// `http://localhost:3000`), and nothing else is refused: an MCP server has its own scope,
+    /// so a path outside the roots is not a refusal here. No refusal, no step.
     fn opaque_input_steps(&self, args: &Value, cwd: &Path) -> Vec<Step> {
         let mut strings = Vec::new();
-        collect_strings(args, &mut strings, 0);
         let mut steps = Vec::new();
-        for text in strings {
+        if !collect_strings(args, &mut strings, 0, false) {
+            // What is not read is not judged: input nested past the depth read is refused.
+            steps.push(Step::new(
+                "client-input",
+                "the tool input".to_owned(),
+                Decision::Deny,
+                "input_too_deep",
+                format!(
+                    "the input nests deeper than {MAX_INPUT_DEPTH} levels; the guard does not judge what it cannot read"
+                ),
+            ));
+        }
+        let mut judged = 0usize;
+        for (text, named_as_path) in strings {
             let text = text.trim();
             let is_url = !text.contains(char::is_whitespace)
                 && network::urls_in(text)
                     .first()
                     .is_some_and(|u| text.starts_with(u.as_str()));
+            // Absolute and `~/` paths wherever they are; a relative one (`.env`,
+            // `.claude/settings.json`) where the key says it is a path, resolved in the cwd.
+            let relative_path = named_as_path
+                && !is_url
+                && !text.is_empty()
+                && !text.starts_with('~')
+                && !text.contains(char::is_whitespace);
+            let path_like = (text.starts_with('/') || text.starts_with("~/") || relative_path)
+                && !text.contains(['\n', '\0']);
+            if is_url || path_like {
+                judged += 1;
+                // Each one costs a resolution; a flood of them would outlast the client's
+                // hook timeout, and a timed-out hook lets the call run.
+                if judged > MAX_OPAQUE_TARGETS {
+                    steps.push(Step::new(
+                        "client-input",
+                        "the tool input".to_owned(),
+                        Decision::Deny,
+                        "input_too_large",
+                        format!(
+                            "the input names more than {MAX_OPAQUE_TARGETS} paths and URLs; the guard does not judge what it cannot read in time"
+                        ),
+                    ));
+                    break;
+                }
+            }
             if is_url && let Err(refusal) = network::judge_destination(text) {
                 steps.push(Step::new(
                     "network",
@@ -706,15 +746,49 @@ impl Executor {
                 ));
                 continue;
             }
-            let looks_like_path = (text.starts_with('/') || text.starts_with("~/"))
-                && !text.contains(['\n', '\0'])
-                && text.len() <= 4096;
-            if !looks_like_path {
+            if !path_like {
+                continue;
+            }
+            if text.len() > PATH_MAX_BYTES {
+                // Too long for one open, not for a server that normalises it first
+                // (`/root/.ssh/././.../id_rsa`): what is not judged is not allowed.
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}...`", crate::truncate_chars(text, 200).0),
+                    Decision::Deny,
+                    "too_long",
+                    format!(
+                        "a path of {} bytes is longer than the guard judges ({PATH_MAX_BYTES})",
+                        text.len()
+                    ),
+                ));
                 continue;
             }
             let (Some(sandbox), Ok(path)) = (self.sandbox(), self.physical_input(text, cwd)) else {
                 continue;
             };
+            // A server that normalises `..` lexically (`path.resolve`, `os.path.normpath`)
+            // opens what the path spells after the `..`s are folded, even where the
+            // physical resolution stops at a missing name.
+            let folded = lexical(&path);
+            if let Some(what) = sandbox.sensitive(&folded) {
+                let how = if folded == path {
+                    "is"
+                } else {
+                    "leads, once its `..` are folded, to"
+                };
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}`", path.display()),
+                    Decision::Deny,
+                    "sensitive_path",
+                    format!(
+                        "`{}` {how} {what}; secrets are not handed to the agent",
+                        path.display()
+                    ),
+                ));
+                continue;
+            }
             if let Err(err @ SandboxError::Sensitive { .. }) = sandbox.check(&path, Op::Read) {
                 steps.push(Step::new(
                     "fs-sandbox",
@@ -722,6 +796,19 @@ impl Executor {
                     Decision::Deny,
                     err.code(),
                     err.to_string(),
+                ));
+            } else if let Err(err @ SandboxError::Protected { .. }) =
+                sandbox.check(&path, Op::Write)
+            {
+                // The guard cannot tell whether an opaque tool writes what it names: a file
+                // that makes tools run code later (`.git/hooks/*`, `.claude/settings.json`) is
+                // for a person to let it touch.
+                steps.push(Step::new(
+                    "fs-sandbox",
+                    format!("`{}`", path.display()),
+                    Decision::Ask,
+                    err.code(),
+                    format!("{err}; the tool may write it"),
                 ));
             }
         }
@@ -795,7 +882,7 @@ impl Executor {
         let sandbox = self.sandbox()?;
         // A client may expand `~` in a pattern; judging it as the home directory fails closed.
         let expanded;
-        let pattern = if pattern == "~" || pattern.starts_with("~/") {
+        let pattern = if pattern.starts_with('~') {
             expanded = match self.physical_input(pattern, cwd) {
                 Ok(p) => p.to_string_lossy().into_owned(),
                 Err(step) => return Some(*step),
@@ -817,6 +904,19 @@ impl Executor {
             ));
         }
         if !arg.walks {
+            // A search's filter glob is a whitelist the search reads even through hidden and
+            // ignored files: one that can select a secret's name reads the secret.
+            if let Some((what, example)) = fs_sandbox::search_glob_selects_sensitive(pattern) {
+                return Some(Step::new(
+                    "fs-sandbox",
+                    format!("filter `{pattern}` under `{}`", base.display()),
+                    Decision::Deny,
+                    "sensitive_path",
+                    format!(
+                        "the filter `{pattern}` selects files such as `{example}` ({what}), which the search then reads even when hidden or ignored; name the files to search more narrowly (e.g. `*.rs`)"
+                    ),
+                ));
+            }
             return None;
         }
         let literal = literal_prefix(pattern);
@@ -835,6 +935,25 @@ impl Executor {
     /// environment, relative paths join the cwd, and nothing is normalised lexically (a `..`
     /// is the sandbox's to resolve after the symlinks before it).
     fn physical_input(&self, raw: &str, cwd: &Path) -> Result<PathBuf, Box<Step>> {
+        // `~root/x`, `~+/x`, `~-/x`: a shell (or a client that expands like one) reads another
+        // account's home or a directory stack entry, a file API a relative name in the cwd.
+        // The guard cannot know which one the tool will open, so it judges neither.
+        if let Some(rest) = raw.strip_prefix('~')
+            && !rest.is_empty()
+            && !rest.starts_with('/')
+        {
+            let name = rest.split('/').next().unwrap_or(rest);
+            return Err(Box::new(Step::new(
+                "fs-sandbox",
+                format!("`{}`", crate::truncate_chars(raw, 200).0),
+                Decision::Deny,
+                "tilde_user",
+                format!(
+                    "`~{}` reads as another account's home directory in a shell but as a relative name to a file tool; the guard cannot tell which one the tool opens. Give an absolute path",
+                    crate::truncate_chars(name, 64).0
+                ),
+            )));
+        }
         let expanded = if raw == "~" || raw.starts_with("~/") {
             let Some(home) = self.home() else {
                 return Err(Box::new(Step::new(
@@ -879,21 +998,18 @@ impl Executor {
                     checked.root().path().display()
                 ),
             ),
-            // Reading outside the project is sometimes legitimate; a person decides.
-            Err(err @ SandboxError::OutsideRoots { .. }) if op != Op::Write => Step::new(
-                "fs-sandbox",
-                saw,
-                Decision::Ask,
-                err.code(),
-                err.to_string(),
-            ),
-            Err(err) => Step::new(
-                "fs-sandbox",
-                saw,
-                Decision::Deny,
-                err.code(),
-                err.to_string(),
-            ),
+            Err(err) => match special_outside(&err) {
+                Some(message) => {
+                    Step::new("fs-sandbox", saw, Decision::Deny, "special_file", message)
+                }
+                None => Step::new(
+                    "fs-sandbox",
+                    saw,
+                    sandbox_refusal_decision(&err, op),
+                    err.code(),
+                    err.to_string(),
+                ),
+            },
         }
     }
 
@@ -1024,21 +1140,141 @@ fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {
     }
 }
 
-/// The strings of a JSON value, depth first; past a depth that no tool input has, the rest is
-/// not read (serde_json refuses deeper input anyway).
-fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
-    if depth > 64 {
-        return;
+/// What a sandbox refusal of `op` decides: reading or listing outside the project is sometimes
+/// legitimate, so a person decides (Ask); every other refusal is a Deny. One function, so the
+/// single-layer `agent-guard path` answers as every other door does.
+pub fn sandbox_refusal_decision(err: &SandboxError, op: Op) -> Decision {
+    match err {
+        SandboxError::OutsideRoots { .. } if op != Op::Write && special_outside(err).is_none() => {
+            Decision::Ask
+        }
+        _ => Decision::Deny,
     }
+}
+
+/// For a path outside the roots that is a device, FIFO or socket: why it is refused. The
+/// sandbox judges the file type only inside a root, but a person asked "read outside the
+/// project?" should never be offered `/dev/mem`, a disk or a pipe that blocks the tool.
+fn special_outside(err: &SandboxError) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let SandboxError::OutsideRoots { resolved, .. } = err else {
+        return None;
+    };
+    // `/dev/null` reads as empty; the sandbox lets it through inside a root too.
+    if resolved == Path::new("/dev/null") {
+        return None;
+    }
+    // The resolved path has no symlink left; `symlink_metadata` never opens (a FIFO cannot
+    // block it).
+    let kind = std::fs::symlink_metadata(resolved).ok()?.file_type();
+    let what = if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "`{}` is {what} outside the project; only regular files and directories are opened",
+        resolved.display()
+    ))
+}
+
+/// How many paths and URLs of an opaque input are judged; more are refused.
+const MAX_OPAQUE_TARGETS: usize = 4096;
+
+/// The longest path string judged (`PATH_MAX`).
+const PATH_MAX_BYTES: usize = 4096;
+
+/// `path` with `.` and `..` folded lexically (`/a/missing/../b` is `/a/b`), as a server that
+/// normalises a path string before opening it reads it.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// How deep an opaque input is read. Past it the input is refused, not skipped.
+const MAX_INPUT_DEPTH: usize = 64;
+
+/// Whether a guard tool's arguments are judged by the tables above (paths, patterns, URLs,
+/// bash); every other tool's input is read as opaque input.
+fn has_argument_table(tool: &str) -> bool {
+    tool == "run_bash"
+        || PATH_ARGS.iter().any(|a| a.tool == tool)
+        || PATTERN_ARGS.iter().any(|a| a.tool == tool)
+        || URL_ARGS.iter().any(|(t, _)| *t == tool)
+}
+
+/// Key names (lower case, `-` as `_`) that say their value is a path: exact names, and
+/// suffixes (`file_path`, `targetDir`, `source_files`). Knowledge as data, tested below.
+pub(crate) const PATH_KEY_NAMES: &[&str] = &[
+    "source",
+    "destination",
+    "dest",
+    "target",
+    "src",
+    "dst",
+    "cwd",
+    "workdir",
+    "root",
+];
+/// See [`PATH_KEY_NAMES`].
+pub(crate) const PATH_KEY_SUFFIXES: &[&str] = &[
+    "path",
+    "paths",
+    "file",
+    "files",
+    "filename",
+    "filenames",
+    "dir",
+    "dirs",
+    "directory",
+    "directories",
+    "folder",
+];
+
+/// Whether an input key names a path (see [`PATH_KEY_NAMES`]).
+fn is_path_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase().replace('-', "_");
+    PATH_KEY_NAMES.contains(&key.as_str()) || PATH_KEY_SUFFIXES.iter().any(|s| key.ends_with(s))
+}
+
+/// The strings of a JSON value, depth first, each with whether its key (the nearest object
+/// key; list items inherit it) names a path. `false` when some of it lies deeper than
+/// [`MAX_INPUT_DEPTH`] (the caller refuses the whole input, so the rest need not be read).
+fn collect_strings<'a>(
+    value: &'a Value,
+    out: &mut Vec<(&'a str, bool)>,
+    depth: usize,
+    path_key: bool,
+) -> bool {
     match value {
-        Value::String(s) => out.push(s),
+        Value::String(s) => {
+            out.push((s, path_key));
+            true
+        }
+        Value::Array(_) | Value::Object(_) if depth >= MAX_INPUT_DEPTH => false,
         Value::Array(items) => items
             .iter()
-            .for_each(|v| collect_strings(v, out, depth + 1)),
+            .all(|v| collect_strings(v, out, depth + 1, path_key)),
         Value::Object(map) => map
-            .values()
-            .for_each(|v| collect_strings(v, out, depth + 1)),
-        _ => {}
+            .iter()
+            .all(|(k, v)| collect_strings(v, out, depth + 1, is_path_key(k))),
+        _ => true,
     }
 }
 
@@ -1135,6 +1371,35 @@ mod tests {
                 bash_guard::catastrophic_text(text).is_some(),
                 "{tool}.{key}"
             );
+        }
+    }
+
+    #[test]
+    fn path_keys_are_recognised() {
+        for key in [
+            "path",
+            "file_path",
+            "filePath",
+            "paths",
+            "targetDir",
+            "source",
+            "out-file",
+            "directory",
+            "Filename",
+            "workdir",
+        ] {
+            assert!(is_path_key(key), "{key}");
+        }
+        for key in [
+            "title", "body", "content", "query", "message", "name", "url",
+        ] {
+            assert!(!is_path_key(key), "{key}");
+        }
+        for name in PATH_KEY_NAMES {
+            assert!(is_path_key(name), "{name}");
+        }
+        for suffix in PATH_KEY_SUFFIXES {
+            assert!(is_path_key(&format!("x_{suffix}")), "{suffix}");
         }
     }
 

@@ -60,10 +60,26 @@ fn default_root_is_cwd_and_prefix_sibling_is_outside() {
     ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["decision"], "deny");
+    // Reading outside the roots is asked about, as the hooks, `test` and `explain` do.
+    assert_eq!(v["decision"], "ask");
     assert_eq!(v["reasons"][0]["code"], "outside_roots");
     assert_eq!(v["reasons"][0]["layer"], "fs-sandbox");
     assert_eq!(v["resolved"], format!("{base}/proj-evil/x"));
+    let (_, out) = run(&[
+        "path",
+        "--cwd",
+        &cwd,
+        "--op",
+        "write",
+        "--json",
+        "--",
+        "../proj-evil/x",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["decision"], "deny",
+        "a write outside the roots is refused"
+    );
     let (_, out) = run(&[
         "path", "--cwd", &cwd, "--op", "read", "--json", "--", "out/x",
     ]);

@@ -17,7 +17,10 @@ pub use glob::GlobOutcome;
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
 pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED};
 pub use sandbox::{Access, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath};
-pub use sensitive::{DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen};
+pub use sensitive::{
+    DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen,
+    search_glob_selects_sensitive,
+};
 
 #[cfg(test)]
 mod tests {

@@ -193,10 +193,37 @@ impl Patterns {
         Ok(Patterns { owners, set })
     }
 
+    /// The pattern `relative` matches, as spelled or as a case-insensitive filesystem reads it
+    /// (see [`fold_name`]): on macOS (APFS, HFS+), Windows, or an ext4 `casefold` directory
+    /// `.Claude/settings.json` and `.ENVRC` ARE `.claude/settings.json` and `.envrc`, and HFS+
+    /// also ignores zero-width code points (`.claude\u{200b}`). Folding on every filesystem
+    /// fails closed: nobody needs to write `.ENVRC` on a case-sensitive one.
     pub(crate) fn matching(&self, relative: &Path) -> Option<&str> {
-        let first = self.set.matches(relative).into_iter().next()?;
+        let first = self.set.matches(relative).into_iter().next().or_else(|| {
+            let spelled = relative.to_string_lossy();
+            let folded = fold_name(&spelled);
+            (folded != spelled)
+                .then(|| self.set.matches(Path::new(&folded)).into_iter().next())
+                .flatten()
+        })?;
         self.owners.get(first).map(String::as_str)
     }
+}
+
+/// Code points HFS+ ignores in names (git's `is_hfs_dotgit` list: zero-width joiners,
+/// directional marks, the byte order mark), plus the zero-width space, which no one can see.
+const HFS_IGNORED: &[char] = &[
+    '\u{200c}', '\u{200d}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+    '\u{202e}', '\u{206a}', '\u{206b}', '\u{206c}', '\u{206d}', '\u{206e}', '\u{206f}', '\u{feff}',
+    '\u{200b}',
+];
+
+/// A name as a case-insensitive filesystem compares it: lower case, ignored code points gone.
+fn fold_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !HFS_IGNORED.contains(c))
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// The protected list with what identity needs: the git-directory patterns and the directory
@@ -665,6 +692,29 @@ mod tests {
         ] {
             assert_eq!(compiled.matching(Path::new(ordinary)), None, "{ordinary}");
         }
+    }
+
+    #[test]
+    fn names_a_case_insensitive_filesystem_folds_are_protected() {
+        let patterns: Vec<String> = DEFAULT_PROTECTED.iter().map(|p| (*p).to_owned()).collect();
+        let compiled = Patterns::compile(&patterns).unwrap();
+        for (spelled, pattern) in [
+            (".ENVRC", ".envrc"),
+            (".Claude/settings.json", "**/.claude/**"),
+            (".GIT/config", "**/.git/config"),
+            ("sub/.Git/Hooks/pre-commit", "**/.git/hooks/**"),
+            (".claude\u{200b}/settings.json", "**/.claude/**"),
+            (".\u{200c}git/config", "**/.git/config"),
+            (".VSCode/Tasks.json", "**/.vscode/tasks.json"),
+            ("MCP/.MCP.json", ".mcp.json"),
+        ] {
+            assert_eq!(
+                compiled.matching(Path::new(spelled)),
+                Some(pattern),
+                "{spelled}"
+            );
+        }
+        assert_eq!(compiled.matching(Path::new("SRC/Main.rs")), None);
     }
 
     #[test]

@@ -170,6 +170,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "agent-guard's grant signing key",
         "~/.agent-guard/grant.key",
     ),
+    // The approval server's bearer token: whoever reads it answers the guard's own asks.
+    always(
+        "~/.agent-guard/serve.token",
+        "agent-guard's approval server token",
+        "~/.agent-guard/serve.token",
+    ),
     // Shell and REPL histories: people type passwords, tokens and `export KEY=...` there.
     always(
         "~/.bash_history",
@@ -241,6 +247,22 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "a Hetzner Cloud token",
         "~/.config/hcloud/cli.toml",
     ),
+    always(
+        "~/.config/git/credentials",
+        "stored git passwords (XDG location)",
+        "~/.config/git/credentials",
+    ),
+    always(
+        "~/.config/github-copilot/**",
+        "GitHub Copilot OAuth tokens",
+        "~/.config/github-copilot/apps.json",
+    ),
+    always(
+        "~/.config/sops/age/keys.txt",
+        "age private keys (sops)",
+        "~/.config/sops/age/keys.txt",
+    ),
+    always("~/.databrickscfg", "a Databricks token", "~/.databrickscfg"),
     always(
         "~/.composer/auth.json",
         "Composer registry tokens",
@@ -364,6 +386,17 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "an SSH host private key",
         "/etc/ssh/ssh_host_ed25519_key",
     ),
+    // Secrets mounted into containers: Kubernetes service-account tokens, Docker secrets.
+    always(
+        "/run/secrets/**",
+        "a container's mounted secrets",
+        "/run/secrets/kubernetes.io/serviceaccount/token",
+    ),
+    always(
+        "/var/run/secrets/**",
+        "a container's mounted secrets",
+        "/var/run/secrets/kubernetes.io/serviceaccount/token",
+    ),
     always(
         "/proc/*/environ",
         "another process's environment (API keys)",
@@ -375,6 +408,7 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "/proc/1/task/1/environ",
     ),
     always("/proc/*/mem", "another process's memory", "/proc/1/mem"),
+    always("/proc/kcore", "the kernel's memory", "/proc/kcore"),
     always(
         "/proc/*/task/*/mem",
         "another process's memory",
@@ -398,6 +432,37 @@ pub const NOT_SENSITIVE: &[&str] = &[
     "*.env.dist",
     ".env.schema",
 ];
+
+/// A search filter glob (ripgrep's `--glob`, Claude Code Grep's `glob`) that selects the file
+/// of some default sensitive entry's example: what the entry holds and the example's name.
+///
+/// A filter glob is a whitelist, and ripgrep searches what it whitelists even when the file
+/// is hidden or ignored (`rg -g '.en?' KEY` reads `.env`), so a glob that can select a
+/// secret's name makes the search read the secret. A glob without `/` matches a file name at
+/// any depth; one with `/` is tried against every tail of the example's path. Negated globs
+/// (`!x`) exclude and select nothing.
+pub fn search_glob_selects_sensitive(glob: &str) -> Option<(&'static str, &'static str)> {
+    if glob.starts_with('!') {
+        return None;
+    }
+    let matcher = GlobBuilder::new(glob.trim_start_matches("./"))
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher());
+    // A glob the guard cannot read is judged as selecting everything (fail closed).
+    let Ok(matcher) = matcher else {
+        return DEFAULT_SENSITIVE.first().map(|e| (e.what, e.example));
+    };
+    DEFAULT_SENSITIVE.iter().find_map(|entry| {
+        let example = entry.example.trim_start_matches("~/");
+        let parts: Vec<&str> = example.split('/').filter(|p| !p.is_empty()).collect();
+        let selected = (0..parts.len()).any(|i| {
+            let tail = parts.get(i..).unwrap_or_default().join("/");
+            (glob.contains('/') || i + 1 == parts.len()) && matcher.is_match(&tail)
+        });
+        selected.then_some((entry.what, entry.example))
+    })
+}
 
 /// Where other accounts' home directories are, so `~/.ssh/**` covers them too: absolute, each
 /// component literal or `*` (any one component; [`Sensitive::home_rests`] reads no other syntax).
@@ -816,6 +881,25 @@ mod tests {
         match example.strip_prefix("~/") {
             Some(rest) => Path::new(HOME).join(rest),
             None => PathBuf::from(example),
+        }
+    }
+
+    #[test]
+    fn search_globs_that_select_a_secret_are_found() {
+        for glob in [
+            ".env", ".en?", ".e*", "*", "**/*", "[.]env", ".{env,x}", "id_*", "*.key", ".ssh/*",
+        ] {
+            assert!(search_glob_selects_sensitive(glob).is_some(), "{glob}");
+        }
+        for glob in [
+            "*.rs",
+            "src/**/*.ts",
+            "!.env",
+            "*.md",
+            "Cargo.toml",
+            ".env.example",
+        ] {
+            assert_eq!(search_glob_selects_sensitive(glob), None, "{glob}");
         }
     }
 

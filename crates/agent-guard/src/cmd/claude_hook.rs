@@ -24,7 +24,8 @@ Install it for every event with `agent-guard init claude`, or by hand in .claude
 Claude Code's tools map onto the guard's through one table (agent-core's clients module):
 Bash and Monitor -> run_bash, Read -> read_file, Write -> file_write, Edit/MultiEdit/
 NotebookEdit -> file_edit, Glob -> glob_files, Grep -> grep_files, WebFetch -> web_fetch,
-Agent/Task -> subagent, PowerShell/REPL/Workflow -> asked unless an explicit allow rule names
+Agent/Task -> subagent, the legacy LS -> glob_files (its `path`), BashOutput/KillShell ->
+task_output/task_stop, PowerShell/REPL/Workflow -> asked unless an explicit allow rule names
 them; any other tool is judged by the rules under its own name (e.g. `mcp__github__create_issue`).
 `run_in_background` asks; `dangerouslyDisableSandbox` turns an allow into an ask.
 

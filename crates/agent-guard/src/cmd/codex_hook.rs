@@ -19,7 +19,10 @@ const AFTER_HELP: &str = "\
 Install it with `agent-guard init codex` (writes .codex/hooks.json), then trust it in /hooks.
 
 Codex cannot ask: a call the guard would ask about is denied with a reason that says how to
-allow it (an allow rule in the policy). Shell calls (`Bash`) are judged by bash-guard;
+allow it (an allow rule in the policy). Shell calls (`Bash`, and the model-side names `shell`,
+`shell_command`, `exec_command`, `local_shell`, `unified_exec`, `container.exec`; argv arrays
+are joined as the shell runs them, `workdir` is the working directory, escalated permissions
+ask) are judged by bash-guard;
 `apply_patch` is parsed and every path it adds, updates, deletes or moves is judged as a write.
 
 Exit status:

@@ -21,8 +21,9 @@ Install it with `agent-guard init gemini` (writes .gemini/settings.json).
 Gemini CLI's tools map onto the guard's through one table: run_shell_command -> run_bash
 (`dir_path` is its working directory; `is_background` and `additional_permissions` ask),
 read_file, write_file, replace, glob, grep_search, list_directory, read_many_files (each include
-pattern), web_fetch (each URL in the prompt), invoke_agent -> subagent; MCP and other tools by
-their own names.
+pattern), web_fetch (each URL in the prompt), invoke_agent -> subagent, save_memory; MCP and
+other tools by their own names. Older releases' argument names (`absolute_path`, `path`,
+`directory`, `include`, `paths`) are read too; two names for one argument that disagree deny.
 
 Exit status:
   0  an answer was written to stdout (read the JSON), or the event needs none

@@ -107,6 +107,11 @@ pub(crate) struct Event {
 impl Event {
     /// Parses the event; only `hook_event_name` is required here (each event checks the rest).
     pub(super) fn parse(text: &str) -> anyhow::Result<Event> {
+        // A key given twice is read as its last value here, and maybe as its first by
+        // whatever else reads the event or the tool input: the guard would judge one call and
+        // the tool run another. No client writes duplicate keys, so they are refused.
+        serde_json::from_str::<UniqueKeys>(text)
+            .map_err(|e| anyhow::anyhow!("malformed hook JSON on stdin: {e}"))?;
         let value: Value = serde_json::from_str(text)
             .map_err(|e| anyhow::anyhow!("malformed hook JSON on stdin: {e}"))?;
         let Value::Object(raw) = value else {
@@ -140,6 +145,62 @@ impl Event {
             cwd.display()
         );
         Ok(cwd)
+    }
+}
+
+/// A JSON document in which no object names a key twice (deserializing it checks that, at
+/// every depth, and keeps nothing).
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value whose objects have unique keys")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            map.next_value::<UniqueKeys>()?;
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{}` appears twice in one object",
+                    agent_core::truncate_chars(&key, 80).0
+                )));
+            }
+        }
+        Ok(UniqueKeys)
     }
 }
 

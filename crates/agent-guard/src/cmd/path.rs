@@ -96,7 +96,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 _ => serde_json::Value::Null,
             };
             Report::new(
-                Decision::Deny,
+                agent_core::sandbox_refusal_decision(&err, op),
                 vec![Reason::new("fs-sandbox", err.code(), err.to_string())],
             )
             .with("resolved", resolved)
