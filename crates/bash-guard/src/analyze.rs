@@ -1077,7 +1077,9 @@ impl<'a> Walker<'a> {
         let (decision, code, message) = match (verdict, access) {
             (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => {
                 let name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                // `.envrc` is direnv's: exported tokens and keys, like `.env`.
                 if name == ".env"
+                    || name == ".envrc"
                     || (name.starts_with(".env.")
                         && !name.ends_with(".example")
                         && !name.ends_with(".sample"))

@@ -120,6 +120,20 @@ pub(crate) fn builtin(
             }
             allow(w, sub, "reads input into variables");
         }
+        // `getopts OPTSTRING NAME [ARGS]` stores each option letter in NAME: a name such as
+        // PATH or BASH_ENV (or a subscript `a[$(cmd)]`) is judged as `read` judges it.
+        "getopts" => {
+            match args.get(1) {
+                Some(n) => set_unknown(w, n, sub),
+                None => w.add(
+                    Decision::Ask,
+                    "missing_value",
+                    sub,
+                    "`getopts` without a variable name".to_owned(),
+                ),
+            }
+            allow(w, sub, "parses options into a variable");
+        }
         "printf" => {
             let (opts, _) = getopt(name, args);
             for (c, v) in &opts {

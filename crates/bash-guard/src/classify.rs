@@ -1922,6 +1922,162 @@ fn config_key_runs(spec: &crate::table::CommandSpec, key: &str) -> bool {
 }
 
 /// A wrapper's argument known only at run time, where it may be the command it runs.
+/// GNU xargs' options (`0a:E:e::i::I:l::L:n:oprs:txP:d:` and their long names): the value
+/// arity of each, so that the command xargs runs is found where xargs finds it.
+/// (short letter, long name, arity: 0 flag, 1 required value, 2 optional attached value)
+const XARGS_OPTS: &[(char, &str, u8)] = &[
+    ('0', "null", 0),
+    ('a', "arg-file", 1),
+    ('d', "delimiter", 1),
+    ('E', "", 1),
+    ('e', "eof", 2),
+    ('I', "", 1),
+    ('i', "replace", 2),
+    ('L', "", 1),
+    ('l', "max-lines", 2),
+    ('n', "max-args", 1),
+    ('o', "open-tty", 0),
+    ('p', "interactive", 0),
+    ('r', "no-run-if-empty", 0),
+    ('s', "max-chars", 1),
+    ('t', "verbose", 0),
+    ('x', "exit", 0),
+    ('P', "max-procs", 1),
+    ('\0', "process-slot-var", 1),
+    ('\0', "show-limits", 0),
+    ('\0', "help", 0),
+    ('\0', "version", 0),
+];
+
+/// Reads xargs' options with getopt_long semantics (clusters, attached and separate values,
+/// `--long=value`, unambiguous abbreviations) and judges the argument file. Returns the index
+/// of the command's first word and the replace string of `-I`/`-i`, or `None` when a finding
+/// already decided (a run-time word, `-p`, an unknown or ambiguous option).
+fn xargs_options(
+    w: &mut Walker<'_>,
+    args: &[Decoded],
+    sub: &str,
+    name: &str,
+) -> Option<(usize, Option<String>)> {
+    let mut i = 0;
+    let mut replace = None;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if a.dynamic {
+            dynamic_wrapped(w, sub, name);
+            return None;
+        }
+        if !t.starts_with('-') || t == "-" {
+            break;
+        }
+        i += 1;
+        if t == "--" {
+            break;
+        }
+        // (option, its value) pairs this argument holds.
+        let mut found: Vec<(char, &str, Option<Decoded>)> = Vec::new();
+        if let Some(long) = t.strip_prefix("--") {
+            let (key, attached) = match long.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (long, None),
+            };
+            let exact = XARGS_OPTS.iter().find(|o| o.1 == key);
+            let prefixed: Vec<_> = XARGS_OPTS
+                .iter()
+                .filter(|o| !o.1.is_empty() && o.1.starts_with(key))
+                .collect();
+            let Some(&(c, long_name, arity)) = exact.or(match prefixed.as_slice() {
+                [one] => Some(*one),
+                _ => None,
+            }) else {
+                w.add(
+                    Decision::Ask,
+                    "unknown_option",
+                    sub,
+                    format!(
+                        "`{name}` has no option `{t}` this analyzer knows (or it is ambiguous)"
+                    ),
+                );
+                return None;
+            };
+            let value = match (arity, attached) {
+                (_, Some(v)) => Some(Decoded {
+                    text: v.to_owned(),
+                    ..a.clone()
+                }),
+                (1, None) => {
+                    i += 1;
+                    args.get(i - 1).cloned()
+                }
+                _ => None,
+            };
+            found.push((c, long_name, value));
+        } else {
+            let body = t.get(1..).unwrap_or("");
+            for (at, c) in body.char_indices() {
+                let rest = body.get(at + c.len_utf8()..).unwrap_or("");
+                let Some(&(_, long_name, arity)) = XARGS_OPTS.iter().find(|o| o.0 == c) else {
+                    w.add(
+                        Decision::Ask,
+                        "unknown_option",
+                        sub,
+                        format!("`{name}` has no option `-{c}` this analyzer knows"),
+                    );
+                    return None;
+                };
+                if arity == 0 {
+                    found.push((c, long_name, None));
+                    continue;
+                }
+                let value = if !rest.is_empty() {
+                    Some(Decoded {
+                        text: rest.to_owned(),
+                        ..a.clone()
+                    })
+                } else if arity == 1 {
+                    i += 1;
+                    args.get(i - 1).cloned()
+                } else {
+                    None
+                };
+                found.push((c, long_name, value));
+                break;
+            }
+        }
+        for (c, _, value) in found {
+            match c {
+                'p' => {
+                    w.add(
+                        Decision::Deny,
+                        "interactive",
+                        sub,
+                        "`xargs -p` prompts on a terminal".to_owned(),
+                    );
+                    return None;
+                }
+                // `-i` alone replaces `{}`.
+                'I' | 'i' => {
+                    replace = Some(value.map_or_else(|| "{}".to_owned(), |v| v.text));
+                }
+                'a' => match value {
+                    Some(f) => w.path(&f, PathAccess::Read, sub, "argument file"),
+                    None => {
+                        w.add(
+                            Decision::Ask,
+                            "missing_value",
+                            sub,
+                            format!("`{name} -a` without its file"),
+                        );
+                        return None;
+                    }
+                },
+                _ => {}
+            }
+        }
+    }
+    Some((i, replace))
+}
+
 pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(
         Decision::Deny,
@@ -2325,46 +2481,19 @@ fn writer(
             run_inner(w, inner, sub, stdin, name)
         }
         "xargs" => {
-            let a_short = "IiLlnPsdEa";
-            let mut i = 0;
-            while let Some(a) = args.get(i) {
-                let t = a.text.as_str();
-                if a.dynamic {
-                    return dynamic_wrapped(w, sub, name);
-                }
-                if !t.starts_with('-') {
-                    break;
-                }
-                i += 1;
-                if t == "--" {
-                    break;
-                }
-                if t == "-p" || t == "--interactive" {
-                    w.add(
-                        Decision::Deny,
-                        "interactive",
-                        sub,
-                        "`xargs -p` prompts on a terminal".to_owned(),
-                    );
-                    return;
-                }
-                if (t == "-a" || t.starts_with("--arg-file"))
-                    && let Some(f) = args.get(i)
-                {
-                    w.path(f, PathAccess::Read, sub, "argument file");
-                }
-                let mut cs = t.chars().skip(1);
-                if let Some(c) = cs.next()
-                    && !t.starts_with("--")
-                    && a_short.contains(c)
-                    && t.len() == 2
-                    && c != 'i'
-                    && c != 'l'
-                {
-                    i += 1;
+            let Some((i, replace)) = xargs_options(w, args, sub, name) else {
+                return;
+            };
+            let mut inner: Vec<Decoded> = args.get(i..).unwrap_or(&[]).to_vec();
+            // With -I R every word holding R gets a line of stdin in its place at run time
+            // (`xargs -I@ bash -c 'echo @'` runs whatever the input says).
+            if let Some(r) = replace.filter(|r| !r.is_empty()) {
+                for word in &mut inner {
+                    if word.text.contains(r.as_str()) {
+                        word.dynamic = true;
+                    }
                 }
             }
-            let mut inner: Vec<Decoded> = args.get(i..).unwrap_or(&[]).to_vec();
             if inner.is_empty() {
                 inner.push(Decoded {
                     text: "echo".to_owned(),
