@@ -650,6 +650,29 @@ pub fn translate(
             true,
         )]);
     }
+    // Claude Code's Monitor watches a command's output or a WebSocket (`ws: {url}`): the
+    // socket is web access to its URL, judged by where it goes.
+    if client == Client::ClaudeCode
+        && name == "Monitor"
+        && obj.get("command").is_none()
+        && let Some(ws) = obj.get("ws")
+    {
+        let Some(url) = ws
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+        else {
+            return Err("`Monitor` `ws` has no string `url`".to_owned());
+        };
+        let mut call = base(
+            "web_fetch",
+            serde_json::json!({ "url": url }),
+            cwd,
+            map.read_only,
+        );
+        call.client.extend(flags(map, obj));
+        return Ok(vec![call]);
+    }
     // Codex's model may run apply_patch through its shell tool (`apply_patch <<'EOF' ...`, or
     // the argv `["apply_patch", patch]`): the same edit gets the same verdict as the
     // `apply_patch` tool, every path it names judged as a write.
@@ -1360,6 +1383,35 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(call.client.is_empty(), "{name}");
         }
+    }
+
+    #[test]
+    fn a_monitor_websocket_is_web_access_to_its_url() {
+        use serde_json::json;
+        let call = one(
+            Client::ClaudeCode,
+            "Monitor",
+            json!({"ws": {"url": "ws://127.0.0.1:9222/devtools"}, "description": "d"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "web_fetch");
+        assert_eq!(call.args["url"], "ws://127.0.0.1:9222/devtools");
+        assert!(
+            translate(
+                Client::ClaudeCode,
+                "Monitor",
+                &json!({"ws": {"protocols": []}}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        let call = one(
+            Client::ClaudeCode,
+            "Monitor",
+            json!({"command": "tail -f log"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "run_bash");
     }
 
     #[test]
