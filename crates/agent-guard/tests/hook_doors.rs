@@ -446,7 +446,7 @@ fn a_search_filter_that_selects_a_secret_is_refused() {
             "{glob}"
         );
     }
-    for glob in ["*.rs", "src/**/*.ts"] {
+    for glob in ["*.rs", "src/**/*.ts", "*.json", "*.yml"] {
         assert_eq!(
             door(
                 &fx,
