@@ -550,3 +550,32 @@ fn a_relative_path_under_a_path_key_of_an_opaque_tool_is_judged_in_the_cwd() {
         "allow"
     );
 }
+
+#[test]
+fn a_permission_request_the_guard_cannot_judge_is_denied_in_its_own_shape() {
+    let fx = fixture();
+    for sub in ["claude-hook", "codex-hook"] {
+        for (panic, input) in [(false, None), (true, Some(json!({"command": "ls"})))] {
+            let mut event = json!({
+                "session_id": "s1", "cwd": fx.project, "hook_event_name": "PermissionRequest",
+                "tool_name": "Bash",
+            });
+            if let Some(input) = input {
+                event["tool_input"] = input;
+            }
+            let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+            cmd.arg(sub).env_remove("CLAUDE_PROJECT_DIR");
+            if panic {
+                cmd.env("AGENT_GUARD_TEST_PANIC", "1");
+            }
+            let out = cmd.write_stdin(event.to_string()).output().unwrap();
+            // Exit 2 and a PreToolUse-shaped answer are ignored for a permission request.
+            assert_eq!(out.status.code(), Some(0), "{sub} panic={panic}: {out:?}");
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let hs = &v["hookSpecificOutput"];
+            assert_eq!(hs["hookEventName"], "PermissionRequest", "{sub}: {v}");
+            assert_eq!(hs["decision"]["behavior"], "deny", "{sub}: {v}");
+            assert!(!out.stderr.is_empty(), "{sub}");
+        }
+    }
+}

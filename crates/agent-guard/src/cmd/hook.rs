@@ -243,14 +243,35 @@ fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {
         Ok(event) => event,
         Err(e) => return crash(protocol, &e.to_string()),
     };
+    // From here a crash answers in the shape of this event (a PermissionRequest's deny is not
+    // a PreToolUse's).
+    let _ = EVENT_NAME.set(event.name.clone());
     match protocol.answer(&event, args) {
         Ok(answer) => answer,
         Err(e) => crash(protocol, &crate::front::one_line(e).to_string()),
     }
 }
 
+/// The event being answered, once it is known (for the crash answer's shape).
+static EVENT_NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn crash(protocol: &dyn Protocol, reason: &str) -> Answer {
-    let (stdout, stderr) = protocol.crash_answer(&format!("agent-guard: {reason}"));
+    let reason = format!("agent-guard: {reason}");
+    // A permission request is denied by its own answer shape with exit 0: Claude Code and
+    // Codex ignore exit 2 there (and a PreToolUse-shaped answer) and show their prompt.
+    if EVENT_NAME.get().map(String::as_str) == Some("PermissionRequest")
+        && matches!(protocol.client(), Client::ClaudeCode | Client::Codex)
+    {
+        return Answer {
+            stdout: Some(serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": reason},
+            }})),
+            stderr: Some(reason),
+            exit: 0,
+        };
+    }
+    let (stdout, stderr) = protocol.crash_answer(&reason);
     Answer {
         stdout: serde_json::from_str(&stdout).ok(),
         stderr: Some(stderr),
@@ -269,7 +290,8 @@ fn emit(answer: &Answer) {
     }
 }
 
-/// A panic anywhere in the process answers deny and exits 2 before anything else can happen.
+/// A panic anywhere in the process answers deny (exit 2; a permission request: its own deny,
+/// exit 0) before anything else can happen.
 fn install_crash_answer(protocol: &'static dyn Protocol) {
     std::panic::set_hook(Box::new(move |info| {
         let what = info
@@ -285,7 +307,7 @@ fn install_crash_answer(protocol: &'static dyn Protocol) {
             ),
         );
         emit(&answer);
-        std::process::exit(2);
+        std::process::exit(i32::from(answer.exit));
     }));
 }
 
