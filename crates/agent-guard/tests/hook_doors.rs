@@ -579,3 +579,30 @@ fn a_permission_request_the_guard_cannot_judge_is_denied_in_its_own_shape() {
         }
     }
 }
+
+#[test]
+fn another_clients_project_variable_does_not_move_codexs_roots() {
+    let fx = fixture();
+    // Codex started from a Claude Code shell inherits CLAUDE_PROJECT_DIR; its roots stay at
+    // its own cwd.
+    let outside = in_home(&fx, "notes.txt");
+    let patch = format!("*** Begin Patch\n*** Add File: {outside}\n+x\n*** End Patch\n");
+    let stdin = json!({
+        "session_id": "s1", "cwd": fx.project, "hook_event_name": "PreToolUse",
+        "tool_name": "apply_patch", "tool_input": {"command": patch}, "turn_id": "u1",
+    });
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .arg("codex-hook")
+        .arg("--policy")
+        .arg(&fx.policy)
+        .env("HOME", &fx.home)
+        .env("CLAUDE_PROJECT_DIR", &fx.home)
+        .env_remove("GEMINI_PROJECT_DIR")
+        .write_stdin(stdin.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+}
