@@ -75,6 +75,9 @@ pub enum When {
     /// The field is present, not null, and not this string (Codex's `sandbox_permissions`
     /// other than `use_default`).
     OtherThan(&'static str),
+    /// The field is present and not `true` (a protection switched off: `false`, or a value
+    /// of the wrong type the guard cannot read as on).
+    False,
 }
 
 /// An input flag that changes the verdict.
@@ -544,7 +547,22 @@ pub const TOOL_MAP: &[ToolMap] = &[
         "read_many_files",
         "glob_files",
         Shape::Includes(&["include", "paths"]),
-        &[],
+        &[
+            Flag {
+                field: "useDefaultExcludes",
+                when: When::False,
+                code: "reads-ignored-files",
+                message: "the read includes ignored and excluded files, where secrets such as `.env` usually are",
+                ..NO_IGNORE
+            },
+            Flag {
+                field: "respect_git_ignore",
+                when: When::False,
+                code: "reads-ignored-files",
+                message: "the read includes ignored and excluded files, where secrets such as `.env` usually are",
+                ..NO_IGNORE
+            },
+        ],
         true,
     ),
     row(
@@ -649,6 +667,29 @@ pub fn translate(
             cwd,
             true,
         )]);
+    }
+    // Claude Code's Monitor watches a command's output or a WebSocket (`ws: {url}`): the
+    // socket is web access to its URL, judged by where it goes.
+    if client == Client::ClaudeCode
+        && name == "Monitor"
+        && obj.get("command").is_none()
+        && let Some(ws) = obj.get("ws")
+    {
+        let Some(url) = ws
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+        else {
+            return Err("`Monitor` `ws` has no string `url`".to_owned());
+        };
+        let mut call = base(
+            "web_fetch",
+            serde_json::json!({ "url": url }),
+            cwd,
+            map.read_only,
+        );
+        call.client.extend(flags(map, obj));
+        return Ok(vec![call]);
     }
     // Codex's model may run apply_patch through its shell tool (`apply_patch <<'EOF' ...`, or
     // the argv `["apply_patch", patch]`): the same edit gets the same verdict as the
@@ -812,6 +853,11 @@ fn flags(map: &ToolMap, obj: &Map<String, Value>) -> Vec<ClientFinding> {
                 Some(Value::Object(o)) => !o.is_empty(),
                 Some(Value::Number(n)) => n.as_f64() != Some(0.0),
                 Some(Value::Bool(true)) => true,
+            },
+            When::False => match obj.get(flag.field) {
+                None | Some(Value::Null) | Some(Value::Bool(true)) => false,
+                Some(Value::String(s)) => !s.eq_ignore_ascii_case("true"),
+                Some(_) => true,
             },
             When::OtherThan(quiet) => match obj.get(flag.field) {
                 None | Some(Value::Null) => false,
@@ -1360,6 +1406,58 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(call.client.is_empty(), "{name}");
         }
+    }
+
+    #[test]
+    fn a_monitor_websocket_is_web_access_to_its_url() {
+        use serde_json::json;
+        let call = one(
+            Client::ClaudeCode,
+            "Monitor",
+            json!({"ws": {"url": "ws://127.0.0.1:9222/devtools"}, "description": "d"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "web_fetch");
+        assert_eq!(call.args["url"], "ws://127.0.0.1:9222/devtools");
+        assert!(
+            translate(
+                Client::ClaudeCode,
+                "Monitor",
+                &json!({"ws": {"protocols": []}}),
+                Path::new("/p")
+            )
+            .is_err()
+        );
+        let call = one(
+            Client::ClaudeCode,
+            "Monitor",
+            json!({"command": "tail -f log"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "run_bash");
+    }
+
+    #[test]
+    fn read_many_files_with_ignores_switched_off_is_asked_about() {
+        use serde_json::json;
+        for input in [
+            json!({"include": ["src/*.rs"], "useDefaultExcludes": false}),
+            json!({"include": ["src/*.rs"], "respect_git_ignore": "no"}),
+        ] {
+            let call = one(Client::Gemini, "read_many_files", input.clone())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                call.client.iter().any(|f| f.code == "reads-ignored-files"),
+                "{input}"
+            );
+        }
+        let call = one(
+            Client::Gemini,
+            "read_many_files",
+            json!({"include": ["src/*.rs"], "useDefaultExcludes": true}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(call.client.is_empty());
     }
 
     #[test]

@@ -446,7 +446,7 @@ fn a_search_filter_that_selects_a_secret_is_refused() {
             "{glob}"
         );
     }
-    for glob in ["*.rs", "src/**/*.ts"] {
+    for glob in ["*.rs", "src/**/*.ts", "*.json", "*.yml"] {
         assert_eq!(
             door(
                 &fx,
@@ -549,4 +549,60 @@ fn a_relative_path_under_a_path_key_of_an_opaque_tool_is_judged_in_the_cwd() {
         ),
         "allow"
     );
+}
+
+#[test]
+fn a_permission_request_the_guard_cannot_judge_is_denied_in_its_own_shape() {
+    let fx = fixture();
+    for sub in ["claude-hook", "codex-hook"] {
+        for (panic, input) in [(false, None), (true, Some(json!({"command": "ls"})))] {
+            let mut event = json!({
+                "session_id": "s1", "cwd": fx.project, "hook_event_name": "PermissionRequest",
+                "tool_name": "Bash",
+            });
+            if let Some(input) = input {
+                event["tool_input"] = input;
+            }
+            let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+            cmd.arg(sub).env_remove("CLAUDE_PROJECT_DIR");
+            if panic {
+                cmd.env("AGENT_GUARD_TEST_PANIC", "1");
+            }
+            let out = cmd.write_stdin(event.to_string()).output().unwrap();
+            // Exit 2 and a PreToolUse-shaped answer are ignored for a permission request.
+            assert_eq!(out.status.code(), Some(0), "{sub} panic={panic}: {out:?}");
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let hs = &v["hookSpecificOutput"];
+            assert_eq!(hs["hookEventName"], "PermissionRequest", "{sub}: {v}");
+            assert_eq!(hs["decision"]["behavior"], "deny", "{sub}: {v}");
+            assert!(!out.stderr.is_empty(), "{sub}");
+        }
+    }
+}
+
+#[test]
+fn another_clients_project_variable_does_not_move_codexs_roots() {
+    let fx = fixture();
+    // Codex started from a Claude Code shell inherits CLAUDE_PROJECT_DIR; its roots stay at
+    // its own cwd.
+    let outside = in_home(&fx, "notes.txt");
+    let patch = format!("*** Begin Patch\n*** Add File: {outside}\n+x\n*** End Patch\n");
+    let stdin = json!({
+        "session_id": "s1", "cwd": fx.project, "hook_event_name": "PreToolUse",
+        "tool_name": "apply_patch", "tool_input": {"command": patch}, "turn_id": "u1",
+    });
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .arg("codex-hook")
+        .arg("--policy")
+        .arg(&fx.policy)
+        .env("HOME", &fx.home)
+        .env("CLAUDE_PROJECT_DIR", &fx.home)
+        .env_remove("GEMINI_PROJECT_DIR")
+        .write_stdin(stdin.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
 }

@@ -453,7 +453,14 @@ pub fn search_glob_selects_sensitive(glob: &str) -> Option<(&'static str, &'stat
     let Ok(matcher) = matcher else {
         return DEFAULT_SENSITIVE.first().map(|e| (e.what, e.example));
     };
-    DEFAULT_SENSITIVE.iter().find_map(|entry| {
+    // Only the entries that match at any depth (`.env`, `id_rsa`, `*.key`): a search below a
+    // project reaches those; the anchored ones (`~/.docker/config.json`, `/etc/shadow`) live
+    // in hidden or system directories that a name glob does not open, and a search of such
+    // a directory itself is judged as `sensitive_below`. (`*.json` must stay searchable.)
+    let mut anywhere = DEFAULT_SENSITIVE
+        .iter()
+        .filter(|e| !e.pattern.starts_with(['~', '/']));
+    anywhere.find_map(|entry| {
         let example = entry.example.trim_start_matches("~/");
         let parts: Vec<&str> = example.split('/').filter(|p| !p.is_empty()).collect();
         let selected = (0..parts.len()).any(|i| {
@@ -887,7 +894,17 @@ mod tests {
     #[test]
     fn search_globs_that_select_a_secret_are_found() {
         for glob in [
-            ".env", ".en?", ".e*", "*", "**/*", "[.]env", ".{env,x}", "id_*", "*.key", ".ssh/*",
+            ".env",
+            ".en?",
+            ".e*",
+            "*",
+            "**/*",
+            "[.]env",
+            ".{env,x}",
+            "id_*",
+            "*.key",
+            ".npm*",
+            "keys/id_*",
         ] {
             assert!(search_glob_selects_sensitive(glob).is_some(), "{glob}");
         }
@@ -898,6 +915,9 @@ mod tests {
             "*.md",
             "Cargo.toml",
             ".env.example",
+            "*.json",
+            "*.yml",
+            "config*",
         ] {
             assert_eq!(search_glob_selects_sensitive(glob), None, "{glob}");
         }

@@ -103,7 +103,7 @@ impl Protocol for Claude {
                 }})))
             }
             "PostToolUse" => {
-                if let Err(e) = hook::record_run(event, args) {
+                if let Err(e) = hook::record_run(self.client(), event, args) {
                     eprintln!("agent-guard: {e:#}");
                 }
                 let policy = Policy::load(args.policy.as_deref())?;
@@ -118,14 +118,14 @@ impl Protocol for Claude {
                 )?))
             }
             "PostToolUseFailure" => {
-                if let Err(e) = hook::record_run(event, args) {
+                if let Err(e) = hook::record_run(self.client(), event, args) {
                     eprintln!("agent-guard: {e:#}");
                 }
                 Ok(Answer::silent())
             }
             "SessionEnd" | "Stop" => {
                 // Never blocks: a Stop answered with exit 2 would keep Claude going.
-                if let Err(e) = hook::record_stop(event, args) {
+                if let Err(e) = hook::record_stop(self.client(), event, args) {
                     eprintln!("agent-guard: {e:#}");
                 }
                 Ok(Answer::silent())

@@ -243,14 +243,35 @@ fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {
         Ok(event) => event,
         Err(e) => return crash(protocol, &e.to_string()),
     };
+    // From here a crash answers in the shape of this event (a PermissionRequest's deny is not
+    // a PreToolUse's).
+    let _ = EVENT_NAME.set(event.name.clone());
     match protocol.answer(&event, args) {
         Ok(answer) => answer,
         Err(e) => crash(protocol, &crate::front::one_line(e).to_string()),
     }
 }
 
+/// The event being answered, once it is known (for the crash answer's shape).
+static EVENT_NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn crash(protocol: &dyn Protocol, reason: &str) -> Answer {
-    let (stdout, stderr) = protocol.crash_answer(&format!("agent-guard: {reason}"));
+    let reason = format!("agent-guard: {reason}");
+    // A permission request is denied by its own answer shape with exit 0: Claude Code and
+    // Codex ignore exit 2 there (and a PreToolUse-shaped answer) and show their prompt.
+    if EVENT_NAME.get().map(String::as_str) == Some("PermissionRequest")
+        && matches!(protocol.client(), Client::ClaudeCode | Client::Codex)
+    {
+        return Answer {
+            stdout: Some(serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": reason},
+            }})),
+            stderr: Some(reason),
+            exit: 0,
+        };
+    }
+    let (stdout, stderr) = protocol.crash_answer(&reason);
     Answer {
         stdout: serde_json::from_str(&stdout).ok(),
         stderr: Some(stderr),
@@ -269,7 +290,8 @@ fn emit(answer: &Answer) {
     }
 }
 
-/// A panic anywhere in the process answers deny and exits 2 before anything else can happen.
+/// A panic anywhere in the process answers deny (exit 2; a permission request: its own deny,
+/// exit 0) before anything else can happen.
 fn install_crash_answer(protocol: &'static dyn Protocol) {
     std::panic::set_hook(Box::new(move |info| {
         let what = info
@@ -285,7 +307,7 @@ fn install_crash_answer(protocol: &'static dyn Protocol) {
             ),
         );
         emit(&answer);
-        std::process::exit(2);
+        std::process::exit(i32::from(answer.exit));
     }));
 }
 
@@ -293,10 +315,21 @@ fn install_crash_answer(protocol: &'static dyn Protocol) {
 /// answers deny. It has no other effect.
 pub(crate) const CRASH_TEST_VAR: &str = "AGENT_GUARD_TEST_PANIC";
 
-/// The project directory sandbox roots resolve against: the client's project variable when it
-/// is set and absolute, else the event's cwd.
-fn project_dir(event_cwd: &Path) -> PathBuf {
-    for var in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
+/// The project variables each client sets for its hooks (Gemini CLI sets `CLAUDE_PROJECT_DIR`
+/// as an alias too). Codex sets none: a variable inherited from another client's session
+/// (Codex started from Claude Code's shell) must not move Codex's roots.
+fn project_vars(client: Client) -> &'static [&'static str] {
+    match client {
+        Client::ClaudeCode => &["CLAUDE_PROJECT_DIR"],
+        Client::Gemini => &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
+        Client::Codex => &[],
+    }
+}
+
+/// The project directory sandbox roots resolve against: the client's own project variable
+/// when it is set and absolute, else the event's cwd.
+fn project_dir(client: Client, event_cwd: &Path) -> PathBuf {
+    for var in project_vars(client) {
         if let Some(dir) = std::env::var_os(var).map(PathBuf::from)
             && dir.is_absolute()
             && dir.is_dir()
@@ -309,7 +342,12 @@ fn project_dir(event_cwd: &Path) -> PathBuf {
 
 /// The guard for an event: the policy, the project directory, the client's mode, and the audit
 /// log when one is configured.
-pub(crate) fn front(event: &Event, args: &HookArgs, cwd: &Path) -> anyhow::Result<Front> {
+pub(crate) fn front(
+    client: Client,
+    event: &Event,
+    args: &HookArgs,
+    cwd: &Path,
+) -> anyhow::Result<Front> {
     let policy = Policy::load(args.policy.as_deref())?;
     let opts = FrontOptions {
         mode: args.mode.as_deref().map(parse_mode).transpose()?,
@@ -324,15 +362,15 @@ pub(crate) fn front(event: &Event, args: &HookArgs, cwd: &Path) -> anyhow::Resul
         ledger: JUDGING_EVENTS.contains(&event.name.as_str()),
         ..FrontOptions::default()
     };
-    Front::load(&policy, &project_dir(cwd), &opts)
+    Front::load(&policy, &project_dir(client, cwd), &opts)
 }
 
 /// Records a call the client ran (its after-tool event), then flushes.
-pub(crate) fn record_run(event: &Event, args: &HookArgs) -> anyhow::Result<()> {
+pub(crate) fn record_run(client: Client, event: &Event, args: &HookArgs) -> anyhow::Result<()> {
     let Ok(cwd) = event.cwd() else {
         return Ok(());
     };
-    let front = front(event, args, cwd)?;
+    let front = front(client, event, args, cwd)?;
     let output = match &event.tool_response {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
@@ -362,11 +400,11 @@ pub(crate) fn record_run(event: &Event, args: &HookArgs) -> anyhow::Result<()> {
 }
 
 /// Records the end of a session (`SESSION_STOP`), then flushes.
-pub(crate) fn record_stop(event: &Event, args: &HookArgs) -> anyhow::Result<()> {
+pub(crate) fn record_stop(client: Client, event: &Event, args: &HookArgs) -> anyhow::Result<()> {
     let Ok(cwd) = event.cwd() else {
         return Ok(());
     };
-    let front = front(event, args, cwd)?;
+    let front = front(client, event, args, cwd)?;
     let reason = event
         .raw
         .get("reason")
@@ -450,7 +488,7 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         Some(_) => anyhow::bail!("malformed hook JSON on stdin: `tool_input` must be an object"),
         None => anyhow::bail!("malformed hook JSON on stdin: `tool_input` is missing"),
     };
-    let front = front(event, args, cwd)?;
+    let front = front(client, event, args, cwd)?;
     let counting = COUNTING_EVENTS.contains(&event.name.as_str());
     let calls = match clients::translate(client, tool, input, cwd) {
         Ok(mut calls) => {
