@@ -600,7 +600,9 @@ impl Part {
 
     fn matches(&self, component: &std::ffi::OsStr) -> bool {
         match self {
-            Part::Literal(text) => component == text.as_str(),
+            Part::Literal(text) => component
+                .to_str()
+                .map_or(component == text.as_str(), |c| c.eq_ignore_ascii_case(text)),
             Part::Glob(glob) => glob.is_match(component),
             Part::Any => true,
         }
@@ -734,7 +736,9 @@ impl Sensitive {
             }
             for want in other.split('/').filter(|c| !c.is_empty()) {
                 match rest.next() {
-                    Some(Component::Normal(name)) if want == "*" || name == want => {}
+                    Some(Component::Normal(name))
+                        if want == "*"
+                            || name.to_str().is_some_and(|n| n.eq_ignore_ascii_case(want)) => {}
                     _ => return None,
                 }
             }
@@ -842,8 +846,12 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
     Ok(vec![format!("/**/{trimmed}")])
 }
 
+/// Sensitive globs ignore ASCII case: on a case-insensitive filesystem (macOS, Windows, a
+/// `casefold` ext4 directory) `.ENV` and `.SSH/ID_RSA` open the secrets themselves, and on any
+/// other a file so named is as likely to hold one.
 fn glob_of(pattern: &str, form: &str) -> Result<globset::Glob, SandboxError> {
     GlobBuilder::new(form)
+        .case_insensitive(true)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
@@ -1093,6 +1101,23 @@ mod tests {
             Sensitive::validate(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
             Sensitive::compile(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
         }
+    }
+
+    #[test]
+    fn case_variants_of_secrets_are_secrets() {
+        let t = table();
+        for hit in [
+            "/p/.ENV".to_owned(),
+            "/p/.Env.Production".to_owned(),
+            format!("{HOME}/.SSH/config"),
+            "/HOME/bob/.Aws/Credentials".to_owned(),
+            "/ETC/SHADOW".to_owned(),
+        ] {
+            assert!(t.matching(Path::new(&hit)).is_some(), "{hit}");
+        }
+        // The exceptions fold too: a template is no secret in any case.
+        assert_eq!(t.matching(Path::new("/p/.ENV.EXAMPLE")), None);
+        assert!(t.below(Path::new("/HOME"), true).is_some());
     }
 
     #[test]
