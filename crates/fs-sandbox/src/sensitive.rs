@@ -38,6 +38,10 @@ pub enum SensitiveWhen {
     Always,
     /// When the file holds a `PRIVATE KEY` block or cannot be read; a missing file is not.
     HoldsPrivateKey,
+    /// When the file holds a URL with a credential in it (`https://user:token@host`, or a
+    /// token-long user name: `https://ghp_...@github.com`) or cannot be read; a missing file
+    /// is not. A repository's `.git/config` is ordinary until a remote embeds one.
+    HoldsUrlCredential,
 }
 
 /// One entry of the sensitive-path table.
@@ -348,6 +352,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         example: "/p/tls/key.pem",
         when: SensitiveWhen::HoldsPrivateKey,
     },
+    SensitivePattern {
+        pattern: ".git/config",
+        what: "a git config whose remote URL embeds a credential",
+        example: "/p/.git/config",
+        when: SensitiveWhen::HoldsUrlCredential,
+    },
     // System secrets.
     always("/etc/shadow", "the system's password hashes", "/etc/shadow"),
     always(
@@ -459,7 +469,9 @@ pub fn search_glob_selects_sensitive(glob: &str) -> Option<(&'static str, &'stat
     // a directory itself is judged as `sensitive_below`. (`*.json` must stay searchable.)
     let mut anywhere = DEFAULT_SENSITIVE
         .iter()
-        .filter(|e| !e.pattern.starts_with(['~', '/']));
+        .filter(|e| !e.pattern.starts_with(['~', '/']))
+        // `.git/config` is a secret by its content only, and ripgrep never enters `.git`.
+        .filter(|e| e.when != SensitiveWhen::HoldsUrlCredential);
     anywhere.find_map(|entry| {
         let example = entry.example.trim_start_matches("~/");
         let parts: Vec<&str> = example.split('/').filter(|p| !p.is_empty()).collect();
@@ -793,6 +805,11 @@ impl Sensitive {
                         return Some(what);
                     }
                 }
+                SensitiveWhen::HoldsUrlCredential => {
+                    if meta.is_ok() && holds_url_credential(absolute) {
+                        return Some(what);
+                    }
+                }
             }
         }
         None
@@ -810,6 +827,41 @@ fn holds_private_key(path: &Path) -> bool {
     }
     head.windows(b"PRIVATE KEY".len())
         .any(|w| w == b"PRIVATE KEY")
+}
+
+/// Whether a file holds a URL whose user part is a credential; unreadable counts as yes.
+fn holds_url_credential(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return true;
+    };
+    let mut head = Vec::new();
+    if file.take(PEM_SNIFF_BYTES).read_to_end(&mut head).is_err() {
+        return true;
+    }
+    url_credential_in(&String::from_utf8_lossy(&head))
+}
+
+/// Shortest user name (with no password) taken for a token: `git@` and `alice@` are names,
+/// `ghp_...@` and `glpat-...@` are tokens.
+const TOKEN_USER_MIN: usize = 16;
+
+/// Whether `text` has a `scheme://userinfo@host` whose userinfo holds a password or is
+/// token-long.
+fn url_credential_in(text: &str) -> bool {
+    text.match_indices("://").any(|(at, _)| {
+        let rest = text.get(at + 3..).unwrap_or_default();
+        let authority = rest
+            .split(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
+            .next()
+            .unwrap_or_default();
+        let Some((userinfo, _host)) = authority.rsplit_once('@') else {
+            return false;
+        };
+        match userinfo.split_once(':') {
+            Some((_, password)) => !password.is_empty(),
+            None => userinfo.len() >= TOKEN_USER_MIN,
+        }
+    })
 }
 
 /// The absolute glob forms of one table pattern.
@@ -942,6 +994,16 @@ mod tests {
                     // Judged by content: the example must exist and hold a key.
                     let p = dir.path().join("key.pem");
                     std::fs::write(&p, "-----BEGIN PRIVATE KEY-----\nMII\n").unwrap();
+                    p
+                }
+                SensitiveWhen::HoldsUrlCredential => {
+                    let p = dir.path().join(".git/config");
+                    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+                    std::fs::write(
+                        &p,
+                        "[remote \"origin\"]\n\turl = https://bot:s3cret@git.example.com/r.git\n",
+                    )
+                    .unwrap();
                     p
                 }
             };
@@ -1101,6 +1163,39 @@ mod tests {
             Sensitive::validate(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
             Sensitive::compile(&[good.to_owned()], &[PathBuf::from(HOME)]).unwrap();
         }
+    }
+
+    #[test]
+    fn a_git_config_is_a_secret_only_when_a_url_embeds_a_credential() {
+        for (text, secret) in [
+            ("url = https://alice:hunter2@github.com/o/r.git", true),
+            (
+                "url = https://ghp_0123456789abcdefABCDEF@github.com/o/r",
+                true,
+            ),
+            ("url = https://oauth2:glpat-xyz@gitlab.com/o/r.git", true),
+            ("url = git@github.com:o/r.git", false),
+            ("url = ssh://git@github.com/o/r.git", false),
+            ("url = https://github.com/o/r.git", false),
+            ("url = https://alice@github.com/o/r.git", false),
+            ("url = https://alice:@github.com/o/r.git", false),
+            (
+                "[user]\n\temail = a@b.c\n[remote \"o\"]\n\turl = https://x.org/r",
+                false,
+            ),
+        ] {
+            assert_eq!(url_credential_in(text), secret, "{text}");
+        }
+        let t = table();
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        std::fs::create_dir(&git).unwrap();
+        std::fs::write(git.join("config"), "[core]\n\tbare = false\n").unwrap();
+        assert_eq!(t.matching(&git.join("config")), None);
+        std::fs::write(git.join("config"), "url = https://u:p4ss@h/r\n").unwrap();
+        assert!(t.matching(&git.join("config")).is_some());
+        // Not there yet: nothing to read, nothing secret (a write is judged as protected).
+        assert_eq!(t.matching(&dir.path().join("new/.git/config")), None);
     }
 
     #[test]
