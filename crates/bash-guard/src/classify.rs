@@ -1092,10 +1092,19 @@ fn special(
         "sqlite3" if has("-readonly") => {
             let operands: Vec<&Decoded> =
                 args.iter().filter(|a| !a.text.starts_with('-')).collect();
-            let sql = operands.get(1).map(|a| a.text.to_ascii_lowercase());
-            let safe_sql = sql.as_deref().is_some_and(|q| {
+            // Every operand after the database is run in turn: SQL, or a dot-command
+            // (`.shell`, `.load`, `.output`) when it starts with `.`; each must be one
+            // plain query (a second statement after `;` could be `VACUUM INTO 'file'`).
+            let safe = |sql: &str| {
+                let q = sql.to_ascii_lowercase();
                 let q = q.trim_start();
-                (q.starts_with("select") || q.starts_with("explain") || q.starts_with("with"))
+                let one_statement = q
+                    .split_once(';')
+                    .is_none_or(|(_, rest)| rest.trim().is_empty());
+                one_statement
+                    && (q.starts_with("select")
+                        || q.starts_with("explain")
+                        || q.starts_with("with"))
                     && ![
                         "load_extension",
                         "writefile",
@@ -1106,10 +1115,12 @@ fn special(
                         ".shell",
                         ".system",
                         "zipfile",
+                        "vacuum",
                     ]
                     .iter()
                     .any(|bad| q.contains(bad))
-            });
+            };
+            let safe_sql = operands.len() >= 2 && operands.iter().skip(1).all(|a| safe(&a.text));
             if !safe_sql
                 || operands.iter().any(|a| a.dynamic)
                 || args
