@@ -972,6 +972,21 @@ fn special(
                     )
                     || a.text.starts_with("--pager=")
                     || a.text.starts_with("-P")
+                    // `--html=BROWSER` and `-HBROWSER` run the browser; `-lFILE`, `-CFILE`,
+                    // `--config-file=F`, `--local-file` abbreviations and every other long
+                    // option with a value (`--preprocessor=`, `--troff-device=`) are not
+                    // a plain page lookup.
+                    || a.text.starts_with("--html")
+                    || a.text.starts_with("-H")
+                    || a.text.starts_with("--loc")
+                    || a.text.starts_with("--con")
+                    || a.text.starts_with("--pa")
+                    || a.text.starts_with("--pr")
+                    || (a.text.starts_with("-l") && !a.text.starts_with("--"))
+                    || (a.text.starts_with("-C") && !a.text.starts_with("--"))
+                    || (a.text.starts_with('-')
+                        && !a.text.starts_with("--")
+                        && a.text.get(1..).is_some_and(|c| c.contains(['P', 'H', 'l', 'C', 'p', 'X', 'Z', 't', 'T'])))
             }) =>
         {
             w.add(
@@ -1042,7 +1057,7 @@ fn special(
             ) && !args.iter().any(|a| {
                 a.dynamic
                     || matches!(
-                        a.text.as_str(),
+                        openssl_option(&a.text).0,
                         "-engine"
                             | "-provider"
                             | "-provider-path"
@@ -1058,18 +1073,50 @@ fn special(
                     )
             }) =>
         {
-            for (i, a) in args.iter().enumerate() {
-                if matches!(
-                    a.text.as_str(),
-                    "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key"
-                ) && let Some(f) = args.get(i + 1)
-                {
-                    w.path(f, PathAccess::Read, sub, "openssl input");
+            // OpenSSL 3 reads `-opt VALUE`, `-opt=VALUE` and `--opt`; every operand and every
+            // value that may name a file is judged (`-passin file:PATH` reads PATH).
+            let mut i = 1;
+            while let Some(a) = args.get(i) {
+                i += 1;
+                let (opt, attached) = openssl_option(&a.text);
+                if opt.is_empty() {
+                    w.path(a, PathAccess::Read, sub, "openssl input");
+                    continue;
                 }
-                if a.text == "-out"
-                    && let Some(f) = args.get(i + 1)
-                {
-                    w.path(f, PathAccess::Write, sub, "openssl output");
+                let role = match opt {
+                    "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key" | "-CAkey" | "-CA"
+                    | "-cert" | "-certfile" | "-signature" | "-prverify" | "-verify"
+                    | "-untrusted" | "-kfile" | "-genconf" | "-oid" | "-CAserial"
+                    | "-extfile" | "-chainCAfile" | "-crl" | "-nameopt_file" => {
+                        Some(PathAccess::Read)
+                    }
+                    "-out" => Some(PathAccess::Write),
+                    "-passin" | "-passout" | "-pass" | "-password" => None,
+                    // Flags and values that are not files (-subj, -days, -noout, -sha256 ...).
+                    _ => continue,
+                };
+                let value = match attached {
+                    Some(v) => Some(Decoded {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    }),
+                    None => {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    }
+                };
+                let Some(value) = value else { continue };
+                match role {
+                    Some(access) => w.path(&value, access, sub, "openssl file"),
+                    None => {
+                        if let Some(path) = value.text.strip_prefix("file:") {
+                            let d = Decoded {
+                                text: path.to_owned(),
+                                ..value.clone()
+                            };
+                            w.path(&d, PathAccess::Read, sub, "openssl password file");
+                        }
+                    }
                 }
             }
             w.add(
@@ -1332,6 +1379,36 @@ fn special(
                 .iter()
                 .position(|a| matches!(a.text.as_str(), ":::" | "::::" | ":::+" | "::::+"));
             let cmd_end = sep.unwrap_or(args.len());
+            // The argument files (`-a F`, `--arg-file=F`, `:::: F...`) are read, and their
+            // lines become arguments the command prints or uses.
+            let mut in_files = false;
+            for (k, a) in args.iter().enumerate() {
+                let t = a.text.as_str();
+                if k >= cmd_end && matches!(t, ":::" | "::::" | ":::+" | "::::+") {
+                    in_files = t.starts_with("::::");
+                    continue;
+                }
+                let file = if in_files {
+                    Some(a.clone())
+                } else if k >= cmd_end {
+                    None
+                } else if let Some(v) = t
+                    .strip_prefix("--arg-file=")
+                    .or_else(|| t.strip_prefix("-a").filter(|v| !v.is_empty()))
+                {
+                    Some(Decoded {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    })
+                } else if matches!(t, "-a" | "--arg-file") {
+                    args.get(k + 1).cloned()
+                } else {
+                    None
+                };
+                if let Some(f) = file {
+                    w.path(&f, PathAccess::Read, sub, "argument file");
+                }
+            }
             let mut i = 0;
             while let Some(a) = args.get(i) {
                 if i >= cmd_end || !a.text.starts_with('-') {
@@ -2087,6 +2164,22 @@ fn xargs_options(
         }
     }
     Some((i, replace))
+}
+
+/// An openssl argument as `(option, attached value)`: `--out=F` and `-out=F` are `-out` with
+/// `F`; an operand gives an empty option.
+fn openssl_option(text: &str) -> (&str, Option<&str>) {
+    if !text.starts_with('-') || text == "-" {
+        return ("", None);
+    }
+    let body = text.strip_prefix("--").map_or(text, |b| {
+        // `--out` is `-out`: keep one dash.
+        text.get(1..).filter(|_| !b.is_empty()).unwrap_or(text)
+    });
+    match body.split_once('=') {
+        Some((o, v)) => (o, Some(v)),
+        None => (body, None),
+    }
 }
 
 pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
