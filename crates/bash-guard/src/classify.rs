@@ -676,6 +676,22 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     if let Some(done) = special(w, name, args, sub, stdin) {
         return done;
     }
+    // A jq program that imports or includes a module reads a file named inside the program
+    // (`import "/home/u/.docker/config" as $c;` loads that JSON), which the table cannot see.
+    if name == "jq"
+        && args.iter().any(|a| {
+            let t = a.text.as_str();
+            t.contains("import") || t.contains("include") || t.contains("modulemeta")
+        })
+    {
+        w.add(
+            Decision::Ask,
+            "jq_module",
+            sub,
+            "the `jq` program imports or includes a module file, which is not reviewed here"
+                .to_owned(),
+        );
+    }
     // A command the table denies is denied by any path to it (`./target/debug/agent-guard`).
     if let Some(spec) = crate::table::spec(name)
         && spec.class == crate::table::Class::Deny
