@@ -2026,6 +2026,24 @@ fn config_key_runs(spec: &crate::table::CommandSpec, key: &str) -> bool {
 }
 
 /// A wrapper's argument known only at run time, where it may be the command it runs.
+/// GNU env's options: (short letter or `\0`, long name, arity: 0 flag, 1 required value,
+/// 2 optional attached value).
+const ENV_OPTS: &[(char, &str, u8)] = &[
+    ('a', "argv0", 1),
+    ('i', "ignore-environment", 0),
+    ('0', "null", 0),
+    ('u', "unset", 1),
+    ('C', "chdir", 1),
+    ('S', "split-string", 1),
+    ('v', "debug", 0),
+    ('\0', "block-signal", 2),
+    ('\0', "default-signal", 2),
+    ('\0', "ignore-signal", 2),
+    ('\0', "list-signal-handling", 0),
+    ('\0', "help", 0),
+    ('\0', "version", 0),
+];
+
 /// GNU xargs' options (`0a:E:e::i::I:l::L:n:oprs:txP:d:` and their long names): the value
 /// arity of each, so that the command xargs runs is found where xargs finds it.
 /// (short letter, long name, arity: 0 flag, 1 required value, 2 optional attached value)
@@ -2457,45 +2475,107 @@ fn writer(
                 if a.dynamic {
                     return dynamic_wrapped(w, sub, name);
                 }
-                if matches!(t, "-u" | "--unset") {
-                    i += 2;
-                    continue;
-                }
-                if matches!(t, "-C" | "--chdir") {
-                    chdir = args.get(i + 1).cloned();
-                    i += 2;
-                    continue;
-                }
-                if let Some(d) = t
-                    .strip_prefix("--chdir=")
-                    .or_else(|| t.strip_prefix("-C").filter(|d| !d.is_empty()))
-                {
-                    chdir = Some(Decoded {
-                        text: d.to_owned(),
-                        ..a.clone()
-                    });
+                if t == "--" {
                     i += 1;
-                    continue;
+                    break;
                 }
-                if t == "-S"
-                    || t.starts_with("--split-string")
-                    || (t.starts_with("-S") && t.len() > 2)
-                {
-                    let s = if t == "-S" {
-                        args.get(i + 1).map(|a| a.text.clone())
+                if t.starts_with('-') && t != "-" {
+                    i += 1;
+                    // (letter, value) pairs of this argument, getopt_long style.
+                    let mut found: Vec<(char, Option<Decoded>)> = Vec::new();
+                    if let Some(long) = t.strip_prefix("--") {
+                        let (key, attached) = match long.split_once('=') {
+                            Some((k, v)) => (k, Some(v)),
+                            None => (long, None),
+                        };
+                        let exact = ENV_OPTS.iter().find(|o| o.1 == key);
+                        let prefixed: Vec<_> = ENV_OPTS
+                            .iter()
+                            .filter(|o| !key.is_empty() && o.1.starts_with(key))
+                            .collect();
+                        let Some(&(c, _, arity)) = exact.or(match prefixed.as_slice() {
+                            [one] => Some(*one),
+                            _ => None,
+                        }) else {
+                            w.add(
+                                Decision::Ask,
+                                "unknown_option",
+                                sub,
+                                format!("`env` has no option `{t}` this analyzer knows (or it is ambiguous)"),
+                            );
+                            return;
+                        };
+                        let value = match (arity, attached) {
+                            (_, Some(v)) => Some(Decoded {
+                                text: v.to_owned(),
+                                ..a.clone()
+                            }),
+                            (1, None) => {
+                                i += 1;
+                                args.get(i - 1).cloned()
+                            }
+                            _ => None,
+                        };
+                        found.push((c, value));
                     } else {
-                        t.split_once('=')
-                            .map(|(_, v)| v.to_owned())
-                            .or_else(|| t.get(2..).map(str::to_owned))
-                    };
-                    let rest: Vec<String> =
-                        args.iter().skip(i + 2).map(|a| a.text.clone()).collect();
-                    let text = format!("{} {}", s.unwrap_or_default(), rest.join(" "));
-                    w.script(&text, stdin.clone());
-                    return;
-                }
-                if t.starts_with('-') {
-                    i += 1;
+                        let body = t.get(1..).unwrap_or("");
+                        for (at, c) in body.char_indices() {
+                            let rest = body.get(at + c.len_utf8()..).unwrap_or("");
+                            let Some(&(_, _, arity)) =
+                                ENV_OPTS.iter().find(|o| o.0 == c && o.0 != '\0')
+                            else {
+                                w.add(
+                                    Decision::Ask,
+                                    "unknown_option",
+                                    sub,
+                                    format!("`env` has no option `-{c}` this analyzer knows"),
+                                );
+                                return;
+                            };
+                            if arity != 1 {
+                                found.push((c, None));
+                                continue;
+                            }
+                            let value = if rest.is_empty() {
+                                i += 1;
+                                args.get(i - 1).cloned()
+                            } else {
+                                Some(Decoded {
+                                    text: rest.to_owned(),
+                                    ..a.clone()
+                                })
+                            };
+                            found.push((c, value));
+                            break;
+                        }
+                    }
+                    for (c, value) in found {
+                        match c {
+                            'C' => chdir = value,
+                            // `-S STRING` splits STRING into the command and its first
+                            // arguments; the rest of env's arguments follow.
+                            'S' => {
+                                let Some(v) = value else {
+                                    w.add(
+                                        Decision::Ask,
+                                        "missing_value",
+                                        sub,
+                                        "`env -S` without its string".to_owned(),
+                                    );
+                                    return;
+                                };
+                                if v.dynamic {
+                                    return dynamic_wrapped(w, sub, name);
+                                }
+                                let rest: Vec<String> =
+                                    args.iter().skip(i).map(|a| a.text.clone()).collect();
+                                let text = format!("{} {}", v.text, rest.join(" "));
+                                w.script(&text, stdin.clone());
+                                return;
+                            }
+                            _ => {}
+                        }
+                    }
                     continue;
                 }
                 if let Some((n, _)) = t.split_once('=') {
