@@ -1134,9 +1134,17 @@ impl<'a> Walker<'a> {
         let (decision, code, message) = match (verdict, access) {
             (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => {
                 let name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                // `.envrc` is direnv's: exported tokens and keys, like `.env`.
+                // `.envrc` is direnv's: exported tokens and keys, like `.env`; a cloud
+                // service-account key (`credentials.json`), a copied `.aws/credentials` and
+                // `secrets.yaml`-style files hold the same.
+                let secrets_data = name.strip_prefix("secrets.").is_some_and(|ext| {
+                    matches!(ext, "yaml" | "yml" | "json" | "toml" | "env" | "ini")
+                });
                 if name == ".env"
                     || name == ".envrc"
+                    || name == "credentials.json"
+                    || secrets_data
+                    || abs.ends_with(".aws/credentials")
                     || (name.starts_with(".env.")
                         && !name.ends_with(".example")
                         && !name.ends_with(".sample"))
