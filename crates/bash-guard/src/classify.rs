@@ -2948,6 +2948,108 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
 /// `find`: options, start points and primaries from the table (`table::interpret_expression`);
 /// what stays code is what a primary's effect means here: `-exec`'s words are a command judged
 /// like any other, with a lone `{}` standing for a found path under the start points.
+/// File names that hold secrets, which a `find -name` test may select for `-exec`.
+const SECRET_NAMES: &[&str] = &[
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".envrc",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    "credentials",
+    "credentials.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".git-credentials",
+    "secrets.yaml",
+    "server.key",
+    "private.pem",
+];
+
+/// fnmatch(3) without flags: `*`, `?`, `[set]` (`!`/`^` negate), `\` quotes; `fold` ignores
+/// case (`-iname`). Iterative with one backtrack point, so no input can make it slow.
+fn glob_match(pattern: &str, name: &str, fold: bool) -> bool {
+    let norm = |s: &str| -> Vec<char> {
+        if fold {
+            s.to_lowercase().chars().collect()
+        } else {
+            s.chars().collect()
+        }
+    };
+    let (p, n) = (norm(pattern), norm(name));
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        let c = n.get(ni).copied();
+        match p.get(pi).copied() {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+                continue;
+            }
+            Some('?') => {
+                pi += 1;
+                ni += 1;
+                continue;
+            }
+            Some('[') => {
+                // A bracket expression up to its `]` (a `]` first is a member).
+                let mut j = pi + 1;
+                let negate = matches!(p.get(j), Some('!' | '^'));
+                if negate {
+                    j += 1;
+                }
+                let start = j;
+                let mut matched = false;
+                while let Some(&q) = p.get(j) {
+                    if q == ']' && j > start {
+                        break;
+                    }
+                    if p.get(j + 1) == Some(&'-')
+                        && let Some(&hi) = p.get(j + 2)
+                        && hi != ']'
+                    {
+                        matched |= c.is_some_and(|c| q <= c && c <= hi);
+                        j += 3;
+                        continue;
+                    }
+                    matched |= c == Some(q);
+                    j += 1;
+                }
+                if p.get(j) == Some(&']') && matched != negate {
+                    pi = j + 1;
+                    ni += 1;
+                    continue;
+                }
+            }
+            Some('\\') if p.get(pi + 1).copied() == c => {
+                pi += 2;
+                ni += 1;
+                continue;
+            }
+            Some(q) if Some(q) == c => {
+                pi += 1;
+                ni += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match star {
+            Some((sp, sn)) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            None => return false,
+        }
+    }
+    p.get(pi..).unwrap_or(&[]).iter().all(|c| *c == '*')
+}
+
 fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, "find");
@@ -2988,6 +3090,43 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
         e.operands.iter().collect()
     };
     let mut writes = false;
+    // `-exec cmd {}` runs cmd on every file found below the start points, not on the start
+    // point only: a tree that holds credential stores (`/`, the home directory) is refused
+    // as `grep -r` is, and a name test that selects secrets (`-name .env`, `-name 'id_*'`)
+    // is judged as reading such a file below each start point.
+    if e.primaries.iter().any(|(p, _)| p.effects.exec) {
+        for s in &starts {
+            w.tree_read(s, sub, "find -exec");
+        }
+        let secret_names: Vec<&str> = e
+            .primaries
+            .iter()
+            .filter(|(p, _)| {
+                matches!(
+                    p.name.as_str(),
+                    "name" | "iname" | "path" | "ipath" | "wholename" | "iwholename"
+                )
+            })
+            .filter_map(|(p, values)| {
+                let pattern = values.first()?;
+                let base = pattern.text.rsplit('/').next().unwrap_or("");
+                let fold = p.name.starts_with('i');
+                SECRET_NAMES
+                    .iter()
+                    .find(|n| glob_match(base, n, fold))
+                    .copied()
+            })
+            .collect();
+        for name in secret_names {
+            for s in &starts {
+                let d = Decoded {
+                    text: format!("{}/{name}", s.text.trim_end_matches('/')),
+                    ..(*s).clone()
+                };
+                w.path(&d, PathAccess::Read, sub, "file found by name");
+            }
+        }
+    }
     for (p, values) in &e.primaries {
         let fx = p.effects;
         let what = format!("`-{}`", p.name.trim_end_matches('*'));
