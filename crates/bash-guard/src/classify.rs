@@ -692,6 +692,37 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
                 .to_owned(),
         );
     }
+    // A recursive search narrowed to secret files (`grep -r KEY --include=.env .`,
+    // `rg -g '.env*' KEY`) reads exactly those files.
+    if matches!(name, "grep" | "egrep" | "fgrep" | "rg" | "ag") {
+        let mut prev: Option<&str> = None;
+        for a in args {
+            let t = a.text.as_str();
+            let glob = t
+                .strip_prefix("--include=")
+                .or_else(|| t.strip_prefix("--glob="))
+                .or_else(|| t.strip_prefix("--iglob="))
+                .or_else(|| t.strip_prefix("-g").filter(|g| !g.is_empty()))
+                .or_else(|| {
+                    matches!(prev, Some("--include" | "-g" | "--glob" | "--iglob")).then_some(t)
+                });
+            prev = Some(t);
+            if let Some(g) = glob
+                && let Some(secret) = SECRET_NAMES
+                    .iter()
+                    .find(|n| glob_match(g.trim_start_matches('!'), n, true))
+                && !g.starts_with('!')
+            {
+                w.add(
+                    Decision::Ask,
+                    "secret_file",
+                    sub,
+                    format!("`{name}` searches only files named like `{secret}`, which usually hold secrets (API keys, passwords)"),
+                );
+                break;
+            }
+        }
+    }
     // A command the table denies is denied by any path to it (`./target/debug/agent-guard`).
     if let Some(spec) = crate::table::spec(name)
         && spec.class == crate::table::Class::Deny
