@@ -147,6 +147,50 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     deny("PERLLIB", INTERP),
     deny("RUBYOPT", INTERP),
     deny("RUBYLIB", INTERP),
+    // Options read from the environment by the program itself: the option that runs a
+    // program (`man -P`, `tar --to-command`, `rsync -e`) can come in through them.
+    deny("MANOPT", "passes options to man, whose -P/-H run a program"),
+    deny(
+        "TAR_OPTIONS",
+        "passes options to tar, whose --to-command/-I run a program",
+    ),
+    deny("RSYNC_RSH", "is the remote shell rsync runs"),
+    deny("RSYNC_CONNECT_PROG", RUNS_CMD),
+    deny(
+        "ZDOTDIR",
+        "makes zsh run the .zshenv of that directory at start-up",
+    ),
+    deny(
+        "PYTHONWARNINGS",
+        "imports the warning category modules it names",
+    ),
+    deny(
+        "PYTHONBREAKPOINT",
+        "names a callable Python imports and runs at breakpoint()",
+    ),
+    deny("PERL5DB", INTERP),
+    deny(
+        "JAVA_TOOL_OPTIONS",
+        "passes -javaagent and other options that load code to every JVM",
+    ),
+    deny(
+        "_JAVA_OPTIONS",
+        "passes -javaagent and other options that load code to every JVM",
+    ),
+    deny(
+        "JDK_JAVA_OPTIONS",
+        "passes -javaagent and other options that load code to java",
+    ),
+    ask(
+        "LESS",
+        "passes options to less, where `+!cmd` runs a command",
+    ),
+    ask(
+        "LESSKEY",
+        "gives less a key file whose bindings run commands",
+    ),
+    ask("LOCPATH", "loads locale data from another directory"),
+    ask("NLSPATH", "loads message catalogs from another path"),
     ask("PATH", "changes which programs later commands run"),
     ask("CDPATH", "changes where `cd` goes"),
     ask("HOME", "changes what `~` and configuration lookups mean"),
