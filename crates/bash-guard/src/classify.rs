@@ -2945,10 +2945,22 @@ fn writer(
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     let t = p.text.trim_end_matches('/');
-    let t = t
-        .strip_suffix("/*")
-        .or_else(|| (t == "*").then_some("."))
-        .unwrap_or(t);
+    // An unquoted glob for every entry (`*`) or every hidden entry (`.*`, `.[!.]*`, `.??*`:
+    // `.git` and the dotfiles) of a directory stands for that directory.
+    const ALL: &[&str] = &["*", ".*", ".[!.]*", ".[^.]*", ".??*"];
+    let t = if p.glob {
+        ALL.iter()
+            .find_map(|g| {
+                t.strip_suffix(g)
+                    .and_then(|d| d.strip_suffix('/'))
+                    .or_else(|| (t == *g).then_some("."))
+            })
+            .unwrap_or(t)
+    } else {
+        t.strip_suffix("/*")
+            .or_else(|| (t == "*").then_some("."))
+            .unwrap_or(t)
+    };
     let t = if t.is_empty() { "/" } else { t };
     let abs = match &w.cwd {
         Some(c) => crate::analyze::normalize(&c.join(t)),
@@ -2976,9 +2988,6 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     w.is_root(&probe)
 }
 
-/// `find`: options, start points and primaries from the table (`table::interpret_expression`);
-/// what stays code is what a primary's effect means here: `-exec`'s words are a command judged
-/// like any other, with a lone `{}` standing for a found path under the start points.
 /// File names that hold secrets, which a `find -name` test may select for `-exec`.
 const SECRET_NAMES: &[&str] = &[
     ".env",
@@ -3081,6 +3090,9 @@ fn glob_match(pattern: &str, name: &str, fold: bool) -> bool {
     p.get(pi..).unwrap_or(&[]).iter().all(|c| *c == '*')
 }
 
+/// `find`: options, start points and primaries from the table (`table::interpret_expression`);
+/// what stays code is what a primary's effect means here: `-exec`'s words are a command judged
+/// like any other, with a lone `{}` standing for a found path under the start points.
 fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     if dyn_args {
         dynamic_args(w, sub, "find");
