@@ -535,8 +535,25 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
-            E::BinaryTest(_, a, b) => {
-                self.words(&[a.clone(), b.clone()]);
+            E::BinaryTest(op, a, b) => {
+                let d = self.words(&[a.clone(), b.clone()]);
+                use ast::BinaryPredicate as B;
+                if matches!(
+                    op,
+                    B::ArithmeticEqualTo
+                        | B::ArithmeticNotEqualTo
+                        | B::ArithmeticLessThan
+                        | B::ArithmeticLessThanOrEqualTo
+                        | B::ArithmeticGreaterThan
+                        | B::ArithmeticGreaterThanOrEqualTo
+                ) {
+                    // `[[ A -eq B ]]` expands each operand and evaluates the result as
+                    // arithmetic, where `a[$(cmd)]` runs cmd: `[[ $x -eq 1 ]]` with
+                    // x='a[$(cmd)]' does.
+                    for (word, decoded) in [a, b].into_iter().zip(&d) {
+                        self.arith_operand(&word.value, decoded, "[[ ]]");
+                    }
+                }
             }
         }
     }
@@ -680,7 +697,38 @@ impl<'a> Walker<'a> {
 
     /// An arithmetic expression: its substitutions run, and the variables it names are
     /// evaluated as arithmetic in turn.
+    /// A word whose expansion bash evaluates as arithmetic (`[[ A -eq B ]]`): a static text is
+    /// judged as the expression it is; a run-time one is judged through the variables it
+    /// expands (their tracked values), and asks when its value comes from elsewhere
+    /// (positional parameters, command output).
+    pub(crate) fn arith_operand(&mut self, raw: &str, decoded: &Decoded, sub: &str) {
+        if !decoded.dynamic {
+            self.arith(&decoded.text.clone());
+            return;
+        }
+        if crate::vars::unknown_arith_source(raw) {
+            self.add(
+                Decision::Ask,
+                "dynamic_code_value",
+                sub,
+                format!("`{raw}` is only known at run time and bash evaluates it as arithmetic, where an array subscript runs commands"),
+            );
+            return;
+        }
+        self.arith(raw);
+    }
+
     pub(crate) fn arith(&mut self, text: &str) {
+        // `(( $1 ))`, `$(( $(cat f) + 1 ))`: the expanded value is evaluated as an expression
+        // in turn, like a variable holding a command's output (`y=$(cat f); $((y))`).
+        if crate::vars::unknown_arith_source(text) {
+            self.add(
+                Decision::Ask,
+                "dynamic_code_value",
+                "arithmetic",
+                format!("`{text}` expands a value only known at run time, and bash evaluates it as arithmetic, where an array subscript runs commands"),
+            );
+        }
         let mut out = DecodeOut::default();
         self.decoder().decode_into(text, &mut out);
         self.nested(&out, "arithmetic");
@@ -744,6 +792,15 @@ impl<'a> Walker<'a> {
 
     fn nested(&mut self, out: &DecodeOut, context: &str) {
         for a in &out.arith {
+            // `$(( $(cat f) + 1 ))`, `${s:$1}`: an expanded value evaluated as arithmetic.
+            if crate::vars::unknown_arith_source(a) {
+                self.add(
+                    Decision::Ask,
+                    "dynamic_code_value",
+                    "arithmetic",
+                    format!("`{a}` expands a value only known at run time, and bash evaluates it as arithmetic, where an array subscript runs commands"),
+                );
+            }
             crate::vars::arith_names(self, a, 0);
         }
         for name in &out.indirect {
@@ -1077,9 +1134,17 @@ impl<'a> Walker<'a> {
         let (decision, code, message) = match (verdict, access) {
             (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => {
                 let name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                // `.envrc` is direnv's: exported tokens and keys, like `.env`.
+                // `.envrc` is direnv's: exported tokens and keys, like `.env`; a cloud
+                // service-account key (`credentials.json`), a copied `.aws/credentials` and
+                // `secrets.yaml`-style files hold the same.
+                let secrets_data = name.strip_prefix("secrets.").is_some_and(|ext| {
+                    matches!(ext, "yaml" | "yml" | "json" | "toml" | "env" | "ini")
+                });
                 if name == ".env"
                     || name == ".envrc"
+                    || name == "credentials.json"
+                    || secrets_data
+                    || abs.ends_with(".aws/credentials")
                     || (name.starts_with(".env.")
                         && !name.ends_with(".example")
                         && !name.ends_with(".sample"))

@@ -96,7 +96,8 @@ pub(crate) fn builtin(
             let nameref = opts.iter().any(|(c, _)| *c == 'n');
             if opts.iter().any(|(c, _)| *c == 'i') {
                 for a in &operands {
-                    if !a.dynamic {
+                    // `declare -i y=$x`: the name is static even when the value is not.
+                    if !a.dynamic || a.text.contains('=') {
                         w.int_vars.insert(vars::base_name(&a.text).to_owned());
                     }
                 }

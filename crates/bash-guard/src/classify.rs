@@ -676,6 +676,53 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     if let Some(done) = special(w, name, args, sub, stdin) {
         return done;
     }
+    // A jq program that imports or includes a module reads a file named inside the program
+    // (`import "/home/u/.docker/config" as $c;` loads that JSON), which the table cannot see.
+    if name == "jq"
+        && args.iter().any(|a| {
+            let t = a.text.as_str();
+            t.contains("import") || t.contains("include") || t.contains("modulemeta")
+        })
+    {
+        w.add(
+            Decision::Ask,
+            "jq_module",
+            sub,
+            "the `jq` program imports or includes a module file, which is not reviewed here"
+                .to_owned(),
+        );
+    }
+    // A recursive search narrowed to secret files (`grep -r KEY --include=.env .`,
+    // `rg -g '.env*' KEY`) reads exactly those files.
+    if matches!(name, "grep" | "egrep" | "fgrep" | "rg" | "ag") {
+        let mut prev: Option<&str> = None;
+        for a in args {
+            let t = a.text.as_str();
+            let glob = t
+                .strip_prefix("--include=")
+                .or_else(|| t.strip_prefix("--glob="))
+                .or_else(|| t.strip_prefix("--iglob="))
+                .or_else(|| t.strip_prefix("-g").filter(|g| !g.is_empty()))
+                .or_else(|| {
+                    matches!(prev, Some("--include" | "-g" | "--glob" | "--iglob")).then_some(t)
+                });
+            prev = Some(t);
+            if let Some(g) = glob
+                && let Some(secret) = SECRET_NAMES
+                    .iter()
+                    .find(|n| glob_match(g.trim_start_matches('!'), n, true))
+                && !g.starts_with('!')
+            {
+                w.add(
+                    Decision::Ask,
+                    "secret_file",
+                    sub,
+                    format!("`{name}` searches only files named like `{secret}`, which usually hold secrets (API keys, passwords)"),
+                );
+                break;
+            }
+        }
+    }
     // A command the table denies is denied by any path to it (`./target/debug/agent-guard`).
     if let Some(spec) = crate::table::spec(name)
         && spec.class == crate::table::Class::Deny
@@ -972,6 +1019,21 @@ fn special(
                     )
                     || a.text.starts_with("--pager=")
                     || a.text.starts_with("-P")
+                    // `--html=BROWSER` and `-HBROWSER` run the browser; `-lFILE`, `-CFILE`,
+                    // `--config-file=F`, `--local-file` abbreviations and every other long
+                    // option with a value (`--preprocessor=`, `--troff-device=`) are not
+                    // a plain page lookup.
+                    || a.text.starts_with("--html")
+                    || a.text.starts_with("-H")
+                    || a.text.starts_with("--loc")
+                    || a.text.starts_with("--con")
+                    || a.text.starts_with("--pa")
+                    || a.text.starts_with("--pr")
+                    || (a.text.starts_with("-l") && !a.text.starts_with("--"))
+                    || (a.text.starts_with("-C") && !a.text.starts_with("--"))
+                    || (a.text.starts_with('-')
+                        && !a.text.starts_with("--")
+                        && a.text.get(1..).is_some_and(|c| c.contains(['P', 'H', 'l', 'C', 'p', 'X', 'Z', 't', 'T'])))
             }) =>
         {
             w.add(
@@ -1042,7 +1104,7 @@ fn special(
             ) && !args.iter().any(|a| {
                 a.dynamic
                     || matches!(
-                        a.text.as_str(),
+                        openssl_option(&a.text).0,
                         "-engine"
                             | "-provider"
                             | "-provider-path"
@@ -1058,18 +1120,50 @@ fn special(
                     )
             }) =>
         {
-            for (i, a) in args.iter().enumerate() {
-                if matches!(
-                    a.text.as_str(),
-                    "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key"
-                ) && let Some(f) = args.get(i + 1)
-                {
-                    w.path(f, PathAccess::Read, sub, "openssl input");
+            // OpenSSL 3 reads `-opt VALUE`, `-opt=VALUE` and `--opt`; every operand and every
+            // value that may name a file is judged (`-passin file:PATH` reads PATH).
+            let mut i = 1;
+            while let Some(a) = args.get(i) {
+                i += 1;
+                let (opt, attached) = openssl_option(&a.text);
+                if opt.is_empty() {
+                    w.path(a, PathAccess::Read, sub, "openssl input");
+                    continue;
                 }
-                if a.text == "-out"
-                    && let Some(f) = args.get(i + 1)
-                {
-                    w.path(f, PathAccess::Write, sub, "openssl output");
+                let role = match opt {
+                    "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key" | "-CAkey" | "-CA"
+                    | "-cert" | "-certfile" | "-signature" | "-prverify" | "-verify"
+                    | "-untrusted" | "-kfile" | "-genconf" | "-oid" | "-CAserial"
+                    | "-extfile" | "-chainCAfile" | "-crl" | "-nameopt_file" => {
+                        Some(PathAccess::Read)
+                    }
+                    "-out" => Some(PathAccess::Write),
+                    "-passin" | "-passout" | "-pass" | "-password" => None,
+                    // Flags and values that are not files (-subj, -days, -noout, -sha256 ...).
+                    _ => continue,
+                };
+                let value = match attached {
+                    Some(v) => Some(Decoded {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    }),
+                    None => {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    }
+                };
+                let Some(value) = value else { continue };
+                match role {
+                    Some(access) => w.path(&value, access, sub, "openssl file"),
+                    None => {
+                        if let Some(path) = value.text.strip_prefix("file:") {
+                            let d = Decoded {
+                                text: path.to_owned(),
+                                ..value.clone()
+                            };
+                            w.path(&d, PathAccess::Read, sub, "openssl password file");
+                        }
+                    }
                 }
             }
             w.add(
@@ -1092,10 +1186,19 @@ fn special(
         "sqlite3" if has("-readonly") => {
             let operands: Vec<&Decoded> =
                 args.iter().filter(|a| !a.text.starts_with('-')).collect();
-            let sql = operands.get(1).map(|a| a.text.to_ascii_lowercase());
-            let safe_sql = sql.as_deref().is_some_and(|q| {
+            // Every operand after the database is run in turn: SQL, or a dot-command
+            // (`.shell`, `.load`, `.output`) when it starts with `.`; each must be one
+            // plain query (a second statement after `;` could be `VACUUM INTO 'file'`).
+            let safe = |sql: &str| {
+                let q = sql.to_ascii_lowercase();
                 let q = q.trim_start();
-                (q.starts_with("select") || q.starts_with("explain") || q.starts_with("with"))
+                let one_statement = q
+                    .split_once(';')
+                    .is_none_or(|(_, rest)| rest.trim().is_empty());
+                one_statement
+                    && (q.starts_with("select")
+                        || q.starts_with("explain")
+                        || q.starts_with("with"))
                     && ![
                         "load_extension",
                         "writefile",
@@ -1106,10 +1209,12 @@ fn special(
                         ".shell",
                         ".system",
                         "zipfile",
+                        "vacuum",
                     ]
                     .iter()
                     .any(|bad| q.contains(bad))
-            });
+            };
+            let safe_sql = operands.len() >= 2 && operands.iter().skip(1).all(|a| safe(&a.text));
             if !safe_sql
                 || operands.iter().any(|a| a.dynamic)
                 || args
@@ -1321,6 +1426,36 @@ fn special(
                 .iter()
                 .position(|a| matches!(a.text.as_str(), ":::" | "::::" | ":::+" | "::::+"));
             let cmd_end = sep.unwrap_or(args.len());
+            // The argument files (`-a F`, `--arg-file=F`, `:::: F...`) are read, and their
+            // lines become arguments the command prints or uses.
+            let mut in_files = false;
+            for (k, a) in args.iter().enumerate() {
+                let t = a.text.as_str();
+                if k >= cmd_end && matches!(t, ":::" | "::::" | ":::+" | "::::+") {
+                    in_files = t.starts_with("::::");
+                    continue;
+                }
+                let file = if in_files {
+                    Some(a.clone())
+                } else if k >= cmd_end {
+                    None
+                } else if let Some(v) = t
+                    .strip_prefix("--arg-file=")
+                    .or_else(|| t.strip_prefix("-a").filter(|v| !v.is_empty()))
+                {
+                    Some(Decoded {
+                        text: v.to_owned(),
+                        ..a.clone()
+                    })
+                } else if matches!(t, "-a" | "--arg-file") {
+                    args.get(k + 1).cloned()
+                } else {
+                    None
+                };
+                if let Some(f) = file {
+                    w.path(&f, PathAccess::Read, sub, "argument file");
+                }
+            }
             let mut i = 0;
             while let Some(a) = args.get(i) {
                 if i >= cmd_end || !a.text.starts_with('-') {
@@ -1922,6 +2057,24 @@ fn config_key_runs(spec: &crate::table::CommandSpec, key: &str) -> bool {
 }
 
 /// A wrapper's argument known only at run time, where it may be the command it runs.
+/// GNU env's options: (short letter or `\0`, long name, arity: 0 flag, 1 required value,
+/// 2 optional attached value).
+const ENV_OPTS: &[(char, &str, u8)] = &[
+    ('a', "argv0", 1),
+    ('i', "ignore-environment", 0),
+    ('0', "null", 0),
+    ('u', "unset", 1),
+    ('C', "chdir", 1),
+    ('S', "split-string", 1),
+    ('v', "debug", 0),
+    ('\0', "block-signal", 2),
+    ('\0', "default-signal", 2),
+    ('\0', "ignore-signal", 2),
+    ('\0', "list-signal-handling", 0),
+    ('\0', "help", 0),
+    ('\0', "version", 0),
+];
+
 /// GNU xargs' options (`0a:E:e::i::I:l::L:n:oprs:txP:d:` and their long names): the value
 /// arity of each, so that the command xargs runs is found where xargs finds it.
 /// (short letter, long name, arity: 0 flag, 1 required value, 2 optional attached value)
@@ -2076,6 +2229,22 @@ fn xargs_options(
         }
     }
     Some((i, replace))
+}
+
+/// An openssl argument as `(option, attached value)`: `--out=F` and `-out=F` are `-out` with
+/// `F`; an operand gives an empty option.
+fn openssl_option(text: &str) -> (&str, Option<&str>) {
+    if !text.starts_with('-') || text == "-" {
+        return ("", None);
+    }
+    let body = text.strip_prefix("--").map_or(text, |b| {
+        // `--out` is `-out`: keep one dash.
+        text.get(1..).filter(|_| !b.is_empty()).unwrap_or(text)
+    });
+    match body.split_once('=') {
+        Some((o, v)) => (o, Some(v)),
+        None => (body, None),
+    }
 }
 
 pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
@@ -2337,45 +2506,107 @@ fn writer(
                 if a.dynamic {
                     return dynamic_wrapped(w, sub, name);
                 }
-                if matches!(t, "-u" | "--unset") {
-                    i += 2;
-                    continue;
-                }
-                if matches!(t, "-C" | "--chdir") {
-                    chdir = args.get(i + 1).cloned();
-                    i += 2;
-                    continue;
-                }
-                if let Some(d) = t
-                    .strip_prefix("--chdir=")
-                    .or_else(|| t.strip_prefix("-C").filter(|d| !d.is_empty()))
-                {
-                    chdir = Some(Decoded {
-                        text: d.to_owned(),
-                        ..a.clone()
-                    });
+                if t == "--" {
                     i += 1;
-                    continue;
+                    break;
                 }
-                if t == "-S"
-                    || t.starts_with("--split-string")
-                    || (t.starts_with("-S") && t.len() > 2)
-                {
-                    let s = if t == "-S" {
-                        args.get(i + 1).map(|a| a.text.clone())
+                if t.starts_with('-') && t != "-" {
+                    i += 1;
+                    // (letter, value) pairs of this argument, getopt_long style.
+                    let mut found: Vec<(char, Option<Decoded>)> = Vec::new();
+                    if let Some(long) = t.strip_prefix("--") {
+                        let (key, attached) = match long.split_once('=') {
+                            Some((k, v)) => (k, Some(v)),
+                            None => (long, None),
+                        };
+                        let exact = ENV_OPTS.iter().find(|o| o.1 == key);
+                        let prefixed: Vec<_> = ENV_OPTS
+                            .iter()
+                            .filter(|o| !key.is_empty() && o.1.starts_with(key))
+                            .collect();
+                        let Some(&(c, _, arity)) = exact.or(match prefixed.as_slice() {
+                            [one] => Some(*one),
+                            _ => None,
+                        }) else {
+                            w.add(
+                                Decision::Ask,
+                                "unknown_option",
+                                sub,
+                                format!("`env` has no option `{t}` this analyzer knows (or it is ambiguous)"),
+                            );
+                            return;
+                        };
+                        let value = match (arity, attached) {
+                            (_, Some(v)) => Some(Decoded {
+                                text: v.to_owned(),
+                                ..a.clone()
+                            }),
+                            (1, None) => {
+                                i += 1;
+                                args.get(i - 1).cloned()
+                            }
+                            _ => None,
+                        };
+                        found.push((c, value));
                     } else {
-                        t.split_once('=')
-                            .map(|(_, v)| v.to_owned())
-                            .or_else(|| t.get(2..).map(str::to_owned))
-                    };
-                    let rest: Vec<String> =
-                        args.iter().skip(i + 2).map(|a| a.text.clone()).collect();
-                    let text = format!("{} {}", s.unwrap_or_default(), rest.join(" "));
-                    w.script(&text, stdin.clone());
-                    return;
-                }
-                if t.starts_with('-') {
-                    i += 1;
+                        let body = t.get(1..).unwrap_or("");
+                        for (at, c) in body.char_indices() {
+                            let rest = body.get(at + c.len_utf8()..).unwrap_or("");
+                            let Some(&(_, _, arity)) =
+                                ENV_OPTS.iter().find(|o| o.0 == c && o.0 != '\0')
+                            else {
+                                w.add(
+                                    Decision::Ask,
+                                    "unknown_option",
+                                    sub,
+                                    format!("`env` has no option `-{c}` this analyzer knows"),
+                                );
+                                return;
+                            };
+                            if arity != 1 {
+                                found.push((c, None));
+                                continue;
+                            }
+                            let value = if rest.is_empty() {
+                                i += 1;
+                                args.get(i - 1).cloned()
+                            } else {
+                                Some(Decoded {
+                                    text: rest.to_owned(),
+                                    ..a.clone()
+                                })
+                            };
+                            found.push((c, value));
+                            break;
+                        }
+                    }
+                    for (c, value) in found {
+                        match c {
+                            'C' => chdir = value,
+                            // `-S STRING` splits STRING into the command and its first
+                            // arguments; the rest of env's arguments follow.
+                            'S' => {
+                                let Some(v) = value else {
+                                    w.add(
+                                        Decision::Ask,
+                                        "missing_value",
+                                        sub,
+                                        "`env -S` without its string".to_owned(),
+                                    );
+                                    return;
+                                };
+                                if v.dynamic {
+                                    return dynamic_wrapped(w, sub, name);
+                                }
+                                let rest: Vec<String> =
+                                    args.iter().skip(i).map(|a| a.text.clone()).collect();
+                                let text = format!("{} {}", v.text, rest.join(" "));
+                                w.script(&text, stdin.clone());
+                                return;
+                            }
+                            _ => {}
+                        }
+                    }
                     continue;
                 }
                 if let Some((n, _)) = t.split_once('=') {
@@ -2714,10 +2945,22 @@ fn writer(
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     let t = p.text.trim_end_matches('/');
-    let t = t
-        .strip_suffix("/*")
-        .or_else(|| (t == "*").then_some("."))
-        .unwrap_or(t);
+    // An unquoted glob for every entry (`*`) or every hidden entry (`.*`, `.[!.]*`, `.??*`:
+    // `.git` and the dotfiles) of a directory stands for that directory.
+    const ALL: &[&str] = &["*", ".*", ".[!.]*", ".[^.]*", ".??*"];
+    let t = if p.glob {
+        ALL.iter()
+            .find_map(|g| {
+                t.strip_suffix(g)
+                    .and_then(|d| d.strip_suffix('/'))
+                    .or_else(|| (t == *g).then_some("."))
+            })
+            .unwrap_or(t)
+    } else {
+        t.strip_suffix("/*")
+            .or_else(|| (t == "*").then_some("."))
+            .unwrap_or(t)
+    };
     let t = if t.is_empty() { "/" } else { t };
     let abs = match &w.cwd {
         Some(c) => crate::analyze::normalize(&c.join(t)),
@@ -2743,6 +2986,108 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
         ..Decoded::default()
     };
     w.is_root(&probe)
+}
+
+/// File names that hold secrets, which a `find -name` test may select for `-exec`.
+const SECRET_NAMES: &[&str] = &[
+    ".env",
+    ".env.local",
+    ".env.production",
+    ".envrc",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    "credentials",
+    "credentials.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".git-credentials",
+    "secrets.yaml",
+    "server.key",
+    "private.pem",
+];
+
+/// fnmatch(3) without flags: `*`, `?`, `[set]` (`!`/`^` negate), `\` quotes; `fold` ignores
+/// case (`-iname`). Iterative with one backtrack point, so no input can make it slow.
+fn glob_match(pattern: &str, name: &str, fold: bool) -> bool {
+    let norm = |s: &str| -> Vec<char> {
+        if fold {
+            s.to_lowercase().chars().collect()
+        } else {
+            s.chars().collect()
+        }
+    };
+    let (p, n) = (norm(pattern), norm(name));
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        let c = n.get(ni).copied();
+        match p.get(pi).copied() {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+                continue;
+            }
+            Some('?') => {
+                pi += 1;
+                ni += 1;
+                continue;
+            }
+            Some('[') => {
+                // A bracket expression up to its `]` (a `]` first is a member).
+                let mut j = pi + 1;
+                let negate = matches!(p.get(j), Some('!' | '^'));
+                if negate {
+                    j += 1;
+                }
+                let start = j;
+                let mut matched = false;
+                while let Some(&q) = p.get(j) {
+                    if q == ']' && j > start {
+                        break;
+                    }
+                    if p.get(j + 1) == Some(&'-')
+                        && let Some(&hi) = p.get(j + 2)
+                        && hi != ']'
+                    {
+                        matched |= c.is_some_and(|c| q <= c && c <= hi);
+                        j += 3;
+                        continue;
+                    }
+                    matched |= c == Some(q);
+                    j += 1;
+                }
+                if p.get(j) == Some(&']') && matched != negate {
+                    pi = j + 1;
+                    ni += 1;
+                    continue;
+                }
+            }
+            Some('\\') if p.get(pi + 1).copied() == c => {
+                pi += 2;
+                ni += 1;
+                continue;
+            }
+            Some(q) if Some(q) == c => {
+                pi += 1;
+                ni += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match star {
+            Some((sp, sn)) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            None => return false,
+        }
+    }
+    p.get(pi..).unwrap_or(&[]).iter().all(|c| *c == '*')
 }
 
 /// `find`: options, start points and primaries from the table (`table::interpret_expression`);
@@ -2788,6 +3133,43 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
         e.operands.iter().collect()
     };
     let mut writes = false;
+    // `-exec cmd {}` runs cmd on every file found below the start points, not on the start
+    // point only: a tree that holds credential stores (`/`, the home directory) is refused
+    // as `grep -r` is, and a name test that selects secrets (`-name .env`, `-name 'id_*'`)
+    // is judged as reading such a file below each start point.
+    if e.primaries.iter().any(|(p, _)| p.effects.exec) {
+        for s in &starts {
+            w.tree_read(s, sub, "find -exec");
+        }
+        let secret_names: Vec<&str> = e
+            .primaries
+            .iter()
+            .filter(|(p, _)| {
+                matches!(
+                    p.name.as_str(),
+                    "name" | "iname" | "path" | "ipath" | "wholename" | "iwholename"
+                )
+            })
+            .filter_map(|(p, values)| {
+                let pattern = values.first()?;
+                let base = pattern.text.rsplit('/').next().unwrap_or("");
+                let fold = p.name.starts_with('i');
+                SECRET_NAMES
+                    .iter()
+                    .find(|n| glob_match(base, n, fold))
+                    .copied()
+            })
+            .collect();
+        for name in secret_names {
+            for s in &starts {
+                let d = Decoded {
+                    text: format!("{}/{name}", s.text.trim_end_matches('/')),
+                    ..(*s).clone()
+                };
+                w.path(&d, PathAccess::Read, sub, "file found by name");
+            }
+        }
+    }
     for (p, values) in &e.primaries {
         let fx = p.effects;
         let what = format!("`-{}`", p.name.trim_end_matches('*'));

@@ -147,6 +147,50 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     deny("PERLLIB", INTERP),
     deny("RUBYOPT", INTERP),
     deny("RUBYLIB", INTERP),
+    // Options read from the environment by the program itself: the option that runs a
+    // program (`man -P`, `tar --to-command`, `rsync -e`) can come in through them.
+    deny("MANOPT", "passes options to man, whose -P/-H run a program"),
+    deny(
+        "TAR_OPTIONS",
+        "passes options to tar, whose --to-command/-I run a program",
+    ),
+    deny("RSYNC_RSH", "is the remote shell rsync runs"),
+    deny("RSYNC_CONNECT_PROG", RUNS_CMD),
+    deny(
+        "ZDOTDIR",
+        "makes zsh run the .zshenv of that directory at start-up",
+    ),
+    deny(
+        "PYTHONWARNINGS",
+        "imports the warning category modules it names",
+    ),
+    deny(
+        "PYTHONBREAKPOINT",
+        "names a callable Python imports and runs at breakpoint()",
+    ),
+    deny("PERL5DB", INTERP),
+    deny(
+        "JAVA_TOOL_OPTIONS",
+        "passes -javaagent and other options that load code to every JVM",
+    ),
+    deny(
+        "_JAVA_OPTIONS",
+        "passes -javaagent and other options that load code to every JVM",
+    ),
+    deny(
+        "JDK_JAVA_OPTIONS",
+        "passes -javaagent and other options that load code to java",
+    ),
+    ask(
+        "LESS",
+        "passes options to less, where `+!cmd` runs a command",
+    ),
+    ask(
+        "LESSKEY",
+        "gives less a key file whose bindings run commands",
+    ),
+    ask("LOCPATH", "loads locale data from another directory"),
+    ask("NLSPATH", "loads message catalogs from another path"),
     ask("PATH", "changes which programs later commands run"),
     ask("CDPATH", "changes where `cd` goes"),
     ask("HOME", "changes what `~` and configuration lookups mean"),
@@ -316,7 +360,21 @@ pub(crate) fn value_as_code(
             name,
             format!("`{name}` holds a value only known at run time, and bash evaluates it as {what}, where an array subscript runs commands"),
         ),
-        Some(Value::Known(v)) if depth < 4 && v.contains(['[', '$', '`']) => {
+        // A value that holds a name is evaluated in turn (`x=y; y='a[$(cmd)]'; $((x))`, and a
+        // nameref `declare -n r=x`): follow it, and past four hops ask rather than stop.
+        Some(Value::Known(v))
+            if v.contains(['[', '$', '`'])
+                || v.bytes().any(|c| c.is_ascii_alphabetic() || c == b'_') =>
+        {
+            if depth >= 4 {
+                w.add(
+                    Decision::Ask,
+                    "dynamic_code_value",
+                    name,
+                    format!("`{name}` names other variables more than four levels deep, and bash evaluates them as {what}, where an array subscript runs commands"),
+                );
+                return;
+            }
             if v.contains(['$', '`']) {
                 let mut out = crate::words::DecodeOut::default();
                 w.decoder().decode_into(&v, &mut out);
@@ -326,6 +384,41 @@ pub(crate) fn value_as_code(
         }
         _ => {}
     }
+}
+
+/// An arithmetic text whose expansion takes a value this command does not track: positional
+/// and special parameters (`$1`, `$@`, `${10}`), command output (`$(cmd)`, backticks).
+/// Text in single quotes and after a backslash is not expanded (`m['$(id)']=1`).
+pub(crate) fn unknown_arith_source(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut quoted = false;
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        i += 1;
+        if quoted {
+            quoted = c != b'\'';
+            continue;
+        }
+        match c {
+            b'\'' => quoted = true,
+            b'\\' => i += 1,
+            b'`' => return true,
+            b'$' => {
+                let next = b.get(i).copied().unwrap_or(0);
+                let after = b.get(i + 1).copied().unwrap_or(0);
+                if next.is_ascii_digit()
+                    || matches!(next, b'@' | b'*')
+                    // `$(cmd)`, but not a nested `$(( .. ))`.
+                    || (next == b'(' && after != b'(')
+                    || (next == b'{' && (after.is_ascii_digit() || matches!(after, b'@' | b'*')))
+                {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 #[cfg(test)]

@@ -291,6 +291,9 @@ impl Decoder<'_> {
                 v
             }
             P::Substring { offset, length, .. } => {
+                // `${x:OFFSET:LENGTH}`: both are arithmetic, whose names are evaluated in turn.
+                out.arith.push(offset.value.clone());
+                out.arith.extend(length.iter().map(|l| l.value.clone()));
                 let mut v = vec![offset.value.as_str()];
                 v.extend(length.iter().map(|l| l.value.as_str()));
                 v
