@@ -21,6 +21,9 @@ use crate::words::{DecodeOut, Decoded, Decoder};
 /// than this are denied.
 pub(crate) const MAX_DEPTH: usize = 12;
 
+/// Most names of one glob word judged one by one; a wider expansion asks.
+const MAX_EXPANDED: usize = 1024;
+
 /// Classifies bash commands. Cheap to share: it holds only the configuration.
 #[derive(Debug, Clone)]
 pub struct Analyzer {
@@ -1076,6 +1079,7 @@ impl<'a> Walker<'a> {
         }
         let glob_dir;
         if word.glob {
+            self.expanded_paths(text, access, sub, what);
             let cut = text.find(['*', '?', '[']).unwrap_or(text.len());
             let prefix = text.get(..cut).unwrap_or("");
             glob_dir = match prefix.rfind('/') {
@@ -1105,6 +1109,39 @@ impl<'a> Walker<'a> {
             return;
         };
         self.judge_path(text, access, &cwd, sub, what);
+    }
+
+    /// Judges the names a glob word expands to now (bash expands it before the command runs:
+    /// `cat .en?` reads `.env`). Only what is not allowed is kept, so `cat *.rs` over a project
+    /// does not list every file; the word's directory is judged by the caller as before.
+    fn expanded_paths(&mut self, text: &str, access: PathAccess, sub: &str, what: &str) {
+        let Some(cwd) = self.cwd.clone() else {
+            return;
+        };
+        let crate::pathglob::Expansion::Names(names) = crate::pathglob::expand(text, &cwd) else {
+            return;
+        };
+        if names.len() > MAX_EXPANDED {
+            self.add(
+                Decision::Ask,
+                "glob_too_wide",
+                sub,
+                format!(
+                    "`{text}` expands to {} names, more than the {MAX_EXPANDED} judged one by one",
+                    names.len()
+                ),
+            );
+            return;
+        }
+        let before = self.findings.len();
+        for name in &names {
+            self.judge_path(name, access, &cwd, sub, what);
+        }
+        let mut index = 0;
+        self.findings.retain(|f| {
+            index += 1;
+            index <= before || f.decision != Decision::Allow
+        });
     }
 
     fn judge_path(&mut self, text: &str, access: PathAccess, cwd: &Path, sub: &str, what: &str) {

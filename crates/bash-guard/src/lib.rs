@@ -14,6 +14,7 @@ pub mod exec;
 pub mod fuzz;
 mod judge;
 mod limits;
+mod pathglob;
 mod sed;
 mod table;
 mod vars;

@@ -541,3 +541,32 @@ fn the_agent_running_the_guard_cli_is_denied_with_the_reason() {
         );
     }
 }
+
+/// Bash expands a glob word before the command runs: the names it expands to are judged, not
+/// only its directory (`cat .en?` reads `.env`).
+#[test]
+fn glob_words_are_judged_by_the_names_they_expand_to() {
+    let f = fixture();
+    for file in [".env", "main.rs", "lib.rs", "sub/.env"] {
+        let path = f.root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    }
+    for command in [
+        "cat .en?",
+        "cat .e*",
+        "cat .*",
+        "head */.env",
+        "cat */.e*",
+        "cp .e* copy/",
+        "grep KEY .[a-z]nv",
+    ] {
+        let v = f.check(command);
+        assert_ne!(v.decision, Decision::Allow, "{command}: {v:?}");
+    }
+    // `*` skips dot-names and `[.]` never matches a leading dot, as in bash.
+    for command in ["cat *.rs", "wc -l *", "cat [.]env", "ls */"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Allow, "{command}: {v:?}");
+    }
+}
