@@ -167,3 +167,17 @@ fn recursive_readers_over_credential_stores_are_denied() {
     }
     assert_eq!(bash(dir.path(), &[], "grep -r foo .")["decision"], "allow");
 }
+
+#[test]
+fn the_deciding_reason_comes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x").unwrap();
+    let v = bash(dir.path(), &[], "cat a.txt && echo hi > /etc/motd && ls");
+    assert_eq!(v["decision"], "deny");
+    let reasons = v["reasons"].as_array().unwrap();
+    assert_eq!(reasons[0]["code"], "write_outside_roots", "{reasons:?}");
+    assert!(
+        reasons.len() > 1,
+        "the other findings are still listed: {reasons:?}"
+    );
+}

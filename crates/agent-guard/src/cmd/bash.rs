@@ -95,9 +95,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         &cwd,
         &SandboxJudge::new(std::sync::Arc::new(sandbox)),
     );
-    let reasons = verdict
-        .findings
-        .iter()
+    // The findings that decide come first, so the first reason a person reads is the one to
+    // act on (`cat x | less`: `less`, not `cat`'s read); the rest keep their order.
+    let mut ordered: Vec<&bash_guard::Finding> = verdict.findings.iter().collect();
+    ordered.sort_by_key(|f| f.decision != verdict.decision);
+    let reasons = ordered
+        .into_iter()
         .map(|f| {
             let message = if f.subcommand.is_empty() {
                 f.message.clone()
