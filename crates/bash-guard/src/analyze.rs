@@ -1119,6 +1119,15 @@ impl<'a> Walker<'a> {
             return;
         };
         let crate::pathglob::Expansion::Names(names) = crate::pathglob::expand(text, &cwd) else {
+            self.add(
+                Decision::Ask,
+                "glob_too_wide",
+                sub,
+                format!(
+                    "`{text}` expands over more than {} directory entries (or names that are not UTF-8), too many to judge one by one",
+                    crate::pathglob::MAX_ENTRIES
+                ),
+            );
             return;
         };
         if names.len() > MAX_EXPANDED {

@@ -6,8 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// Most directory entries read for one word: a bigger directory is judged by its name alone
-/// (the matches it holds are asked about as a glob over a large directory).
+/// Most directory entries read for one word: past it the names are unknown and the word asks.
 pub(crate) const MAX_ENTRIES: usize = 4096;
 
 /// What a glob word expands to now.

@@ -564,6 +564,14 @@ fn glob_words_are_judged_by_the_names_they_expand_to() {
         let v = f.check(command);
         assert_ne!(v.decision, Decision::Allow, "{command}: {v:?}");
     }
+    // A directory too large to expand over asks: its names are not seen.
+    let big = f.root.join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..4100 {
+        std::fs::write(big.join(format!("f{i}")), "").unwrap();
+    }
+    let v = f.check("cat big/*.rs");
+    assert_eq!(v.decision, Decision::Ask, "{v:?}");
     // `*` skips dot-names and `[.]` never matches a leading dot, as in bash.
     for command in ["cat *.rs", "wc -l *", "cat [.]env", "ls */"] {
         let v = f.check(command);
