@@ -832,6 +832,15 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         return;
     }
     if NETWORK.contains(&name) {
+        // A client the command table describes (curl, wget: `class = "network"`) has the files
+        // its options name judged too; the table's class still leaves the transfer to the
+        // network policy.
+        if let Some(spec) = crate::table::spec(name) {
+            if dyn_args {
+                dynamic_args(w, sub, name);
+            }
+            return table_command(w, name, spec, args, sub);
+        }
         network(w, sub, name);
         return;
     }
@@ -1668,6 +1677,15 @@ fn table_judge(
             );
         }
         if let Some(v) = target.filter(|_| takes_value) {
+            if e.data_file
+                && let Some(file) = crate::table::data_file(&v.text).filter(|f| !f.is_empty())
+            {
+                let named = Decoded {
+                    text: file.to_owned(),
+                    ..v.clone()
+                };
+                w.path(&named, PathAccess::Read, sub, &format!("`{opt}` file"));
+            }
             if e.read || e.file_list {
                 w.path(v, PathAccess::Read, sub, &format!("`{opt}` file"));
             }

@@ -59,6 +59,9 @@ pub(crate) struct Effects {
     pub in_place: bool,
     /// `Z`: the option changes the system itself (`date --set`): denied.
     pub system: bool,
+    /// `D`: the value is data that names a file to read when it says so (`curl -d @FILE`,
+    /// `-F name=@FILE` or `name=<FILE`, `--data-urlencode name@FILE`).
+    pub data_file: bool,
 }
 
 impl Effects {
@@ -282,10 +285,25 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'Q' => effects.prompts = true,
             'I' => effects.in_place = true,
             'Z' => effects.system = true,
+            'D' => effects.data_file = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
     Ok(effects)
+}
+
+/// The file a `D` value names, if it names one: `@FILE`, `NAME=@FILE`, `NAME=<FILE`, and
+/// `NAME@FILE` when no `=` comes before the `@` (curl's `--data-urlencode` forms; a plain `-d`
+/// `a@b` is read as naming `b`, which only ever judges one more path).
+pub(crate) fn data_file(value: &str) -> Option<&str> {
+    if let Some(file) = value.strip_prefix('@') {
+        return Some(file);
+    }
+    if let Some(i) = value.find("=@").or_else(|| value.find("=<")) {
+        return value.get(i + 2..);
+    }
+    let at = value.find('@')?;
+    (!value.get(..at)?.contains('=')).then(|| value.get(at + 1..))?
 }
 
 /// Parses one option spec: `"s|long<arity><effects>"`.
@@ -949,6 +967,21 @@ mod tests {
         );
         assert!(spec("no-such-command").is_none());
         assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
+    }
+
+    #[test]
+    fn data_values_name_files_as_curl_reads_them() {
+        for (value, file) in [
+            ("@body.json", Some("body.json")),
+            ("f=@photo.png", Some("photo.png")),
+            ("f=<notes.txt", Some("notes.txt")),
+            ("name@list.txt", Some("list.txt")),
+            ("q=a@b", None),
+            ("a=b", None),
+            ("plain", None),
+        ] {
+            assert_eq!(data_file(value), file, "{value}");
+        }
     }
 
     #[test]
