@@ -40,15 +40,40 @@ fn candidates(text: &str) -> Vec<&str> {
     if text.is_empty() {
         return Vec::new();
     }
-    if text.starts_with('-') {
-        return text
-            .split_once('=')
-            .map(|(_, value)| value)
-            .filter(|v| !v.is_empty())
-            .into_iter()
-            .collect();
+    let base = if text.starts_with('-') {
+        match text.split_once('=').map(|(_, value)| value) {
+            Some(value) if !value.is_empty() => value,
+            _ => return Vec::new(),
+        }
+    } else {
+        text
+    };
+    let mut out = vec![base];
+    out.extend(mapping_addresses(base));
+    out
+}
+
+/// The addresses inside a colon-separated mapping that is not a URL: curl's `--resolve
+/// HOST:PORT:ADDR[,ADDR]` and `--connect-to HOST:PORT:HOST2:PORT2`, ssh's `-L PORT:HOST:PORT`.
+/// The whole word names no destination there, its parts do: every part that is not a bare
+/// port number, and bracketed IPv6 literals.
+fn mapping_addresses(word: &str) -> Vec<&str> {
+    if word.contains("://") || word.matches(':').count() < 2 {
+        return Vec::new();
     }
-    vec![text]
+    let mut out = Vec::new();
+    let mut rest = word;
+    while let Some(open) = rest.find('[') {
+        let Some(len) = rest.get(open..).and_then(|r| r.find(']')) else {
+            break;
+        };
+        out.extend(rest.get(open + 1..open + len));
+        rest = rest.get(open + len + 1..).unwrap_or("");
+    }
+    out.extend(word.split([':', ',']).filter(|part| {
+        !part.is_empty() && !part.bytes().all(|b| b.is_ascii_digit()) && !part.contains(['[', ']'])
+    }));
+    out
 }
 
 #[cfg(test)]
@@ -62,5 +87,22 @@ mod tests {
         assert_eq!(candidates("--proxy"), Vec::<&str>::new());
         assert_eq!(candidates("root@10.0.0.1"), vec!["root@10.0.0.1"]);
         assert_eq!(candidates(""), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn mappings_offer_their_addresses() {
+        assert_eq!(
+            candidates("x.io:443:127.0.0.1"),
+            vec!["x.io:443:127.0.0.1", "x.io", "127.0.0.1"]
+        );
+        assert_eq!(
+            candidates("--resolve=x.io:443:[::1],10.0.0.1"),
+            vec!["x.io:443:[::1],10.0.0.1", "::1", "x.io", "10.0.0.1"]
+        );
+        assert_eq!(
+            candidates("8080:localhost:80"),
+            vec!["8080:localhost:80", "localhost"]
+        );
+        assert_eq!(candidates("http://a.b:80/x"), vec!["http://a.b:80/x"]);
     }
 }
