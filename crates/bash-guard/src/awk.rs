@@ -56,16 +56,7 @@ pub(crate) fn awk(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
                 None => (t, None),
             };
             if LONG_VALUED.contains(&opt) {
-                let value = match attached {
-                    Some(v) => Some(Decoded {
-                        text: v.to_owned(),
-                        ..a.clone()
-                    }),
-                    None => {
-                        i += 1;
-                        args.get(i - 1).cloned()
-                    }
-                };
+                let value = crate::words::option_value(a, attached, true, args, &mut i);
                 opts.push((opt.to_owned(), value));
             } else if !matches!(
                 t,

@@ -1151,16 +1151,7 @@ fn special(
                     // Flags and values that are not files (-subj, -days, -noout, -sha256 ...).
                     _ => continue,
                 };
-                let value = match attached {
-                    Some(v) => Some(Decoded {
-                        text: v.to_owned(),
-                        ..a.clone()
-                    }),
-                    None => {
-                        i += 1;
-                        args.get(i - 1).cloned()
-                    }
-                };
+                let value = crate::words::option_value(a, attached, true, args, &mut i);
                 let Some(value) = value else { continue };
                 match role {
                     Some(access) => w.path(&value, access, sub, "openssl file"),
@@ -2171,17 +2162,7 @@ fn xargs_options(
                 );
                 return None;
             };
-            let value = match (arity, attached) {
-                (_, Some(v)) => Some(Decoded {
-                    text: v.to_owned(),
-                    ..a.clone()
-                }),
-                (1, None) => {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                }
-                _ => None,
-            };
+            let value = crate::words::option_value(a, attached, arity == 1, args, &mut i);
             found.push((c, long_name, value));
         } else {
             let body = t.get(1..).unwrap_or("");
@@ -2275,18 +2256,32 @@ pub(crate) fn dynamic_wrapped(w: &mut Walker<'_>, sub: &str, name: &str) {
 }
 
 fn reader(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str, dyn_args: bool) {
+    if let Some(spec) = table_spec(w, name, sub, dyn_args) {
+        table_command(w, name, spec, args, sub);
+    }
+}
+
+/// The table entry of a command its caller knows to be there; asks (and gives none) when the
+/// table lacks it. Arguments only known at run time are reported first.
+fn table_spec(
+    w: &mut Walker<'_>,
+    name: &str,
+    sub: &str,
+    dyn_args: bool,
+) -> Option<&'static crate::table::CommandSpec> {
     if dyn_args {
         dynamic_args(w, sub, name);
     }
-    match crate::table::spec(name) {
-        Some(spec) => table_command(w, name, spec, args, sub),
-        None => w.add(
+    let spec = crate::table::spec(name);
+    if spec.is_none() {
+        w.add(
             Decision::Ask,
             "unknown_command",
             sub,
             format!("the command table has no `{name}`"),
-        ),
+        );
     }
+    spec
 }
 
 fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
@@ -2554,17 +2549,8 @@ fn writer(
                             );
                             return;
                         };
-                        let value = match (arity, attached) {
-                            (_, Some(v)) => Some(Decoded {
-                                text: v.to_owned(),
-                                ..a.clone()
-                            }),
-                            (1, None) => {
-                                i += 1;
-                                args.get(i - 1).cloned()
-                            }
-                            _ => None,
-                        };
+                        let value =
+                            crate::words::option_value(a, attached, arity == 1, args, &mut i);
                         found.push((c, value));
                     } else {
                         let body = t.get(1..).unwrap_or("");
@@ -3112,16 +3098,7 @@ fn glob_match(pattern: &str, name: &str, fold: bool) -> bool {
 /// what stays code is what a primary's effect means here: `-exec`'s words are a command judged
 /// like any other, with a lone `{}` standing for a found path under the start points.
 fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
-    if dyn_args {
-        dynamic_args(w, sub, "find");
-    }
-    let Some(spec) = crate::table::spec("find") else {
-        w.add(
-            Decision::Ask,
-            "unknown_command",
-            sub,
-            "the command table has no `find`".to_owned(),
-        );
+    let Some(spec) = table_spec(w, "find", sub, dyn_args) else {
         return;
     };
     let e = crate::table::interpret_expression(spec, args);
@@ -3285,16 +3262,7 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
 
 /// `sed`: its options from the table; its script (a language, like awk's) read by sed.rs.
 fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
-    if dyn_args {
-        dynamic_args(w, sub, "sed");
-    }
-    let Some(spec) = crate::table::spec("sed") else {
-        w.add(
-            Decision::Ask,
-            "unknown_command",
-            sub,
-            "the command table has no `sed`".to_owned(),
-        );
+    let Some(spec) = table_spec(w, "sed", sub, dyn_args) else {
         return;
     };
     let p = crate::table::interpret(spec, args);

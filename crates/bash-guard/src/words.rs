@@ -630,6 +630,29 @@ fn has_unescaped_substitution(text: &str) -> bool {
     false
 }
 
+/// An option's value as getopt takes it: the text attached to the option word (`--opt=V`,
+/// `-oV`), else, when the option takes one, the next argument (consumed: `next` moves past it).
+pub(crate) fn option_value(
+    word: &Decoded,
+    attached: Option<&str>,
+    takes_next: bool,
+    args: &[Decoded],
+    next: &mut usize,
+) -> Option<Decoded> {
+    match attached {
+        Some(v) => Some(Decoded {
+            text: v.to_owned(),
+            ..word.clone()
+        }),
+        None if takes_next => {
+            let value = args.get(*next).cloned();
+            *next += 1;
+            value
+        }
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
