@@ -1628,33 +1628,18 @@ fn table_judge(
             return network(w, sub, &format!("{name} {opt}"));
         }
         offline |= e.offline;
-        if e.exec {
-            w.add(
-                Decision::Deny,
-                "exec_option",
-                sub,
-                format!("`{name} {opt}` runs another program"),
-            );
-            return;
-        }
-        if e.system {
-            w.add(
-                Decision::Deny,
-                "system_change",
-                sub,
-                format!("`{name} {opt}` changes the system"),
-            );
-            return;
-        }
-        if e.destroys {
-            w.add(
-                Decision::Deny,
+        // Effects that deny the whole command, in the order they are checked.
+        let denying = [
+            (e.exec, "exec_option", "runs another program"),
+            (e.system, "system_change", "changes the system"),
+            (
+                e.destroys,
                 "destroys_system",
-                sub,
-                format!(
-                    "`{name} {opt}` removes the safety net that keeps it off the root filesystem"
-                ),
-            );
+                "removes the safety net that keeps it off the root filesystem",
+            ),
+        ];
+        if let Some((_, code, what)) = denying.into_iter().find(|(on, _, _)| *on) {
+            w.add(Decision::Deny, code, sub, format!("`{name} {opt}` {what}"));
             return;
         }
         let target = g.values.last();
