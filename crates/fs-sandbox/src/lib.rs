@@ -1,10 +1,12 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod content;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
 mod glob;
+mod head;
 mod lazy;
 mod open;
 mod protected;
@@ -12,8 +14,10 @@ mod sandbox;
 mod sensitive;
 
 pub use config::SandboxConfig;
+pub use content::{ContentSniffer, KeyBlockSniffer, PLAINLY_SOURCE, plainly_source};
 pub use error::SandboxError;
 pub use glob::GlobOutcome;
+pub use head::{Head, SNIFF_BYTES, read_head, read_small_text};
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
 pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED};
 pub use sandbox::{Access, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath};

@@ -29,6 +29,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::SandboxError;
+use crate::head::read_small_text;
 
 /// The protected patterns used unless the builder or the config replaces them.
 ///
@@ -119,6 +120,10 @@ pub const GIT_DIR_PROTECTED: &[&str] = &[
     "worktrees/*/config.worktree",
     "worktrees/*/commondir",
 ];
+
+/// How much of a git config or pointer file is read (a FIFO or a device is never opened: see
+/// `head.rs`).
+const CONFIG_BYTES: usize = 1024 * 1024;
 
 /// Above this many entries a directory is not listed; its names are looked up one by one.
 const SCAN_CAP: usize = 4096;
@@ -435,7 +440,7 @@ fn git_dir_of_work_tree(dir: &Path) -> Option<PathBuf> {
     if meta.is_dir() {
         return std::fs::canonicalize(&dot_git).ok();
     }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let text = read_small_text(&dot_git, CONFIG_BYTES)?;
     let target = text.strip_prefix("gitdir:")?.trim();
     std::fs::canonicalize(dir.join(target)).ok()
 }
@@ -444,13 +449,12 @@ fn git_dir_of_work_tree(dir: &Path) -> Option<PathBuf> {
 /// resolved (relative values are relative to the work tree top). Only the repository's own
 /// config is read (and the common dir's, for a worktree).
 fn hooks_path(git: &Path, top: &Path) -> Option<PathBuf> {
-    let common = std::fs::read_to_string(git.join("commondir"))
-        .ok()
+    let common = read_small_text(&git.join("commondir"), CONFIG_BYTES)
         .and_then(|c| std::fs::canonicalize(git.join(c.trim())).ok())
         .unwrap_or_else(|| git.to_owned());
     let mut value = None;
     for config in [common.join("config"), git.join("config.worktree")] {
-        if let Ok(text) = std::fs::read_to_string(&config)
+        if let Some(text) = read_small_text(&config, CONFIG_BYTES)
             && let Some(found) = core_hooks_path(&text)
         {
             value = Some(found);

@@ -11,7 +11,9 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
+use crate::content::{ContentSniffer, KeyBlockSniffer, plainly_source};
 use crate::error::SandboxError;
+use crate::head::{Head, SNIFF_BYTES, head_of_fd, read_head};
 use crate::lazy::OnFirstUse;
 use crate::protected::{DEFAULT_PROTECTED, Protected};
 use crate::sensitive::{Sensitive, home_forms};
@@ -145,6 +147,7 @@ pub struct SandboxBuilder {
     sensitive: Vec<String>,
     home: Option<PathBuf>,
     mode: ResolveMode,
+    sniffer: Option<Arc<dyn ContentSniffer>>,
 }
 
 /// Directories that are never a read-write root: as one, every system file would be "inside
@@ -214,6 +217,13 @@ impl SandboxBuilder {
     /// calls add to the empty list.
     pub fn clear_protected(mut self) -> Self {
         self.protected.clear();
+        self
+    }
+
+    /// The detectors a file's content is sniffed with before a read is allowed (default:
+    /// [`KeyBlockSniffer`], private key blocks only; agent-core wires in the redaction's).
+    pub fn content_sniffer(mut self, sniffer: Arc<dyn ContentSniffer>) -> Self {
+        self.sniffer = Some(sniffer);
         self
     }
 
@@ -295,6 +305,7 @@ impl SandboxBuilder {
             }),
             use_openat2,
             dev_null: dev_root(),
+            sniffer: self.sniffer.unwrap_or_else(|| Arc::new(KeyBlockSniffer)),
         })
     }
 }
@@ -341,6 +352,8 @@ pub struct Sandbox {
     pub(crate) use_openat2: bool,
     /// `/dev`, to open `/dev/null` beneath; not a root.
     dev_null: Option<Root>,
+    /// Judges a file's content before a read (see `content.rs`).
+    sniffer: Arc<dyn ContentSniffer>,
 }
 
 /// The outcome of resolving a path physically.
@@ -369,6 +382,7 @@ impl Sandbox {
             sensitive: Vec::new(),
             home: None,
             mode: ResolveMode::Auto,
+            sniffer: None,
         }
     }
 
@@ -478,7 +492,14 @@ impl Sandbox {
                 what: what.to_owned(),
             });
         }
+        let regular_read =
+            op == Op::Read && matches!(resolved.meta, Some((FileType::RegularFile, _)));
         let Some(root) = self.containing_root(&resolved.path) else {
+            // Outside every root a read is a person's call (ask), but never one that hands
+            // over a secret: a key under an ordinary name is refused as what it is.
+            if regular_read {
+                self.sniff(&resolved.path, None)?;
+            }
             // `/dev/null` reads nothing and swallows writes: allowed for reading and writing
             // wherever the roots are, opened beneath `/dev` (never listed as a root, so the
             // confinement compiled from `roots()` does not grow).
@@ -516,6 +537,11 @@ impl Sandbox {
                 kind: file_type_name(file_type),
             });
         }
+        // A read-only root is outside the project (dotfiles, toolchains): everything in it is
+        // sniffed; in the project, what is not plainly source.
+        if regular_read && (root.access() == Access::ReadOnly || !plainly_source(&resolved.path)) {
+            self.sniff(&resolved.path, Some(root))?;
+        }
         if op == Op::Write {
             if root.access() == Access::ReadOnly {
                 return Err(SandboxError::ReadOnlyRoot {
@@ -552,6 +578,51 @@ impl Sandbox {
             root: root.clone(),
             exists: resolved.exists,
         })
+    }
+
+    /// Refuses `physical` (a regular file, resolved) when its head holds a secret. A file the
+    /// guard may not read is no leak (the reader cannot read it either); any other failure to
+    /// read it is a refusal (fail closed).
+    /// Inside a root the file is opened beneath the root's fd as the tools open it (no symlink,
+    /// no mount crossed, no PATH_MAX limit).
+    fn sniff(&self, physical: &Path, root: Option<&Root>) -> Result<(), SandboxError> {
+        let head = match root {
+            Some(root) => {
+                let checked = SandboxPath {
+                    path: physical.to_owned(),
+                    root: root.clone(),
+                    exists: true,
+                };
+                let fd = self.open_beneath(
+                    &checked,
+                    OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK,
+                    Mode::empty(),
+                );
+                match fd {
+                    Ok(fd) => head_of_fd(&fd, SNIFF_BYTES),
+                    Err(SandboxError::Io { source, .. }) => Err(source),
+                    Err(err) => return Err(err),
+                }
+            }
+            None => read_head(physical, SNIFF_BYTES),
+        };
+        match head {
+            Ok(Head::Bytes(head)) => match self.sniffer.secret_in(&head) {
+                Some(detector) => Err(SandboxError::Sensitive {
+                    path: physical.to_owned(),
+                    what: format!("a file holding a secret (the `{detector}` detector found one)"),
+                }),
+                None => Ok(()),
+            },
+            Ok(Head::Missing) => Ok(()),
+            // Swapped for something else since it was resolved.
+            Ok(Head::NotRegular(kind)) => Err(SandboxError::SpecialFile {
+                resolved: physical.to_owned(),
+                kind: file_type_name(kind),
+            }),
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+            Err(err) => Err(SandboxError::io("read the head of", physical, err)),
+        }
     }
 
     /// `path` joined to the cwd with `.`, `//` and a trailing `/` dropped (`..` kept).

@@ -22,11 +22,11 @@
 //! (fail closed); a `.pem` that does not exist yet, or holds only certificates and public keys,
 //! is not.
 
-use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use crate::head::{Head, SNIFF_BYTES, read_head};
 use crate::lazy::OnFirstUse;
 
 use crate::error::SandboxError;
@@ -490,9 +490,6 @@ pub(crate) const OTHER_HOMES: &[&str] = &["/root", "/home/*", "/Users/*"];
 /// What a policy-added pattern is called in messages.
 const POLICY_WHAT: &str = "a path the policy marks sensitive";
 
-/// How many leading bytes of a `.pem` file are searched for a private key block.
-const PEM_SNIFF_BYTES: u64 = 64 * 1024;
-
 /// The table, each set compiled the first time a match needs it (see `lazy.rs`): a directory
 /// check needs only `trees`, a tree reader only `anchored`.
 #[derive(Debug)]
@@ -816,29 +813,40 @@ impl Sensitive {
     }
 }
 
-/// Whether a file holds a private key block; unreadable counts as yes (fail closed).
+/// Whether a file holds a private key block; unreadable or not a regular file counts as yes
+/// (fail closed; a FIFO is never opened).
 fn holds_private_key(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return true;
-    };
-    let mut head = Vec::new();
-    if file.take(PEM_SNIFF_BYTES).read_to_end(&mut head).is_err() {
-        return true;
+    match read_head(path, SNIFF_BYTES) {
+        Ok(Head::Bytes(head)) => private_key_in(&head),
+        Ok(Head::Missing) => false,
+        _ => true,
     }
-    head.windows(b"PRIVATE KEY".len())
-        .any(|w| w == b"PRIVATE KEY")
+}
+
+/// Whether `head` holds a private key block of any format the guard knows.
+pub(crate) fn private_key_in(head: &[u8]) -> bool {
+    PRIVATE_KEY_MARKERS
+        .iter()
+        .any(|marker| memfind(head, marker.as_bytes()))
+}
+
+/// What starts a private key in a text file: PEM blocks of every kind (`PRIVATE KEY`, `RSA
+/// PRIVATE KEY`, `OPENSSH PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, PGP's `PRIVATE KEY BLOCK`),
+/// PuTTY's key files and age identities.
+pub(crate) const PRIVATE_KEY_MARKERS: &[&str] =
+    &["PRIVATE KEY", "PuTTY-User-Key-File-", "AGE-SECRET-KEY-1"];
+
+fn memfind(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Whether a file holds a URL whose user part is a credential; unreadable counts as yes.
 fn holds_url_credential(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return true;
-    };
-    let mut head = Vec::new();
-    if file.take(PEM_SNIFF_BYTES).read_to_end(&mut head).is_err() {
-        return true;
+    match read_head(path, SNIFF_BYTES) {
+        Ok(Head::Bytes(head)) => url_credential_in(&String::from_utf8_lossy(&head)),
+        Ok(Head::Missing) => false,
+        _ => true,
     }
-    url_credential_in(&String::from_utf8_lossy(&head))
 }
 
 /// Shortest user name (with no password) taken for a token: `git@` and `alice@` are names,

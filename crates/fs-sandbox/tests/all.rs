@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fs_sandbox::{Access, Op, ResolveMode, Sandbox, SandboxConfig, WriteMode};
+
+#[path = "all/content.rs"]
+mod content;
 use proptest::prelude::*;
 
 /// `base/{proj (rw), proj-evil, ro (read-only root), outside}` with links inside `proj`.
