@@ -15,11 +15,22 @@
 
 use std::path::Path;
 
+/// Where the sniffed file is: the project's files are the agent's everyday reading, so a
+/// sniffer may hold back its generic shapes there (`PASSWORD=...` in a compose file) and use
+/// every detector outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SniffScope {
+    /// Inside a read-write root.
+    Project,
+    /// In a read-only root, or in no root.
+    Outside,
+}
+
 /// Recognises a secret in the first bytes of a file.
 pub trait ContentSniffer: Send + Sync + std::fmt::Debug {
     /// The name of the detector that recognises a secret in `head` (`private-key`,
     /// `github-token`), or `None`.
-    fn secret_in(&self, head: &[u8]) -> Option<String>;
+    fn secret_in(&self, head: &[u8], scope: SniffScope) -> Option<String>;
 }
 
 /// The sniffer fs-sandbox has on its own: private key blocks of every text format.
@@ -27,7 +38,7 @@ pub trait ContentSniffer: Send + Sync + std::fmt::Debug {
 pub struct KeyBlockSniffer;
 
 impl ContentSniffer for KeyBlockSniffer {
-    fn secret_in(&self, head: &[u8]) -> Option<String> {
+    fn secret_in(&self, head: &[u8], _: SniffScope) -> Option<String> {
         crate::sensitive::private_key_in(head).then(|| "private-key".to_owned())
     }
 }
@@ -94,7 +105,12 @@ mod tests {
             "PuTTY-User-Key-File-3: ssh-ed25519\n",
             "# created: 2024\nAGE-SECRET-KEY-1QQQ\n",
         ] {
-            assert_eq!(s.secret_in(key.as_bytes()).as_deref(), Some("private-key"));
+            for scope in [SniffScope::Project, SniffScope::Outside] {
+                assert_eq!(
+                    s.secret_in(key.as_bytes(), scope).as_deref(),
+                    Some("private-key")
+                );
+            }
         }
         for public in [
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI u@h\n",
@@ -102,7 +118,11 @@ mod tests {
             "-----BEGIN CERTIFICATE-----\nMII\n",
             "fn main() {}\n",
         ] {
-            assert_eq!(s.secret_in(public.as_bytes()), None, "{public}");
+            assert_eq!(
+                s.secret_in(public.as_bytes(), SniffScope::Outside),
+                None,
+                "{public}"
+            );
         }
     }
 }

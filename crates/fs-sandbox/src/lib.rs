@@ -14,7 +14,7 @@ mod sandbox;
 mod sensitive;
 
 pub use config::SandboxConfig;
-pub use content::{ContentSniffer, KeyBlockSniffer, PLAINLY_SOURCE, plainly_source};
+pub use content::{ContentSniffer, KeyBlockSniffer, PLAINLY_SOURCE, SniffScope, plainly_source};
 pub use error::SandboxError;
 pub use glob::GlobOutcome;
 pub use head::{Head, SNIFF_BYTES, read_head, read_small_text};

@@ -11,7 +11,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
-use crate::content::{ContentSniffer, KeyBlockSniffer, plainly_source};
+use crate::content::{ContentSniffer, KeyBlockSniffer, SniffScope, plainly_source};
 use crate::error::SandboxError;
 use crate::head::{Head, SNIFF_BYTES, head_of_fd, read_head};
 use crate::lazy::OnFirstUse;
@@ -586,6 +586,10 @@ impl Sandbox {
     /// Inside a root the file is opened beneath the root's fd as the tools open it (no symlink,
     /// no mount crossed, no PATH_MAX limit).
     fn sniff(&self, physical: &Path, root: Option<&Root>) -> Result<(), SandboxError> {
+        let scope = match root.map(Root::access) {
+            Some(Access::ReadWrite) => SniffScope::Project,
+            Some(Access::ReadOnly) | None => SniffScope::Outside,
+        };
         let head = match root {
             Some(root) => {
                 let checked = SandboxPath {
@@ -607,7 +611,7 @@ impl Sandbox {
             None => read_head(physical, SNIFF_BYTES),
         };
         match head {
-            Ok(Head::Bytes(head)) => match self.sniffer.secret_in(&head) {
+            Ok(Head::Bytes(head)) => match self.sniffer.secret_in(&head, scope) {
                 Some(detector) => Err(SandboxError::Sensitive {
                     path: physical.to_owned(),
                     what: format!("a file holding a secret (the `{detector}` detector found one)"),

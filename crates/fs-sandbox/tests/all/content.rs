@@ -97,7 +97,7 @@ fn source_outside_the_project_is_sniffed() {
 struct Tokens;
 
 impl fs_sandbox::ContentSniffer for Tokens {
-    fn secret_in(&self, head: &[u8]) -> Option<String> {
+    fn secret_in(&self, head: &[u8], _: fs_sandbox::SniffScope) -> Option<String> {
         head.windows(4)
             .any(|w| w == b"ghp_")
             .then(|| "github-token".to_owned())
