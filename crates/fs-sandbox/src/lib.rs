@@ -5,6 +5,7 @@ mod content;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
+mod gitconfig;
 mod glob;
 mod head;
 mod lazy;
@@ -12,6 +13,7 @@ mod open;
 mod protected;
 mod sandbox;
 mod sensitive;
+mod stores;
 
 pub use config::SandboxConfig;
 pub use content::{ContentSniffer, KeyBlockSniffer, PLAINLY_SOURCE, SniffScope, plainly_source};
@@ -25,6 +27,7 @@ pub use sensitive::{
     DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen,
     search_glob_selects_sensitive,
 };
+pub use stores::{Moves, RELOCATIONS, Relocation, XDG_BASES};
 
 #[cfg(test)]
 mod tests {

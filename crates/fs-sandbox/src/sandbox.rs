@@ -1,6 +1,6 @@
 //! Roots, the builder and the physical path check.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
@@ -17,6 +17,7 @@ use crate::head::{Head, SNIFF_BYTES, head_of_fd, read_head};
 use crate::lazy::OnFirstUse;
 use crate::protected::{DEFAULT_PROTECTED, Protected};
 use crate::sensitive::{Sensitive, home_forms};
+use crate::stores::Located;
 
 /// How many symlinks one resolution may follow, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINKS: u32 = 40;
@@ -148,6 +149,7 @@ pub struct SandboxBuilder {
     home: Option<PathBuf>,
     mode: ResolveMode,
     sniffer: Option<Arc<dyn ContentSniffer>>,
+    env: Option<HashMap<String, OsString>>,
 }
 
 /// Directories that are never a read-write root: as one, every system file would be "inside
@@ -227,6 +229,20 @@ impl SandboxBuilder {
         self
     }
 
+    /// The environment whose variables locate credential stores ([`RELOCATIONS`](crate::RELOCATIONS),
+    /// XDG base directories; default: this process's, which a hook inherits from its agent).
+    pub fn env<K: Into<String>, V: Into<OsString>>(
+        mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        self.env = Some(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        );
+        self
+    }
+
     /// Chooses how the race-free opens resolve paths (default [`ResolveMode::Auto`]).
     pub fn resolve_mode(mut self, mode: ResolveMode) -> Self {
         self.mode = mode;
@@ -291,6 +307,17 @@ impl SandboxBuilder {
         let home = self.home.or_else(std::env::home_dir);
         let homes = home_forms(home.as_deref());
         Sensitive::validate(&self.sensitive, &homes)?;
+        let located: Vec<Located> = {
+            let env = self.env;
+            let lookup = |var: &str| match &env {
+                Some(map) => map.get(var).cloned(),
+                None => std::env::var_os(var),
+            };
+            crate::stores::locate(&lookup, &cwd, home.as_deref())
+                .into_iter()
+                .flat_map(physical_forms)
+                .collect()
+        };
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -300,13 +327,33 @@ impl SandboxBuilder {
             cwd,
             roots,
             protected: OnFirstUse::new(self.protected, |patterns| Protected::compile(patterns)),
-            sensitive: OnFirstUse::new((self.sensitive, homes), |(extra, homes)| {
-                Sensitive::compile(extra, homes)
-            }),
+            sensitive: OnFirstUse::new(
+                (self.sensitive, homes, located),
+                |(extra, homes, located)| Sensitive::compile_located(extra, homes, located.clone()),
+            ),
             use_openat2,
             dev_null: dev_root(),
             sniffer: self.sniffer.unwrap_or_else(|| Arc::new(KeyBlockSniffer)),
         })
+    }
+}
+
+/// A located store as given and, when it differs, as the kernel resolves it (the judgement
+/// compares physical paths).
+fn physical_forms(located: Located) -> Vec<Located> {
+    let real = std::fs::canonicalize(&located.path).ok().or_else(|| {
+        let parent = std::fs::canonicalize(located.path.parent()?).ok()?;
+        Some(parent.join(located.path.file_name()?))
+    });
+    match real {
+        Some(real) if real != located.path => vec![
+            Located {
+                path: real,
+                ..located.clone()
+            },
+            located,
+        ],
+        _ => vec![located],
     }
 }
 
@@ -338,6 +385,10 @@ fn probe_openat2(root: Option<&Root>) -> bool {
     .is_ok()
 }
 
+/// What the sensitive table compiles from: the policy's patterns, the home forms, the stores
+/// the environment moved.
+type SensitiveInput = (Vec<String>, Vec<PathBuf>, Vec<Located>);
+
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
 /// `Send + Sync`; share it in an `Arc`.
@@ -348,7 +399,7 @@ pub struct Sandbox {
     /// Compiled when the first write is judged (see `lazy.rs`).
     protected: OnFirstUse<Vec<String>, Protected>,
     /// Compiled when the first path is judged.
-    sensitive: OnFirstUse<(Vec<String>, Vec<PathBuf>), Sensitive>,
+    sensitive: OnFirstUse<SensitiveInput, Sensitive>,
     pub(crate) use_openat2: bool,
     /// `/dev`, to open `/dev/null` beneath; not a root.
     dev_null: Option<Root>,
@@ -383,6 +434,7 @@ impl Sandbox {
             home: None,
             mode: ResolveMode::Auto,
             sniffer: None,
+            env: None,
         }
     }
 
@@ -491,6 +543,21 @@ impl Sandbox {
                 path: resolved.path,
                 what: what.to_owned(),
             });
+        }
+        // A hard link of a store is the store, whatever it is called.
+        if let Some((FileType::RegularFile, nlink)) = resolved.meta
+            && nlink > 1
+        {
+            let found = match self.sensitive.get() {
+                Ok(table) => table.identity(&resolved.path),
+                Err(_) => Some(crate::sensitive::UNCOMPILED),
+            };
+            if let Some(what) = found {
+                return Err(SandboxError::Sensitive {
+                    path: resolved.path,
+                    what: format!("{what} (a hard link of it)"),
+                });
+            }
         }
         let regular_read =
             op == Op::Read && matches!(resolved.meta, Some((FileType::RegularFile, _)));

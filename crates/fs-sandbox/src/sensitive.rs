@@ -26,8 +26,11 @@ use std::path::{Component, Path, PathBuf};
 
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use std::collections::HashMap;
+
 use crate::head::{Head, SNIFF_BYTES, read_head};
 use crate::lazy::OnFirstUse;
+use crate::stores::Located;
 
 use crate::error::SandboxError;
 
@@ -257,6 +260,16 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "~/.config/git/credentials",
     ),
     always(
+        "~/.config/containers/auth.json",
+        "container registry credentials (podman, buildah, skopeo)",
+        "~/.config/containers/auth.json",
+    ),
+    always(
+        "~/.config/glab-cli/config.yml",
+        "the GitLab CLI's token",
+        "~/.config/glab-cli/config.yml",
+    ),
+    always(
         "~/.config/github-copilot/**",
         "GitHub Copilot OAuth tokens",
         "~/.config/github-copilot/apps.json",
@@ -311,6 +324,32 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "~/.config/chromium/**",
         "a browser profile (saved passwords, cookies)",
         "~/.config/chromium/Default/Cookies",
+    ),
+    // The same browsers installed as snaps or flatpaks keep their profiles elsewhere.
+    always(
+        "~/snap/firefox/common/.mozilla/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/snap/firefox/common/.mozilla/firefox/abc.default/logins.json",
+    ),
+    always(
+        "~/snap/chromium/common/chromium/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/snap/chromium/common/chromium/Default/Login Data",
+    ),
+    always(
+        "~/.var/app/org.mozilla.firefox/.mozilla/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.var/app/org.mozilla.firefox/.mozilla/firefox/abc.default/key4.db",
+    ),
+    always(
+        "~/.var/app/com.google.Chrome/config/google-chrome/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.var/app/com.google.Chrome/config/google-chrome/Default/Cookies",
+    ),
+    always(
+        "~/.var/app/org.chromium.Chromium/config/chromium/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.var/app/org.chromium.Chromium/config/chromium/Default/Login Data",
     ),
     // Credential files that may sit in a project as well as in the home directory.
     always(".npmrc", "an npm token", "/p/.npmrc"),
@@ -504,6 +543,11 @@ pub(crate) struct Sensitive {
     except: OnFirstUse<Vec<Glob>, GlobSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
+    /// Stores where the environment moved them (see `stores.rs`), physical paths.
+    located: Vec<Located>,
+    /// (device, inode) of every store file the table can name at a fixed place, gathered the
+    /// first time a file with more than one link is judged.
+    identities: OnFirstUse<(Vec<PathBuf>, Vec<Located>), Identities>,
 }
 
 /// One kind of pattern in two sets: absolute globs, and the `~/` patterns relative to a home,
@@ -639,7 +683,17 @@ impl Sensitive {
 
     /// Reads the default table plus `extra` policy patterns against the home forms: every glob
     /// is parsed here (a bad pattern is an error now), each set compiles on first use.
+    #[cfg(test)]
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
+        Self::compile_located(extra, homes, Vec::new())
+    }
+
+    /// [`compile`](Sensitive::compile), with the stores the environment moved.
+    pub(crate) fn compile_located(
+        extra: &[String],
+        homes: &[PathBuf],
+        located: Vec<Located>,
+    ) -> Result<Self, SandboxError> {
         // (globs, metas) for the absolute and the home-relative sets of each kind.
         let mut files = (Vec::new(), Vec::new());
         let mut trees = (Vec::new(), Vec::new());
@@ -689,7 +743,39 @@ impl Sensitive {
             homes: homes.to_vec(),
             except: OnFirstUse::new(except, build_set),
             anchored: OnFirstUse::new(anchored, build_anchored),
+            identities: OnFirstUse::new((homes.to_vec(), located.clone()), |(homes, located)| {
+                Ok(store_identities(homes, located))
+            }),
+            located,
         })
+    }
+
+    /// What store `absolute` is by identity: a regular file with more than one link that is
+    /// a hard link of a store file (the same device and inode as one).
+    pub(crate) fn identity(&self, absolute: &Path) -> Option<&'static str> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(absolute).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        match self.identities.get() {
+            Ok(ids) => ids.get(&(meta.dev(), meta.ino())).copied(),
+            Err(_) => Some(UNCOMPILED),
+        }
+    }
+
+    /// The store the environment moved that `absolute` is in or is.
+    fn located_at(&self, absolute: &Path) -> Option<&'static str> {
+        self.located
+            .iter()
+            .find(|l| {
+                if l.tree {
+                    absolute.starts_with(&l.path)
+                } else {
+                    absolute == l.path
+                }
+            })
+            .map(|l| l.what)
     }
 
     /// What sensitive location lies at or below the directory `absolute` (`/` holds
@@ -704,6 +790,9 @@ impl Sensitive {
                 _ => None,
             })
             .collect();
+        if let Some(moved) = self.located.iter().find(|l| l.path.starts_with(absolute)) {
+            return Some(moved.what);
+        }
         let Ok(anchored) = self.anchored.get() else {
             return Some(UNCOMPILED);
         };
@@ -760,6 +849,9 @@ impl Sensitive {
     /// resolution); the filesystem is consulted only after a pattern matched (is it a directory,
     /// does a `.pem` hold a private key).
     pub(crate) fn matching(&self, absolute: &Path) -> Option<&'static str> {
+        if let Some(what) = self.located_at(absolute) {
+            return Some(what);
+        }
         // One candidate (basename, extension) shared by the absolute sets, one per home the
         // path is below for the home sets.
         let candidate = Candidate::new(absolute);
@@ -811,6 +903,71 @@ impl Sensitive {
         }
         None
     }
+}
+
+/// Store files by (device, inode).
+type Identities = HashMap<(u64, u64), &'static str>;
+
+/// How many entries of a store directory are looked at for identities.
+const IDENTITY_CAP: usize = 512;
+
+/// (device, inode) of the store files at fixed places: each literal `~/` or `/` entry below
+/// the builder's homes, the files of literal store trees (two levels down) and the located
+/// stores.
+fn store_identities(homes: &[PathBuf], located: &[Located]) -> HashMap<(u64, u64), &'static str> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut places: Vec<(PathBuf, bool, &'static str)> = Vec::new();
+    for entry in DEFAULT_SENSITIVE {
+        let (rest, tree) = match entry.pattern.strip_suffix("/**") {
+            Some(dir) => (dir, true),
+            None => (entry.pattern, false),
+        };
+        if rest.contains(['*', '?', '[', '{', '\\']) {
+            continue;
+        }
+        if let Some(below) = rest.strip_prefix("~/") {
+            places.extend(homes.iter().map(|h| (h.join(below), tree, entry.what)));
+        } else if rest.starts_with('/') {
+            places.push((PathBuf::from(rest), tree, entry.what));
+        }
+    }
+    places.extend(located.iter().map(|l| (l.path.clone(), l.tree, l.what)));
+    let mut ids = HashMap::new();
+    let mut seen = 0usize;
+    let add = |path: &Path, what: &'static str, ids: &mut HashMap<(u64, u64), &'static str>| {
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.is_file()
+        {
+            ids.entry((meta.dev(), meta.ino())).or_insert(what);
+        }
+    };
+    for (path, tree, what) in places {
+        if !tree {
+            add(&path, what, &mut ids);
+            continue;
+        }
+        let mut dirs = vec![(path, 0u8)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > IDENTITY_CAP {
+                    return ids;
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() && depth < 2 {
+                    dirs.push((entry.path(), depth + 1));
+                } else if kind.is_file() {
+                    add(&entry.path(), what, &mut ids);
+                }
+            }
+        }
+    }
+    ids
 }
 
 /// Whether a file holds a private key block; unreadable or not a regular file counts as yes
@@ -1114,7 +1271,12 @@ mod tests {
         // `/etc/shadow` has no dot-name on the way; `~/.ssh` has.
         assert!(t.below(Path::new("/etc"), false).is_some());
         assert!(t.below(Path::new("/"), false).is_some());
-        assert_eq!(t.below(Path::new("/home/u"), false), None);
+        // Below the home, only the snap browser profile has no dot-name on its way.
+        assert_eq!(
+            t.below(Path::new("/home/u"), false),
+            Some("a browser profile (saved passwords, cookies)")
+        );
+        assert_eq!(t.below(Path::new("/home/u/src"), false), None);
         assert!(t.below(Path::new("/home/u/.ssh"), false).is_some());
         assert!(t.below(Path::new("/home/u"), true).is_some());
     }
