@@ -21,7 +21,7 @@ pub use error::SandboxError;
 pub use glob::GlobOutcome;
 pub use head::{Head, SNIFF_BYTES, read_head, read_small_text};
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
-pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED};
+pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED, HOME_PROTECTED};
 pub use sandbox::{Access, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath};
 pub use sensitive::{
     DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen,

@@ -106,6 +106,59 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     ".pdbrc",
     ".pryrc",
     ".irbrc",
+    ".gdbinit",
+    ".lldbinit",
+    // direnv: `.envrc` sources these (`source_env_if_exists .envrc.local`).
+    ".envrc.*",
+    // Other agents' hooks and plugins, loaded from the project: GitHub Copilot CLI's hooks,
+    // OpenCode's plugins and config (its MCP servers are commands).
+    "**/.github/hooks/**",
+    "**/.opencode/**",
+    "opencode.json",
+    "opencode.jsonc",
+    // Version managers run their hooks, tasks and plugins when a shell enters the directory.
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    "**/.mise/**",
+    ".tool-versions",
+    // A VS Code workspace file carries settings, tasks and launch configurations.
+    "*.code-workspace",
+];
+
+/// The literal first component [`HOME_PROTECTED`] patterns are anchored at (a path below a
+/// home is matched as `~/<rest>`).
+const HOME_MARK: &str = "~";
+
+/// What is protected below a home directory inside a writable root (the agent started in `~`),
+/// relative to the home: the places every desktop session, shell and editor reads and runs at
+/// its next start. Directories on the agent's `PATH` inside a writable root are protected too
+/// (a program put there replaces a command the person types).
+pub const HOME_PROTECTED: &[&str] = &[
+    ".config/systemd/user/**",
+    ".config/autostart/**",
+    ".config/environment.d/**",
+    ".local/share/applications/**",
+    ".local/bin/**",
+    ".bashrc.d/**",
+    ".bash_aliases",
+    ".inputrc",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
+    ".pam_environment",
+    ".tmux.conf",
+    ".vimrc",
+    ".vim/**",
+    ".config/nvim/**",
+    ".emacs",
+    ".emacs.d/**",
+    ".config/gdb/**",
+    ".config/git/**",
+    ".ssh/rc",
+    ".config/containers/**",
+    ".docker/**",
 ];
 
 /// What is protected inside a directory that IS a git directory, relative to it.
@@ -239,6 +292,11 @@ pub(crate) struct Protected {
     git_dir: Patterns,
     /// Literal directory names the patterns protect below (`.claude` from `**/.claude/**`).
     linkable_dirs: Vec<String>,
+    /// The home forms and [`HOME_PROTECTED`] relative to them.
+    homes: Vec<PathBuf>,
+    home_patterns: Patterns,
+    /// The agent's `PATH` directories (absolute entries, canonical).
+    path_dirs: Vec<PathBuf>,
 }
 
 impl Protected {
@@ -247,8 +305,25 @@ impl Protected {
         Patterns::globs(patterns).map(drop)
     }
 
+    #[cfg(test)]
     pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
+        Self::compile_for(patterns, &[], &[])
+    }
+
+    /// [`compile`](Protected::compile), with the home directories and `PATH` directories whose
+    /// layouts are protected when a writable root contains them.
+    pub(crate) fn compile_for(
+        patterns: &[String],
+        homes: &[PathBuf],
+        path_dirs: &[PathBuf],
+    ) -> Result<Self, SandboxError> {
         let names = Patterns::compile(patterns)?;
+        let home_patterns = Patterns::compile(
+            &HOME_PROTECTED
+                .iter()
+                .map(|p| format!("{HOME_MARK}/{p}"))
+                .collect::<Vec<_>>(),
+        )?;
         let git_dir = Patterns::compile(
             &GIT_DIR_PROTECTED
                 .iter()
@@ -272,6 +347,9 @@ impl Protected {
             names,
             git_dir,
             linkable_dirs,
+            homes: homes.to_vec(),
+            home_patterns,
+            path_dirs: path_dirs.to_vec(),
         })
     }
 
@@ -280,6 +358,30 @@ impl Protected {
     pub(crate) fn judge(&self, physical: &Path, views: &[PathBuf], root: &Path) -> Option<String> {
         if let Some(pattern) = self.names.matching(relative_to(physical, root)) {
             return Some(pattern.to_owned());
+        }
+        for home in &self.homes {
+            if let Ok(below) = physical.strip_prefix(home)
+                && let Some(pattern) = self
+                    .home_patterns
+                    .matching(&Path::new(HOME_MARK).join(below))
+            {
+                return Some(format!(
+                    "{pattern} (the home directory `{}` is inside the root)",
+                    home.display()
+                ));
+            }
+        }
+        // A PATH directory that holds the root itself is the person's setup, not a place to
+        // guard: protecting it would protect the whole project.
+        if let Some(dir) = self
+            .path_dirs
+            .iter()
+            .find(|d| physical.starts_with(d) && !root.starts_with(d))
+        {
+            return Some(format!(
+                "a directory on the agent's PATH (`{}`): a program there replaces a command",
+                dir.display()
+            ));
         }
         for view in views {
             if view.components().any(|c| c == Component::ParentDir) || !view.starts_with(root) {
@@ -673,7 +775,119 @@ mod tests {
         (".pdbrc", ".pdbrc", "pdbrc.py"),
         (".pryrc", ".pryrc", "pryrc.rb"),
         (".irbrc", ".irbrc", "irbrc.rb"),
+        (".gdbinit", "tools/.gdbinit", "gdbinit.md"),
+        (".lldbinit", ".lldbinit", "lldbinit.txt"),
+        (".envrc.*", ".envrc.local", "envrc.md"),
+        (
+            "**/.github/hooks/**",
+            ".github/hooks/pre-tool.json",
+            ".github/workflows/ci.yml",
+        ),
+        ("**/.opencode/**", ".opencode/plugin/x.ts", "opencode.md"),
+        ("opencode.json", "opencode.json", "opencode.md"),
+        ("opencode.jsonc", "web/opencode.jsonc", "opencode.jsonc.bak"),
+        ("mise.toml", "mise.toml", "mise.md"),
+        (".mise.toml", ".mise.toml", "mise.toml.bak"),
+        ("mise.local.toml", "mise.local.toml", "mise.local.md"),
+        (".mise.local.toml", "svc/.mise.local.toml", "local.toml"),
+        ("**/.mise/**", ".mise/tasks/build", "mise-notes.txt"),
+        (".tool-versions", ".tool-versions", "tool-versions.md"),
+        (
+            "*.code-workspace",
+            "app.code-workspace",
+            "code-workspace.md",
+        ),
     ];
+
+    /// One example below a home directory per [`HOME_PROTECTED`] entry, and a near miss.
+    const HOME_EXAMPLES: &[(&str, &str, &str)] = &[
+        (
+            ".config/systemd/user/**",
+            ".config/systemd/user/evil.service.d/override.conf",
+            ".config/systemd/README",
+        ),
+        (
+            ".config/autostart/**",
+            ".config/autostart/x.desktop",
+            ".config/autostart.md",
+        ),
+        (
+            ".config/environment.d/**",
+            ".config/environment.d/10-path.conf",
+            ".config/environment.md",
+        ),
+        (
+            ".local/share/applications/**",
+            ".local/share/applications/firefox.desktop",
+            ".local/share/recently-used.xbel",
+        ),
+        (".local/bin/**", ".local/bin/git", ".local/lib/x"),
+        (".bashrc.d/**", ".bashrc.d/50-agent.sh", ".bashrc.md"),
+        (".bash_aliases", ".bash_aliases", "proj/.bash_aliases"),
+        (".inputrc", ".inputrc", "proj/.inputrc"),
+        (".xprofile", ".xprofile", "proj/.xprofile"),
+        (".xsessionrc", ".xsessionrc", "proj/.xsessionrc"),
+        (".xinitrc", ".xinitrc", "proj/.xinitrc"),
+        (
+            ".pam_environment",
+            ".pam_environment",
+            "proj/.pam_environment",
+        ),
+        (".tmux.conf", ".tmux.conf", "proj/.tmux.conf"),
+        (".vimrc", ".vimrc", "proj/.vimrc"),
+        (".vim/**", ".vim/plugin/x.vim", "proj/.vim/x"),
+        (
+            ".config/nvim/**",
+            ".config/nvim/init.lua",
+            ".config/nvim.md",
+        ),
+        (".emacs", ".emacs", "proj/.emacs"),
+        (".emacs.d/**", ".emacs.d/init.el", "proj/.emacs.d/init.el"),
+        (".config/gdb/**", ".config/gdb/gdbinit", ".config/gdb.md"),
+        (".config/git/**", ".config/git/config", ".config/gitk"),
+        (".ssh/rc", ".ssh/rc", ".ssh/rc.bak"),
+        (
+            ".config/containers/**",
+            ".config/containers/containers.conf",
+            ".config/containers.md",
+        ),
+        (".docker/**", ".docker/cli-plugins/docker-x", "docker.md"),
+    ];
+
+    #[test]
+    fn every_home_pattern_has_an_example_below_a_home_only() {
+        let home = PathBuf::from("/home/u");
+        let root = PathBuf::from("/home/u");
+        let p = Protected::compile_for(&[], std::slice::from_ref(&home), &[]).unwrap();
+        for pattern in HOME_PROTECTED {
+            let Some((_, hit, miss)) = HOME_EXAMPLES.iter().find(|(p, _, _)| p == pattern) else {
+                panic!("no example for the home pattern {pattern}");
+            };
+            let verdict = p.judge(&home.join(hit), &[], &root);
+            assert!(
+                verdict.as_deref().is_some_and(|v| v.contains(pattern)),
+                "{hit}: {verdict:?}"
+            );
+            assert_eq!(p.judge(&home.join(miss), &[], &root), None, "{miss}");
+            // Not below a home: a project's file of that name is ordinary.
+            assert_eq!(
+                p.judge(&PathBuf::from("/srv/p").join(hit), &[], &root),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn path_directories_inside_a_root_are_protected() {
+        let bin = PathBuf::from("/home/u/p/tools/bin");
+        let p = Protected::compile_for(&[], &[], std::slice::from_ref(&bin)).unwrap();
+        let root = Path::new("/home/u/p");
+        assert!(p.judge(&bin.join("ls"), &[], root).is_some());
+        assert_eq!(p.judge(Path::new("/home/u/p/tools/x"), &[], root), None);
+        // A PATH entry holding the root itself protects nothing.
+        let p = Protected::compile_for(&[], &[], &[PathBuf::from("/home/u")]).unwrap();
+        assert_eq!(p.judge(Path::new("/home/u/p/a.txt"), &[], root), None);
+    }
 
     #[test]
     fn every_default_pattern_has_a_passing_example_and_near_miss() {

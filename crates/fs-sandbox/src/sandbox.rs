@@ -307,17 +307,27 @@ impl SandboxBuilder {
         let home = self.home.or_else(std::env::home_dir);
         let homes = home_forms(home.as_deref());
         Sensitive::validate(&self.sensitive, &homes)?;
-        let located: Vec<Located> = {
-            let env = self.env;
-            let lookup = |var: &str| match &env {
-                Some(map) => map.get(var).cloned(),
-                None => std::env::var_os(var),
-            };
-            crate::stores::locate(&lookup, &cwd, home.as_deref())
-                .into_iter()
-                .flat_map(physical_forms)
-                .collect()
+        let env = self.env;
+        let lookup = |var: &str| match &env {
+            Some(map) => map.get(var).cloned(),
+            None => std::env::var_os(var),
         };
+        let located: Vec<Located> = crate::stores::locate(&lookup, &cwd, home.as_deref())
+            .into_iter()
+            .flat_map(physical_forms)
+            .collect();
+        // Relative PATH entries (`.`, `node_modules/.bin`) are skipped: they would make the
+        // whole project a PATH directory.
+        let path_dirs: Vec<PathBuf> = lookup("PATH")
+            .map(|path| {
+                std::env::split_paths(&path)
+                    .filter(|d| d.is_absolute())
+                    .filter_map(|d| std::fs::canonicalize(d).ok())
+                    .filter(|d| d != Path::new("/"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let homes_for_protected = homes.clone();
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -326,7 +336,10 @@ impl SandboxBuilder {
         Ok(Sandbox {
             cwd,
             roots,
-            protected: OnFirstUse::new(self.protected, |patterns| Protected::compile(patterns)),
+            protected: OnFirstUse::new(
+                (self.protected, homes_for_protected, path_dirs),
+                |(patterns, homes, path_dirs)| Protected::compile_for(patterns, homes, path_dirs),
+            ),
             sensitive: OnFirstUse::new(
                 (self.sensitive, homes, located),
                 |(extra, homes, located)| Sensitive::compile_located(extra, homes, located.clone()),
@@ -389,6 +402,9 @@ fn probe_openat2(root: Option<&Root>) -> bool {
 /// the environment moved.
 type SensitiveInput = (Vec<String>, Vec<PathBuf>, Vec<Located>);
 
+/// What the protected list compiles from: the patterns, the home forms, the `PATH` directories.
+type ProtectedInput = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>);
+
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
 /// `Send + Sync`; share it in an `Arc`.
@@ -397,7 +413,7 @@ pub struct Sandbox {
     cwd: PathBuf,
     roots: Vec<Root>,
     /// Compiled when the first write is judged (see `lazy.rs`).
-    protected: OnFirstUse<Vec<String>, Protected>,
+    protected: OnFirstUse<ProtectedInput, Protected>,
     /// Compiled when the first path is judged.
     sensitive: OnFirstUse<SensitiveInput, Sensitive>,
     pub(crate) use_openat2: bool,

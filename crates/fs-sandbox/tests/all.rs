@@ -17,6 +17,8 @@ use fs_sandbox::{Access, Op, ResolveMode, Sandbox, SandboxConfig, WriteMode};
 
 #[path = "all/content.rs"]
 mod content;
+#[path = "all/home.rs"]
+mod home;
 #[path = "all/stores.rs"]
 mod stores;
 use proptest::prelude::*;
