@@ -11,6 +11,7 @@ mod head;
 mod lazy;
 mod open;
 mod protected;
+mod roles;
 mod sandbox;
 mod sensitive;
 mod stores;
@@ -22,6 +23,7 @@ pub use glob::GlobOutcome;
 pub use head::{Head, SNIFF_BYTES, read_head, read_small_text};
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
 pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED, HOME_PROTECTED};
+pub use roles::DIRENV_LOADERS;
 pub use sandbox::{Access, Op, ResolveMode, Root, Sandbox, SandboxBuilder, SandboxPath};
 pub use sensitive::{
     DEFAULT_SENSITIVE, NOT_SENSITIVE, SensitivePattern, SensitiveWhen,

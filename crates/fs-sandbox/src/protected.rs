@@ -30,6 +30,7 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::SandboxError;
 use crate::head::read_small_text;
+use crate::roles::{self, Named};
 
 /// The protected patterns used unless the builder or the config replaces them.
 ///
@@ -189,6 +190,8 @@ struct DirFacts {
     dot_git: bool,
     /// The protected directory names in it that are symlinks.
     linked: Vec<String>,
+    /// It holds an `.envrc` (direnv loads it, and what it names).
+    envrc: bool,
 }
 
 /// A compiled list of root-relative patterns.
@@ -297,6 +300,9 @@ pub(crate) struct Protected {
     home_patterns: Patterns,
     /// The agent's `PATH` directories (absolute entries, canonical).
     path_dirs: Vec<PathBuf>,
+    /// What the system, global and XDG git config and the homes' symlinked startup files name
+    /// (see `roles.rs`).
+    named: Vec<Named>,
 }
 
 impl Protected {
@@ -307,7 +313,7 @@ impl Protected {
 
     #[cfg(test)]
     pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
-        Self::compile_for(patterns, &[], &[])
+        Self::compile_for(patterns, &[], &[], &[])
     }
 
     /// [`compile`](Protected::compile), with the home directories and `PATH` directories whose
@@ -316,6 +322,7 @@ impl Protected {
         patterns: &[String],
         homes: &[PathBuf],
         path_dirs: &[PathBuf],
+        git_configs: &[PathBuf],
     ) -> Result<Self, SandboxError> {
         let names = Patterns::compile(patterns)?;
         let home_patterns = Patterns::compile(
@@ -343,6 +350,20 @@ impl Protected {
                 linkable_dirs.push(first.to_owned());
             }
         }
+        let home = homes.first().map(PathBuf::as_path);
+        let mut named: Vec<Named> = git_configs
+            .iter()
+            .flat_map(|config| roles::git_named(config, None, home))
+            .collect();
+        for home in homes {
+            let startup = |relative: &Path| {
+                names.matching(relative).is_some()
+                    || home_patterns
+                        .matching(&Path::new(HOME_MARK).join(relative))
+                        .is_some()
+            };
+            named.extend(roles::dotfile_targets(home, &startup));
+        }
         Ok(Protected {
             names,
             git_dir,
@@ -350,6 +371,7 @@ impl Protected {
             homes: homes.to_vec(),
             home_patterns,
             path_dirs: path_dirs.to_vec(),
+            named,
         })
     }
 
@@ -370,6 +392,9 @@ impl Protected {
                     home.display()
                 ));
             }
+        }
+        if let Some(named) = self.named.iter().find(|n| n.covers(physical)) {
+            return Some(named.why.clone());
         }
         // A PATH directory that holds the root itself is the person's setup, not a place to
         // guard: protecting it would protect the whole project.
@@ -396,12 +421,29 @@ impl Protected {
         while let Some(dir) = ancestor {
             let inside = dir.starts_with(root);
             let facts = self.facts(dir, inside);
+            // direnv: what the `.envrc` of a directory above the file loads.
+            if inside
+                && facts.envrc
+                && let Some(named) = roles::envrc_named(&dir.join(".envrc"))
+                    .into_iter()
+                    .find(|n| n.covers(physical))
+            {
+                return Some(named.why);
+            }
             // Rule 5: the first repository above the file may move its hooks (`core.hooksPath`).
             if !repo_seen
                 && facts.dot_git
                 && let Some(git) = git_dir_of_work_tree(dir)
             {
                 repo_seen = true;
+                // What the repository's own config names: included files, fsmonitor.
+                let home = self.homes.first().map(PathBuf::as_path);
+                if let Some(named) = roles::git_named(&git.join("config"), Some(dir), home)
+                    .into_iter()
+                    .find(|n| n.covers(physical))
+                {
+                    return Some(named.why);
+                }
                 if let Some(hooks) = hooks_path(&git, dir)
                     && physical.starts_with(&hooks)
                 {
@@ -452,6 +494,7 @@ impl Protected {
             git_dir: is_git_dir(dir),
             dot_git: std::fs::symlink_metadata(dir.join(".git")).is_ok(),
             linked,
+            envrc: inside_root && std::fs::symlink_metadata(dir.join(".envrc")).is_ok(),
         }
     }
 
@@ -465,6 +508,7 @@ impl Protected {
         let mut entries = Dir::new(fd).ok()?;
         let (mut head, mut objects, mut refs, mut commondir, mut dot_git) =
             (false, false, false, false, false);
+        let mut envrc = false;
         let mut linked = Vec::new();
         let mut count = 0usize;
         while let Some(entry) = entries.read() {
@@ -489,6 +533,7 @@ impl Protected {
                 b"refs" => refs = followed(FileType::Directory),
                 b"commondir" => commondir = followed(FileType::RegularFile),
                 b".git" => dot_git = true,
+                b".envrc" => envrc = true,
                 _ => {}
             }
             if let Some(linkable) = self.linkable_dirs.iter().find(|l| l.as_bytes() == name) {
@@ -506,6 +551,7 @@ impl Protected {
             git_dir: head && ((objects && refs) || commondir),
             dot_git,
             linked,
+            envrc,
         })
     }
 
@@ -858,7 +904,7 @@ mod tests {
     fn every_home_pattern_has_an_example_below_a_home_only() {
         let home = PathBuf::from("/home/u");
         let root = PathBuf::from("/home/u");
-        let p = Protected::compile_for(&[], std::slice::from_ref(&home), &[]).unwrap();
+        let p = Protected::compile_for(&[], std::slice::from_ref(&home), &[], &[]).unwrap();
         for pattern in HOME_PROTECTED {
             let Some((_, hit, miss)) = HOME_EXAMPLES.iter().find(|(p, _, _)| p == pattern) else {
                 panic!("no example for the home pattern {pattern}");
@@ -880,12 +926,12 @@ mod tests {
     #[test]
     fn path_directories_inside_a_root_are_protected() {
         let bin = PathBuf::from("/home/u/p/tools/bin");
-        let p = Protected::compile_for(&[], &[], std::slice::from_ref(&bin)).unwrap();
+        let p = Protected::compile_for(&[], &[], std::slice::from_ref(&bin), &[]).unwrap();
         let root = Path::new("/home/u/p");
         assert!(p.judge(&bin.join("ls"), &[], root).is_some());
         assert_eq!(p.judge(Path::new("/home/u/p/tools/x"), &[], root), None);
         // A PATH entry holding the root itself protects nothing.
-        let p = Protected::compile_for(&[], &[], &[PathBuf::from("/home/u")]).unwrap();
+        let p = Protected::compile_for(&[], &[], &[PathBuf::from("/home/u")], &[]).unwrap();
         assert_eq!(p.judge(Path::new("/home/u/p/a.txt"), &[], root), None);
     }
 

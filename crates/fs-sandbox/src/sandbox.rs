@@ -328,6 +328,7 @@ impl SandboxBuilder {
             })
             .unwrap_or_default();
         let homes_for_protected = homes.clone();
+        let git_configs = crate::stores::git_config_files(&lookup, home.as_deref());
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -337,8 +338,10 @@ impl SandboxBuilder {
             cwd,
             roots,
             protected: OnFirstUse::new(
-                (self.protected, homes_for_protected, path_dirs),
-                |(patterns, homes, path_dirs)| Protected::compile_for(patterns, homes, path_dirs),
+                (self.protected, homes_for_protected, path_dirs, git_configs),
+                |(patterns, homes, path_dirs, git_configs)| {
+                    Protected::compile_for(patterns, homes, path_dirs, git_configs)
+                },
             ),
             sensitive: OnFirstUse::new(
                 (self.sensitive, homes, located),
@@ -403,7 +406,7 @@ fn probe_openat2(root: Option<&Root>) -> bool {
 type SensitiveInput = (Vec<String>, Vec<PathBuf>, Vec<Located>);
 
 /// What the protected list compiles from: the patterns, the home forms, the `PATH` directories.
-type ProtectedInput = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>);
+type ProtectedInput = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
 
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///

@@ -252,20 +252,8 @@ fn git_credential_stores(
     env: &dyn Fn(&str) -> Option<OsString>,
     home: Option<&Path>,
 ) -> Vec<Located> {
-    let mut files: Vec<PathBuf> = vec![PathBuf::from("/etc/gitconfig")];
-    match env("GIT_CONFIG_GLOBAL").filter(|v| !v.is_empty()) {
-        Some(global) => files.push(PathBuf::from(global)),
-        None => files.extend(home.map(|h| h.join(".gitconfig"))),
-    }
-    match env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-    {
-        Some(xdg) => files.push(xdg.join("git/config")),
-        None => files.extend(home.map(|h| h.join(".config/git/config"))),
-    }
     let mut out = Vec::new();
-    for config in files {
+    for config in git_config_files(env, home) {
         let Some(text) = read_small_text(&config, CONFIG_BYTES) else {
             continue;
         };
@@ -280,6 +268,27 @@ fn git_credential_stores(
         }
     }
     out
+}
+
+/// The git config files every repository reads, as git finds them: the system file
+/// (`GIT_CONFIG_SYSTEM` or `/etc/gitconfig`), the global one (`GIT_CONFIG_GLOBAL` or
+/// `~/.gitconfig`) and the XDG one.
+pub(crate) fn git_config_files(
+    env: &dyn Fn(&str) -> Option<OsString>,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    let set = |var: &str| env(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut files =
+        vec![set("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig"))];
+    match set("GIT_CONFIG_GLOBAL") {
+        Some(global) => files.push(global),
+        None => files.extend(home.map(|h| h.join(".gitconfig"))),
+    }
+    match set("XDG_CONFIG_HOME").filter(|p| p.is_absolute()) {
+        Some(xdg) => files.push(xdg.join("git/config")),
+        None => files.extend(home.map(|h| h.join(".config/git/config"))),
+    }
+    files
 }
 
 /// How much of a git config file is read.

@@ -86,3 +86,67 @@ fn a_project_below_a_read_only_home_is_judged_as_a_project() {
         Err(SandboxError::Sensitive { .. })
     ));
 }
+
+#[test]
+fn files_configuration_makes_code_are_protected() {
+    let (_dir, home) = home_tree();
+    let proj = home.join("proj");
+    // The global git config moves every repository's hooks and includes a file.
+    let global = home.join("gitconfig-global");
+    std::fs::write(
+        &global,
+        format!(
+            "[core]\n\thooksPath = {}\n[include]\n\tpath = proj/shared.inc\n",
+            home.join("proj/githooks").display()
+        ),
+    )
+    .unwrap();
+    // The repository's own config includes a file in the work tree and names an fsmonitor.
+    let git = proj.join(".git");
+    for d in ["objects", "refs"] {
+        std::fs::create_dir_all(git.join(d)).unwrap();
+    }
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        git.join("config"),
+        "[include]\n\tpath = ../conf/git.inc\n[core]\n\tfsmonitor = tools/monitor\n",
+    )
+    .unwrap();
+    // direnv: the project's `.envrc` loads another file.
+    std::fs::write(
+        proj.join(".envrc"),
+        "source_env_if_exists env/dev.sh\ndotenv\n",
+    )
+    .unwrap();
+    // A dotfiles repository: `~/.bashrc` is a symlink to its copy.
+    std::fs::create_dir_all(home.join("dotfiles")).unwrap();
+    std::fs::write(home.join("dotfiles/bashrc"), "").unwrap();
+    std::os::unix::fs::symlink(home.join("dotfiles/bashrc"), home.join(".bashrc")).unwrap();
+    let sb = Sandbox::builder(&home)
+        .root(&home, Access::ReadWrite)
+        .home(&home)
+        .env([
+            ("PATH", "/usr/bin".to_owned()),
+            ("GIT_CONFIG_GLOBAL", global.display().to_string()),
+        ])
+        .build()
+        .unwrap();
+    for file in [
+        "proj/githooks/pre-commit",
+        "proj/shared.inc",
+        "proj/conf/git.inc",
+        "proj/tools/monitor",
+        "proj/env/dev.sh",
+        "dotfiles/bashrc",
+    ] {
+        assert!(protected(&sb, &home.join(file)), "{file}");
+    }
+    for file in [
+        "proj/conf/other.inc",
+        "proj/tools/readme",
+        "dotfiles/README.md",
+    ] {
+        sb.check(home.join(file), Op::Write)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+}
