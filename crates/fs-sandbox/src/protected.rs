@@ -257,10 +257,18 @@ impl Patterns {
     /// The pattern `relative` matches, as spelled or as a case-insensitive filesystem reads it
     /// (see [`fold_name`]): on macOS (APFS, HFS+), Windows, or an ext4 `casefold` directory
     /// `.Claude/settings.json` and `.ENVRC` ARE `.claude/settings.json` and `.envrc`, and HFS+
-    /// also ignores zero-width code points (`.claude\u{200b}`). Folding on every filesystem
-    /// fails closed: nobody needs to write `.ENVRC` on a case-sensitive one.
+    /// also ignores zero-width code points (`.claude\u{200b}`).
     pub(crate) fn matching(&self, relative: &Path) -> Option<&str> {
+        self.matching_as(relative, true)
+    }
+
+    /// [`matching`](Patterns::matching), folding only when `fold` says the filesystem does
+    /// ([`folds`]): on a case-sensitive one `.Husky/` is not `.husky/`, and no tool reads it.
+    pub(crate) fn matching_as(&self, relative: &Path, fold: bool) -> Option<&str> {
         let first = self.set.matches(relative).into_iter().next().or_else(|| {
+            if !fold {
+                return None;
+            }
             let spelled = relative.to_string_lossy();
             let folded = fold_name(&spelled);
             (folded != spelled)
@@ -269,6 +277,56 @@ impl Patterns {
         })?;
         self.owners.get(first).map(String::as_str)
     }
+}
+
+/// `statfs` magic numbers of filesystems that compare names without case (FAT, exFAT, NTFS,
+/// SMB, HFS+) or whose folding the kernel cannot know (FUSE: ntfs-3g, ciopfs; fail closed).
+pub(crate) const FOLDING_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x4d44, "vfat"),
+    (0x2011_bab0, "exfat"),
+    (0x5346_544e, "ntfs"),
+    (0x7366_746e, "ntfs3"),
+    (0xff53_4d42, "cifs"),
+    (0xfe53_4d42, "smb2"),
+    (0x517b, "smb"),
+    (0x482b, "hfsplus"),
+    (0x6573_5546, "fuse"),
+];
+
+/// The inode flag of an ext4/f2fs directory whose names are case-folded (`chattr +F`).
+const FS_CASEFOLD_FL: u32 = 0x4000_0000;
+
+/// Whether names in `dir` (or its deepest existing ancestor) are compared without case:
+/// always on macOS; on Linux when its filesystem folds or the directory has the casefold flag.
+/// A directory that cannot be examined folds (fail closed).
+pub(crate) fn folds(dir: &Path) -> bool {
+    if cfg!(target_os = "macos") {
+        return true;
+    }
+    let mut at = Some(dir);
+    while let Some(dir) = at {
+        match rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => {
+                let Ok(fs) = rustix::fs::fstatfs(&fd) else {
+                    return true;
+                };
+                #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+                let kind = i64::from(fs.f_type as i64) & 0xffff_ffff;
+                if FOLDING_FILESYSTEMS.iter().any(|(magic, _)| *magic == kind) {
+                    return true;
+                }
+                return rustix::fs::ioctl_getflags(&fd)
+                    .is_ok_and(|flags| flags.bits() & FS_CASEFOLD_FL != 0);
+            }
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => at = dir.parent(),
+            Err(_) => return true,
+        }
+    }
+    true
 }
 
 /// Code points HFS+ ignores in names (git's `is_hfs_dotgit` list: zero-width joiners,
@@ -378,14 +436,15 @@ impl Protected {
     /// Why a write to `physical` (inside `root`) is refused, if it is; `views` are the other
     /// names the path had on the way (absolute, lexical).
     pub(crate) fn judge(&self, physical: &Path, views: &[PathBuf], root: &Path) -> Option<String> {
-        if let Some(pattern) = self.names.matching(relative_to(physical, root)) {
+        let fold = physical.parent().is_none_or(folds);
+        if let Some(pattern) = self.names.matching_as(relative_to(physical, root), fold) {
             return Some(pattern.to_owned());
         }
         for home in &self.homes {
             if let Ok(below) = physical.strip_prefix(home)
                 && let Some(pattern) = self
                     .home_patterns
-                    .matching(&Path::new(HOME_MARK).join(below))
+                    .matching_as(&Path::new(HOME_MARK).join(below), fold)
             {
                 return Some(format!(
                     "{pattern} (the home directory `{}` is inside the root)",
@@ -412,7 +471,7 @@ impl Protected {
             if view.components().any(|c| c == Component::ParentDir) || !view.starts_with(root) {
                 continue;
             }
-            if let Some(pattern) = self.names.matching(relative_to(view, root)) {
+            if let Some(pattern) = self.names.matching_as(relative_to(view, root), fold) {
                 return Some(format!("{pattern} (named `{}`)", view.display()));
             }
         }
@@ -455,7 +514,7 @@ impl Protected {
                 }
             }
             if facts.git_dir
-                && let Some(pattern) = self.git_dir.matching(relative_to(physical, dir))
+                && let Some(pattern) = self.git_dir.matching_as(relative_to(physical, dir), fold)
             {
                 return Some(format!(
                     "{pattern} of the git directory `{}`",
@@ -921,6 +980,32 @@ mod tests {
                 None
             );
         }
+    }
+
+    #[test]
+    fn case_folds_only_where_the_filesystem_folds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("probe"), "").unwrap();
+        let folding = root.join("PROBE").exists();
+        assert_eq!(folds(&root), folding);
+        assert_eq!(folds(&root.join("missing/deeper")), folding);
+        let p = Protected::compile(
+            &DEFAULT_PROTECTED
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert!(
+            p.judge(&root.join(".husky/pre-commit"), &[], &root)
+                .is_some()
+        );
+        assert_eq!(
+            p.judge(&root.join(".Husky/pre-commit"), &[], &root)
+                .is_some(),
+            folding
+        );
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub enum SensitiveWhen {
     /// token-long user name: `https://ghp_...@github.com`) or cannot be read; a missing file
     /// is not. A repository's `.git/config` is ordinary until a remote embeds one.
     HoldsUrlCredential,
+    /// Unless its content is plainly a document of another kind that shares the extension
+    /// (a Keynote `.key` is a zip archive); missing or unreadable counts as sensitive.
+    UnlessDocument,
 }
 
 /// One entry of the sensitive-path table.
@@ -378,7 +381,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "an SSH private key",
         "/p/keys/id_ed25519_sk",
     ),
-    always("*.key", "a private key", "/p/tls/server.key"),
+    SensitivePattern {
+        pattern: "*.key",
+        what: "a private key",
+        example: "/p/tls/server.key",
+        when: SensitiveWhen::UnlessDocument,
+    },
     always("*.p12", "a PKCS#12 key bundle", "/p/cert.p12"),
     always("*.pfx", "a PKCS#12 key bundle", "/p/cert.pfx"),
     always("*.keystore", "a Java keystore", "/p/release.keystore"),
@@ -860,7 +868,9 @@ impl Sensitive {
         let Some(tree_hits) = self.trees.hits(&candidate, &rests) else {
             return Some(UNCOMPILED);
         };
-        if let Some((_, what)) = tree_hits.into_iter().min_by_key(|(order, _)| *order) {
+        if let Some((_, what)) = tree_hits.into_iter().min_by_key(|(order, _)| *order)
+            && !is_public_half(absolute)
+        {
             return Some(what);
         }
         // A file pattern never matches a directory: until the file set is compiled anyway, one
@@ -896,6 +906,11 @@ impl Sensitive {
                 }
                 SensitiveWhen::HoldsUrlCredential => {
                     if meta.is_ok() && holds_url_credential(absolute) {
+                        return Some(what);
+                    }
+                }
+                SensitiveWhen::UnlessDocument => {
+                    if !is_document(absolute) {
                         return Some(what);
                     }
                 }
@@ -968,6 +983,36 @@ fn store_identities(homes: &[PathBuf], located: &[Located]) -> HashMap<(u64, u64
         }
     }
     ids
+}
+
+/// Leading bytes of document formats that share an extension with key files.
+pub(crate) const DOCUMENT_MAGIC: &[(&[u8], &str)] = &[
+    (
+        b"PK\x03\x04",
+        "a zip archive (Keynote, OpenDocument, Office)",
+    ),
+    (b"%PDF-", "a PDF document"),
+];
+
+/// Whether `path` is a regular file whose head is a document format ([`DOCUMENT_MAGIC`]).
+fn is_document(path: &Path) -> bool {
+    match read_head(path, 8) {
+        Ok(Head::Bytes(head)) => DOCUMENT_MAGIC
+            .iter()
+            .any(|(magic, _)| head.starts_with(magic)),
+        _ => false,
+    }
+}
+
+/// Whether `path` is the public half of a key pair: a regular `.pub` file with no private key
+/// block in it (`~/.ssh/id_ed25519.pub` is handed out on purpose; a private key renamed
+/// `.pub` is still a key).
+fn is_public_half(path: &Path) -> bool {
+    let public = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pub"));
+    public
+        && matches!(read_head(path, SNIFF_BYTES), Ok(Head::Bytes(head)) if !private_key_in(&head))
 }
 
 /// Whether a file holds a private key block; unreadable or not a regular file counts as yes
@@ -1161,6 +1206,11 @@ mod tests {
                     std::fs::write(&p, "-----BEGIN PRIVATE KEY-----\nMII\n").unwrap();
                     p
                 }
+                SensitiveWhen::UnlessDocument => {
+                    let p = dir.path().join("server.key");
+                    std::fs::write(&p, "-----BEGIN PRIVATE KEY-----\nMII\n").unwrap();
+                    p
+                }
                 SensitiveWhen::HoldsUrlCredential => {
                     let p = dir.path().join(".git/config");
                     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
@@ -1298,6 +1348,28 @@ mod tests {
         assert!(t.matching(&home.join(".ssh")).is_some());
         assert_eq!(t.matching(&home.join("proj/.env")), None, "a venv");
         assert_eq!(t.matching(&home.join("proj/.env/bin/python")), None);
+    }
+
+    #[test]
+    fn public_halves_and_documents_named_like_keys_are_not_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        let t = Sensitive::compile(&[], &home_forms(Some(&home))).unwrap();
+        let public = home.join(".ssh/id_ed25519.pub");
+        std::fs::write(&public, "ssh-ed25519 AAAAC3Nza u@h\n").unwrap();
+        assert_eq!(t.matching(&public), None);
+        std::fs::write(&public, "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+        assert!(t.matching(&public).is_some(), "a key renamed .pub");
+        assert!(t.matching(&home.join(".ssh/known_hosts")).is_some());
+        let talk = home.join("talk.key");
+        std::fs::write(&talk, b"PK\x03\x04\x14\x00").unwrap();
+        assert_eq!(t.matching(&talk), None, "a Keynote file");
+        std::fs::write(&talk, "-----BEGIN EC PRIVATE KEY-----\n").unwrap();
+        assert!(t.matching(&talk).is_some());
+        std::fs::write(&talk, "3f9a0c1b2d").unwrap();
+        assert!(t.matching(&talk).is_some(), "a raw key (Rails master.key)");
+        assert!(t.matching(&home.join("new.key")).is_some(), "not there yet");
     }
 
     #[test]
