@@ -51,11 +51,20 @@ pub fn read_head(path: &Path, limit: usize) -> std::io::Result<Head> {
 
 /// The first `limit` bytes of an fd opened `O_NONBLOCK`, when it is a regular file.
 pub(crate) fn head_of_fd(fd: &OwnedFd, limit: usize) -> std::io::Result<Head> {
-    let kind = FileType::from_raw_mode(rustix::fs::fstat(fd)?.st_mode);
+    let stat = rustix::fs::fstat(fd)?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
     if kind != FileType::RegularFile {
         return Ok(Head::NotRegular(kind));
     }
-    let mut out = vec![0u8; limit];
+    // Sized by the file, not the limit (no 64 KiB memset for a 1 KiB file); procfs reports 0
+    // for files that are not empty, so 0 reads up to the limit.
+    let size = usize::try_from(stat.st_size).unwrap_or(usize::MAX);
+    let want = if size == 0 {
+        limit
+    } else {
+        limit.min(size.saturating_add(1))
+    };
+    let mut out = vec![0u8; want];
     let mut filled = 0usize;
     while let Some(rest) = out.get_mut(filled..).filter(|r| !r.is_empty()) {
         match rustix::io::read(fd, rest) {

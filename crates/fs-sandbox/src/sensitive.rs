@@ -1029,7 +1029,7 @@ fn holds_private_key(path: &Path) -> bool {
 pub(crate) fn private_key_in(head: &[u8]) -> bool {
     PRIVATE_KEY_MARKERS
         .iter()
-        .any(|marker| memfind(head, marker.as_bytes()))
+        .any(|marker| memchr::memmem::find(head, marker.as_bytes()).is_some())
 }
 
 /// What starts a private key in a text file: PEM blocks of every kind (`PRIVATE KEY`, `RSA
@@ -1037,10 +1037,6 @@ pub(crate) fn private_key_in(head: &[u8]) -> bool {
 /// PuTTY's key files and age identities.
 pub(crate) const PRIVATE_KEY_MARKERS: &[&str] =
     &["PRIVATE KEY", "PuTTY-User-Key-File-", "AGE-SECRET-KEY-1"];
-
-fn memfind(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
-}
 
 /// Whether a file holds a URL whose user part is a credential; unreadable counts as yes.
 fn holds_url_credential(path: &Path) -> bool {
