@@ -678,10 +678,14 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     }
     // A jq program that imports or includes a module reads a file named inside the program
     // (`import "/home/u/.docker/config" as $c;` loads that JSON), which the table cannot see.
-    if name == "jq"
+    // The Go yq's `load("FILE")` (and its `load_str`, `load_xml` ...) reads FILE the same way.
+    if matches!(name, "jq" | "yq")
         && args.iter().any(|a| {
             let t = a.text.as_str();
-            t.contains("import") || t.contains("include") || t.contains("modulemeta")
+            t.contains("import")
+                || t.contains("include")
+                || t.contains("modulemeta")
+                || (name == "yq" && t.contains("load"))
         })
     {
         w.add(
@@ -793,6 +797,18 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
+    // The command table decides for the commands it describes; a `fallback` entry only for the
+    // forms it claims (`cargo metadata`, `top -b`), the rest left to the lists below.
+    if !matches!(name, "find" | "sed")
+        && !PRIVILEGE.contains(&name)
+        && let Some(spec) = crate::table::spec(name)
+        && crate::table::claims(spec, args)
+    {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command(w, name, spec, args, sub);
+    }
     if PRIVILEGE.contains(&name) {
         w.add(
             Decision::Deny,
@@ -1652,6 +1668,26 @@ fn table_judge(
                 format!("`{opt}` of `{name}` has no value"),
             );
         }
+        // `KIND=PATH` (E): the path is what follows the `=`; a bare KIND names no file.
+        let target = match target.filter(|_| e.kind_path) {
+            Some(v) => {
+                if let Some((_, path)) = v.text.split_once('=') {
+                    let named = Decoded {
+                        text: path.to_owned(),
+                        ..v.clone()
+                    };
+                    if e.read {
+                        w.path(&named, PathAccess::Read, sub, &format!("`{opt}` file"));
+                    }
+                    if e.write {
+                        w.path(&named, PathAccess::Write, sub, &format!("`{opt}` output"));
+                        wrote = true;
+                    }
+                }
+                None
+            }
+            None => target,
+        };
         if let Some(v) = target.filter(|_| takes_value) {
             if e.data_file
                 && let Some(file) = crate::table::data_file(&v.text).filter(|f| !f.is_empty())
@@ -2489,7 +2525,7 @@ fn writer(
         "sed" => return sed(w, args, sub, dyn_args),
         _ => {}
     }
-    if let Some(spec) = crate::table::spec(name) {
+    if let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback) {
         if dyn_args {
             dynamic_args(w, sub, name);
         }
