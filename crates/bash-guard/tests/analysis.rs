@@ -620,13 +620,21 @@ fn benign_corpus_friction_is_low() {
             .join("; ");
         match v.decision {
             Decision::Allow => {}
-            Decision::Ask => asked.push(format!("benign.txt:{}: `{command}` asks ({why})", line + 1)),
+            Decision::Ask => {
+                asked.push(format!("benign.txt:{}: `{command}` asks ({why})", line + 1))
+            }
             Decision::Deny => {
-                denied.push(format!("benign.txt:{}: `{command}` denied ({why})", line + 1));
+                denied.push(format!(
+                    "benign.txt:{}: `{command}` denied ({why})",
+                    line + 1
+                ));
             }
         }
     }
-    assert!(n >= 1000, "the benign corpus has {n} commands, fewer than 1000");
+    assert!(
+        n >= 1000,
+        "the benign corpus has {n} commands, fewer than 1000"
+    );
     let share = |k: usize| 100.0 * k as f64 / n as f64;
     println!(
         "benign corpus: {n} commands, {} asked ({:.2}%), {} denied ({:.2}%)",
