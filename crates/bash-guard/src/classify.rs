@@ -585,6 +585,22 @@ const OPAQUE: &[&str] = &[
     "traces",
 ];
 
+/// Whether a yq expression calls `load(...)`, `load_str(...)` or another `load_*` operator,
+/// which read the file they name (a field such as `.download_url` does not).
+fn yq_loads(expr: &str) -> bool {
+    expr.match_indices("load").any(|(i, _)| {
+        let before = expr.get(..i).and_then(|b| b.chars().next_back());
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+            return false;
+        }
+        let rest = expr.get(i + 4..).unwrap_or("");
+        let rest = rest.strip_prefix('_').map_or(rest, |r| {
+            r.trim_start_matches(|c: char| c.is_ascii_alphanumeric())
+        });
+        rest.trim_start().starts_with('(')
+    })
+}
+
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let before = w.findings.len();
@@ -685,7 +701,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
             t.contains("import")
                 || t.contains("include")
                 || t.contains("modulemeta")
-                || (name == "yq" && t.contains("load"))
+                || (name == "yq" && yq_loads(t))
         })
     {
         w.add(
