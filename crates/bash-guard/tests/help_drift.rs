@@ -251,7 +251,7 @@ fn entries_know_every_long_option_their_program_prints() {
             let ignored = IGNORED
                 .iter()
                 .any(|(c, o, _)| c == command && o.trim_start_matches('-') == option);
-            if !ignored && !known.iter().any(|k| *k == option) {
+            if !ignored && !known.contains(&option) {
                 missing.push(format!("{command} --{option}"));
             }
         }
