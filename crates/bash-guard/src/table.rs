@@ -745,7 +745,9 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         "dir" | "vdir" => "ls",
         other => other,
     };
-    static SPECS: OnceLock<Vec<OnceLock<Option<CommandSpec>>>> = OnceLock::new();
+    // Boxed: the slots are allocated for every command on the first lookup of a process, so
+    // each is one pointer, not a whole spec; the table can grow without the start-up growing.
+    static SPECS: OnceLock<Vec<OnceLock<Option<Box<CommandSpec>>>>> = OnceLock::new();
     let index = generated::COMMANDS
         .binary_search_by(|(entry, _)| (*entry).cmp(key))
         .ok()?;
@@ -759,9 +761,9 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         .get(index)?
         .get_or_init(|| {
             let value = toml::Value::Table(toml::from_str(text).ok()?);
-            parse_command(entry, value, groups()?).ok()
+            parse_command(entry, value, groups()?).ok().map(Box::new)
         })
-        .as_ref()
+        .as_deref()
 }
 
 /// One option as the interpreter read it.
@@ -1046,6 +1048,19 @@ mod tests {
         );
         assert!(spec("no-such-command").is_none());
         assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
+    }
+
+    #[test]
+    fn a_lookup_slot_is_one_pointer() {
+        // What the first lookup allocates per command, whatever the table's size.
+        assert_eq!(
+            std::mem::size_of::<OnceLock<Option<Box<CommandSpec>>>>(),
+            std::mem::size_of::<usize>() * 2
+        );
+        println!(
+            "an unboxed slot would be {} bytes",
+            std::mem::size_of::<OnceLock<Option<CommandSpec>>>()
+        );
     }
 
     #[test]
