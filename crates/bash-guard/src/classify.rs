@@ -1019,6 +1019,21 @@ fn special(
                 )
         });
     match name {
+        // An interactive program's own `--version` or `--help` only prints (`vim --version`,
+        // `psql --help`); its short forms mean other things (`vim -v` is Vi mode).
+        _ if INTERACTIVE.contains(&name)
+            && !args.is_empty()
+            && args
+                .iter()
+                .all(|a| !a.dynamic && matches!(a.text.as_str(), "--version" | "--help")) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` only prints its version or help"),
+            );
+        }
         _ if only_version && (INTERPRETERS.contains(&name) || BUILD.contains(&name)) => {
             w.add(
                 Decision::Allow,
