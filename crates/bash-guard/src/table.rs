@@ -743,6 +743,28 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         "pip3" => "pip",
         "podman" => "docker",
         "dir" | "vdir" => "ls",
+        // The compressed-file wrappers take their tool's options (zgrep passes them to grep).
+        "zgrep" | "zegrep" | "zfgrep" | "bzgrep" | "bzegrep" | "bzfgrep" | "xzgrep" | "xzegrep"
+        | "xzfgrep" | "lzgrep" | "lzegrep" | "lzfgrep" | "zstdgrep" => "grep",
+        "zdiff" | "bzdiff" | "xzdiff" | "lzdiff" => "diff",
+        "zcmp" | "bzcmp" | "xzcmp" | "lzcmp" => "cmp",
+        "hd" => "hexdump",
+        "lzma" => "xz",
+        "unlzma" => "unxz",
+        "lzcat" => "xzcat",
+        "bunzip2" => "bzip2",
+        "uncompress" => "gunzip",
+        "unzstd" | "zstdmt" => "zstd",
+        "pkgconf" => "pkg-config",
+        "tomlq" | "xq-python" => "yq",
+        // LLVM's binutils accept the GNU tools' options (an option only LLVM has asks).
+        "llvm-readelf" => "readelf",
+        "llvm-objdump" => "objdump",
+        "llvm-nm" => "nm",
+        "llvm-size" => "size",
+        "llvm-strings" => "strings",
+        "llvm-cxxfilt" => "c++filt",
+        "llvm-addr2line" => "addr2line",
         other => other,
     };
     // Boxed: the slots are allocated for every command on the first lookup of a process, so
