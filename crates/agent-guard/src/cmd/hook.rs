@@ -206,20 +206,29 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
 
 /// Runs a hook: reads stdin, answers, and never fails open.
 pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
+    let started = std::time::Instant::now();
     install_crash_answer(protocol);
+    let (tx, rx) = std::sync::mpsc::channel();
     let worker = std::thread::Builder::new()
         .name("hook".to_owned())
         .stack_size(HOOK_STACK)
-        .spawn(move || answer_stdin(protocol, &args));
+        .spawn(move || {
+            let _ = tx.send(answer_stdin(protocol, &args));
+        });
     let answer = match worker {
-        Ok(handle) => match handle.join() {
-            Ok(answer) => answer,
-            Err(_) => crash(protocol, "the guard panicked"),
-        },
+        // Answered before the client's deadline, whatever the judgement waits for.
+        Ok(_) => super::hook_deadline::await_answer(
+            protocol.client(),
+            started,
+            || EVENT_NAME.get().cloned(),
+            &rx,
+            |reason| crash(protocol, reason),
+        ),
         Err(e) => crash(protocol, &format!("cannot start the hook thread: {e}")),
     };
     emit(&answer);
-    ExitCode::from(answer.exit)
+    // The judging thread may still be stuck (a slow mount): leave without waiting for it.
+    std::process::exit(i32::from(answer.exit))
 }
 
 fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {

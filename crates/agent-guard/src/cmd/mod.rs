@@ -14,6 +14,7 @@ pub(crate) mod exec;
 pub(crate) mod explain;
 pub(crate) mod gemini_hook;
 mod hook;
+mod hook_deadline;
 pub(crate) mod init;
 pub(crate) mod lint;
 pub(crate) mod path;
