@@ -35,9 +35,10 @@ The policy (--policy, default .agent-guard/policy.toml in the project, or
 ~/.config/agent-guard/policy.toml with --user) gets a copy of the shipped example when it does
 not exist. The hook command names the policy by absolute path.
 
-The program written is this executable's absolute path, so the hook does not depend on the
-client's PATH; when this executable runs from a cargo target directory (a build that `cargo
-clean` deletes), plain `agent-guard` is written instead, resolved on PATH. --binary overrides.
+The program written is this executable's absolute path (or --binary, a bare name resolved on
+PATH now), so the hook does not depend on the client's PATH. The events that judge a call run it
+fail-closed: if the program is missing or dies (any exit but 0 or 2), the shell wrapper answers
+exit 2 with a reason, which every client reads as a refusal.
 
 Exit status:
   0  installed (or, with --dry-run, the change was printed)
@@ -383,21 +384,29 @@ pub(crate) fn home() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The program to write into the hook: see AFTER_HELP.
+/// The program to write into the hook: always an absolute path (see AFTER_HELP).
 fn hook_program(binary: Option<&Path>) -> anyhow::Result<String> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    if let Some(binary) = binary {
-        // A bare name stays a PATH lookup; a path becomes absolute.
-        if binary.components().count() == 1 && !binary.has_root() {
-            return Ok(binary.display().to_string());
-        }
-        return Ok(absolutize(&cwd, binary).display().to_string());
-    }
-    let exe = std::env::current_exe().context("cannot find this executable's path")?;
-    if in_cargo_target_dir(&exe) {
-        return Ok("agent-guard".to_owned());
-    }
-    Ok(exe.display().to_string())
+    let program = match binary {
+        // A bare name is looked up on this PATH now: the client's PATH may differ.
+        Some(b) if b.components().count() == 1 && !b.has_root() => on_path(b)
+            .with_context(|| format!("`{}` is not on PATH; pass its path", b.display()))?,
+        Some(b) => absolutize(&cwd, b),
+        None => std::env::current_exe().context("cannot find this executable's path")?,
+    };
+    Ok(program.display().to_string())
+}
+
+/// The first executable file named `name` in a PATH directory.
+fn on_path(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Whether `exe` lives in a cargo target directory (which carries cargo's `CACHEDIR.TAG`).
@@ -415,6 +424,21 @@ fn hook_command(program: &str, subcommand: &str, policy: &Path) -> String {
         shell_quote(&policy.display().to_string())
     )
 }
+
+/// `command` made to fail closed, for the events that judge a call. Claude Code and Codex run
+/// the call when a hook exits with anything but 0 or 2 (a missing program is 127, a killed one
+/// 137) and Gemini CLI does on exit 1: every such exit becomes exit 2 with a reason on stderr,
+/// which all three read as a refusal. Exit 0 and 2 pass through with the guard's own answer.
+pub(crate) fn fail_closed(command: &str) -> String {
+    format!(
+        "{command} || {{ s=$?; [ $s -eq 2 ] || echo '{FAIL_CLOSED_REASON}' \"(exit $s)\" >&2; exit 2; }}"
+    )
+}
+
+/// What the model and the user read when the hook program is missing or dies (single-quoted
+/// in the wrapper: no quote, backtick or dollar in it).
+pub(crate) const FAIL_CLOSED_REASON: &str = "agent-guard: the hook program is missing or died, \
+     so the call is refused; reinstall it with agent-guard init, check it with agent-guard doctor";
 
 // --- An order-preserving JSON value -------------------------------------------------------
 //
@@ -563,7 +587,12 @@ fn our_group(spec: &ClientSpec, event: &EventSpec, command: &str) -> Json {
     if spec.handler_name {
         handler.push(("name".to_owned(), json_str("agent-guard")));
     }
-    handler.push(("command".to_owned(), json_str(command)));
+    let command = if event.judges {
+        fail_closed(command)
+    } else {
+        command.to_owned()
+    };
+    handler.push(("command".to_owned(), json_str(&command)));
     handler.push(("timeout".to_owned(), Json::Number(event.timeout.into())));
     let mut group = Vec::new();
     if let Some(m) = event.matcher {
@@ -829,9 +858,10 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
             policy.display()
         );
     }
-    if program == "agent-guard" {
+    if in_cargo_target_dir(Path::new(&program)) {
         println!(
-            "note: the hook runs `agent-guard` from PATH; make sure the client's PATH has it (or pass --binary)"
+            "note: the hook runs `{program}`, a build that `cargo clean` deletes (the hook then \
+             refuses every call); install agent-guard and run init again from the installed copy"
         );
     }
     if spec.name == ClientName::Gemini
