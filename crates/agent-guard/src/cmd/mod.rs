@@ -13,6 +13,7 @@ pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod explain;
 pub(crate) mod gemini_hook;
+mod headless;
 mod hook;
 pub(crate) mod init;
 pub(crate) mod lint;
