@@ -25,7 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_server  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VERSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "versions.json")
+PINNED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "package.json")
+PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "gemini": "@google/gemini-cli"}
+DEFAULT_DIR = os.path.join(os.path.expanduser("~"), ".cache/agent-guard-clients")
 # A GitHub token shape the redactor knows; not a real credential.
 SECRET = "ghp_Q7mZ2xW9kLb4NcV7yHd3PfJs6GtE1aUo5iR8"
 KEY_MARKER = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
@@ -388,8 +390,7 @@ def run_once(client, script, guard, calls_of, check, mode, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--guard", default=os.path.join(ROOT, "target/debug/agent-guard"))
-    ap.add_argument("--clients", default=os.environ.get("AGENT_GUARD_CLIENTS_DIR",
-                                                        "/opt/agent-guard-clients"))
+    ap.add_argument("--clients", default=os.environ.get("AGENT_GUARD_CLIENTS_DIR") or DEFAULT_DIR)
     ap.add_argument("--only", default="claude,codex,gemini")
     ap.add_argument("--scenario", default="")
     args = ap.parse_args()
@@ -409,6 +410,13 @@ def main():
         if not os.access(os.path.join(bindir, cname), os.X_OK):
             broken.append(f"{cname}: not installed under {bindir} (run .ci/run, or set AGENT_GUARD_CLIENTS_DIR)")
             continue
+        pinned = json.load(open(PINNED))["dependencies"][PACKAGES[cname]]
+        manifest = os.path.join(args.clients, "node_modules", PACKAGES[cname], "package.json")
+        installed = json.load(open(manifest)).get("version")
+        if installed != pinned:
+            broken.append(f"{cname}: {installed} is installed, the suite is pinned to {pinned}")
+            continue
+        print(f"{cname} {installed}", flush=True)
         for name, harmful, calls, check in variants:
             if args.scenario and args.scenario not in name:
                 continue
