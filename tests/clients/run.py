@@ -349,6 +349,28 @@ def install(guard, client, sb, env, binary=None):
     client.trust(sb, env)
 
 
+def doctor_sees_trust(client, guard, tmp):
+    """Right after `init codex` Codex skips the hook until it is trusted: doctor must say so,
+    and pass once the user trusts it."""
+    sb = Sandbox(tmp)
+    env = client.env(sb)
+    client.prepare(sb, env)
+    r = subprocess.run([guard, "init", client.init_name], cwd=sb.proj, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"init failed: {r.stderr}"]
+    env = dict(env, PATH=client.bindir + os.pathsep + env.get("PATH", ""))
+    doctor = [guard, "doctor", client.init_name, "--project", sb.proj]
+    before = subprocess.run(doctor, cwd=sb.proj, env=env, capture_output=True, text=True, timeout=120)
+    problems = []
+    if before.returncode == 0 or "trust" not in before.stdout:
+        problems.append(f"doctor passed an untrusted hook: {before.stdout[-600:]}")
+    client.trust(sb, env)
+    after = subprocess.run(doctor, cwd=sb.proj, env=env, capture_output=True, text=True, timeout=120)
+    if after.returncode != 0:
+        problems.append(f"doctor failed a trusted installation: {after.stdout[-600:]}")
+    return problems
+
+
 def run_once(client, script, guard, calls_of, check, mode, tmp):
     """One client session; returns a list of problems."""
     sb = Sandbox(tmp)
@@ -434,6 +456,20 @@ def main():
                 else:
                     passed += 1
                     print(f"ok   {label} ({took:.1f} s)", flush=True)
+        if cname == "codex" and (not args.scenario or args.scenario in "untrusted-hook"):
+            start = time.monotonic()
+            try:
+                problems = doctor_sees_trust(client, guard, tmp)
+            except Exception as e:
+                problems = [f"could not run: {e}"]
+            label = f"{cname:7} {'untrusted-hook':18} {'doctor':8}"
+            took = time.monotonic() - start
+            if problems:
+                failures.append(f"{label} {'; '.join(problems)}")
+                print(f"FAIL {label} ({took:.1f} s): {'; '.join(problems)}", flush=True)
+            else:
+                passed += 1
+                print(f"ok   {label} ({took:.1f} s)", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
     print()
     for b in broken:

@@ -149,11 +149,12 @@ fn pre_tool_use_decisions_for_documented_shapes() {
 #[test]
 fn default_allow_defers_to_claude_codes_own_prompt() {
     let s = Session::new();
-    // No policy: no rule matches, so the default (allow) must not auto-approve the call.
-    let v = answer(&[], s.fixture("pre_read_src"));
+    // No rule matches, so `default = "allow"` must not auto-approve the call.
+    let allow = format!("{DATA}/default-allow.toml");
+    let v = answer(&["--policy", &allow], s.fixture("pre_read_src"));
     assert_eq!(v, serde_json::json!({}));
     // The built-in layers still refuse what is never fine.
-    let v = answer(&[], s.fixture("pre_read_ssh_key"));
+    let v = answer(&["--policy", &allow], s.fixture("pre_read_ssh_key"));
     assert_eq!(pre_decision(&v).0, "deny");
 }
 

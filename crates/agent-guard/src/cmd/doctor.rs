@@ -628,6 +628,9 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
         }
     }
 
+    if spec.name == ClientName::Codex {
+        codex_trust(&scope.project, &commands, timeout, &mut checks);
+    }
     for command in &commands {
         let program_ok = match hook_program_status(command, &scope.project) {
             ProgramStatus::Resolves => {
@@ -669,6 +672,43 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
         }
     }
     checks
+}
+
+/// Whether Codex runs our hooks: it skips a new or edited one, silently, until it is trusted.
+fn codex_trust(project: &Path, ours: &[String], timeout: Duration, checks: &mut Vec<Check>) {
+    match super::client_trust::codex_hooks(project, timeout) {
+        Err(why) => checks.push(Check::fail(
+            "trust",
+            format!("cannot ask Codex whether it runs the hooks: {why}"),
+            "put codex on PATH and run doctor again, or check `/hooks` in Codex",
+        )),
+        Ok(hooks) => {
+            let ours: Vec<_> = hooks.iter().filter(|h| ours.contains(&h.command)).collect();
+            let skipped: Vec<&str> = ours
+                .iter()
+                .filter(|h| !h.runs())
+                .map(|h| h.event.as_str())
+                .collect();
+            if ours.is_empty() {
+                checks.push(Check::fail(
+                    "trust",
+                    "Codex lists none of the agent-guard hooks for this project",
+                    "check the project is trusted in Codex, then open `/hooks`",
+                ));
+            } else if skipped.is_empty() {
+                checks.push(Check::ok("trust", "Codex trusts every agent-guard hook"));
+            } else {
+                checks.push(Check::fail(
+                    "trust",
+                    format!(
+                        "Codex skips the agent-guard hooks for {} until they are trusted: every call runs unguarded",
+                        skipped.join(", ")
+                    ),
+                    "open `/hooks` in Codex and trust the agent-guard hooks",
+                ));
+            }
+        }
+    }
 }
 
 /// The policy named by `command`: exists and lints clean. Returns whether it does.

@@ -954,7 +954,7 @@ mod tests {
         assert_eq!(groups[0]["hooks"][0]["command"], "fmt");
         assert_eq!(
             groups[1]["hooks"][0]["command"],
-            "/new/agent-guard claude-hook --policy /p"
+            fail_closed("/new/agent-guard claude-hook --policy /p")
         );
         assert_eq!(groups[1]["matcher"], "*");
         assert_eq!(groups[2]["hooks"][0]["command"], "logger");
@@ -978,7 +978,7 @@ mod tests {
         assert_eq!(groups[0]["hooks"][0]["command"], "logger");
         assert_eq!(
             groups[1]["hooks"][0]["command"],
-            "agent-guard claude-hook --policy /p"
+            fail_closed("agent-guard claude-hook --policy /p")
         );
     }
 
@@ -1032,6 +1032,53 @@ mod tests {
         assert!(!d.contains(" a\n"), "{d}");
         assert!(d.contains(" e\n"), "{d}");
         assert_eq!(diff(old, old, "f"), "");
+    }
+
+    fn sh(command: &str) -> std::process::Output {
+        std::process::Command::new("sh")
+            .args(["-c", command])
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_wrapper_refuses_when_the_program_is_missing_or_dies() {
+        for dead in [
+            "/nonexistent/agent-guard claude-hook",
+            "sh -c 'kill -9 $$'",
+            "sh -c 'exit 1'",
+        ] {
+            let out = sh(&fail_closed(dead));
+            assert_eq!(out.status.code(), Some(2), "{dead}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("the call is refused"), "{dead}: {err}");
+        }
+        // The guard's own answers pass through: exit 0 with its JSON, exit 2 with its reason.
+        let out = sh(&fail_closed("echo '{}'"));
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "{}\n");
+        let out = sh(&fail_closed("sh -c 'echo no >&2; exit 2'"));
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "no\n");
+    }
+
+    #[test]
+    fn only_judging_events_are_wrapped() {
+        let out = merge(
+            ClientName::Claude,
+            "{}",
+            "/a/agent-guard claude-hook --policy /p",
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let pre = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        let stop = doc["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert!(pre.contains("exit 2"), "{pre}");
+        // A Stop answered with exit 2 would keep Claude going.
+        assert_eq!(stop, "/a/agent-guard claude-hook --policy /p");
     }
 
     #[test]

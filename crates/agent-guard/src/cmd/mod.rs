@@ -7,6 +7,7 @@ pub(crate) mod cancel;
 pub(crate) mod check;
 pub(crate) mod claude_hook;
 mod claude_post;
+mod client_trust;
 pub(crate) mod codex_hook;
 pub(crate) mod demo;
 pub(crate) mod doctor;
