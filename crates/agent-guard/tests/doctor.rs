@@ -225,6 +225,21 @@ fn a_policy_that_denies_project_reads_fails_the_self_test() {
 }
 
 #[test]
+fn a_timeout_shorter_than_the_approval_wait_fails() {
+    let (_fake_dir, fake) = fake_agent_guard(&deny_rm_with(CLAUDE_DENY));
+    let (home, project) = installed("claude", &fake);
+    let path = project.path().join(".claude/settings.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen("\"timeout\": 90", "\"timeout\": 30", 1);
+    std::fs::write(&path, text).unwrap();
+    doctor(home.path(), project.path(), &["claude"])
+        .code(1)
+        .stdout(predicate::str::contains(
+            "does not cover the approval wait (55 s)",
+        ));
+}
+
+#[test]
 fn an_untrusted_codex_hook_fails() {
     let (_fake_dir, fake) = fake_agent_guard(&deny_rm_with(CLAUDE_DENY));
     let (home, project) = installed("codex", &fake);

@@ -505,6 +505,23 @@ fn our_handlers(spec: &ClientSpec, settings: &Value, event: &EventSpec) -> Vec<H
         .collect()
 }
 
+/// The approval wait of a hook command (`--approve-wait-secs`, else the default).
+fn approve_wait_of(command: &str) -> u64 {
+    let words = shell_words(command);
+    let mut iter = words.iter();
+    while let Some(w) = iter.next() {
+        let value = match w.strip_prefix("--approve-wait-secs") {
+            Some("") => iter.next().map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => continue,
+        };
+        if let Some(n) = value.and_then(|v| v.parse().ok()) {
+            return n;
+        }
+    }
+    super::init::DEFAULT_APPROVE_WAIT_SECS
+}
+
 /// The `--policy` argument of a hook command.
 fn policy_of(command: &str) -> Option<String> {
     let words = shell_words(command);
@@ -597,11 +614,29 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
             .iter()
             .filter_map(|h| h.timeout)
             .find(|t| spec.unit == TimeoutUnit::Millis && *t < 1000.0);
+        // An approval wait the client's timeout cuts short: the hook is killed, decides
+        // nothing, and the call runs (Codex, Gemini CLI).
+        let short_wait = handlers.iter().filter(|_| event.judges).find_map(|h| {
+            let secs = match spec.unit {
+                TimeoutUnit::Seconds => h.timeout?,
+                TimeoutUnit::Millis => h.timeout? / 1000.0,
+            };
+            let wait = approve_wait_of(&h.command);
+            (secs < (wait + 5) as f64).then_some((secs, wait))
+        });
         if let Some(m) = narrow.first() {
             checks.push(Check::fail(
                 event.name,
                 format!(
                     "the matcher `{m}` sends only some tools to the guard; the others run unjudged"
+                ),
+                init_fix.clone(),
+            ));
+        } else if let Some((secs, wait)) = short_wait {
+            checks.push(Check::fail(
+                event.name,
+                format!(
+                    "the hook timeout ({secs} s) does not cover the approval wait ({wait} s) and an answer: an unanswered ask times out, and the call runs"
                 ),
                 init_fix.clone(),
             ));
@@ -1034,6 +1069,19 @@ mod tests {
             ClientName::Codex,
             Some("^(Bash|apply_patch)$")
         ));
+    }
+
+    #[test]
+    fn approve_wait_argument() {
+        assert_eq!(approve_wait_of("/a/agent-guard claude-hook"), 55);
+        assert_eq!(
+            approve_wait_of("/a/agent-guard claude-hook --approve-wait-secs 10"),
+            10
+        );
+        assert_eq!(
+            approve_wait_of("/a/agent-guard claude-hook --approve-wait-secs=99"),
+            99
+        );
     }
 
     #[test]

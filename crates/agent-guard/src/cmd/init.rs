@@ -44,6 +44,15 @@ Exit status:
   0  installed (or, with --dry-run, the change was printed)
   2  bad arguments, or a settings file that is not JSON (it is left untouched)";
 
+/// How long a hook waits for a person's answer on the approval page by default
+/// (`--approve-wait-secs`).
+pub(crate) const DEFAULT_APPROVE_WAIT_SECS: u64 = 55;
+
+/// The timeout written for the events that judge a call: the approval wait fits inside it
+/// with room to answer, so an unanswered ask is refused by the hook, never timed out (a
+/// client runs the call when its hook times out). `doctor` checks the installed one.
+pub(crate) const JUDGE_TIMEOUT_SECS: u64 = DEFAULT_APPROVE_WAIT_SECS + 35;
+
 /// The clients `init` and `doctor` know.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ClientName {
@@ -134,13 +143,13 @@ static CLAUDE: ClientSpec = ClientSpec {
         EventSpec {
             name: "PreToolUse",
             matcher: Some("*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         EventSpec {
             name: "PermissionRequest",
             matcher: Some("*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         EventSpec {
@@ -178,7 +187,7 @@ static CODEX: ClientSpec = ClientSpec {
         EventSpec {
             name: "PreToolUse",
             matcher: Some(".*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         // Codex asks here for sandbox escalations and network access: a deny refuses the
@@ -186,7 +195,7 @@ static CODEX: ClientSpec = ClientSpec {
         EventSpec {
             name: "PermissionRequest",
             matcher: Some(".*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         EventSpec {
@@ -212,7 +221,7 @@ static GEMINI: ClientSpec = ClientSpec {
         EventSpec {
             name: "BeforeTool",
             matcher: Some(".*"),
-            timeout: 30_000,
+            timeout: JUDGE_TIMEOUT_SECS * 1000,
             judges: true,
         },
         EventSpec {
