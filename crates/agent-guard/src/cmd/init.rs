@@ -40,8 +40,11 @@ PATH now), so the hook does not depend on the client's PATH. The events that jud
 fail-closed: if the program is missing or dies (any exit but 0 or 2), the shell wrapper answers
 exit 2 with a reason, which every client reads as a refusal.
 
+--uninstall removes what init wrote: the agent-guard handlers and whatever held only them
+(a settings file init created is deleted). The policy file is kept.
+
 Exit status:
-  0  installed (or, with --dry-run, the change was printed)
+  0  installed or uninstalled (or, with --dry-run, the change was printed)
   2  bad arguments, or a settings file that is not JSON (it is left untouched)";
 
 /// How long a hook waits for a person's answer on the approval page by default
@@ -85,6 +88,10 @@ pub(crate) struct Args {
     /// Print what would change; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Remove what init wrote: the agent-guard handlers, and the groups, events and `hooks`
+    /// object left empty by that (the policy file is kept: it may hold your edits).
+    #[arg(long, conflicts_with_all = ["policy", "binary"])]
+    pub uninstall: bool,
 }
 
 /// How a client counts hook timeouts.
@@ -695,6 +702,82 @@ fn merged_settings(
     Ok(doc)
 }
 
+/// The settings without our handlers: every agent-guard handler of `spec` goes, and so does
+/// each group, event list and `hooks` object that held only ours. Everything else stays.
+fn without_ours(spec: &ClientSpec, mut doc: Json) -> Json {
+    let Json::Object(top) = &mut doc else {
+        return doc;
+    };
+    let Some((_, Json::Object(events))) = top.iter_mut().find(|(k, _)| k == "hooks") else {
+        return doc;
+    };
+    for (_, groups) in events.iter_mut() {
+        let Json::Array(list) = groups else { continue };
+        let before = list.len();
+        list.retain_mut(|group| {
+            let Some(Json::Array(handlers)) = group_hooks_mut(group) else {
+                return true;
+            };
+            let had = handlers.len();
+            handlers.retain(|h| !spec.is_our_handler(&h.to_value()));
+            !(handlers.is_empty() && had > 0)
+        });
+        // Mark an event list we emptied (a list that was empty already is the user's).
+        if list.is_empty() && before > 0 {
+            *groups = Json::Null;
+        }
+    }
+    events.retain(|(_, v)| *v != Json::Null);
+    if events.is_empty() {
+        top.retain(|(k, _)| k != "hooks");
+    }
+    doc
+}
+
+/// `init --uninstall`: removes what init wrote, with the same backup and diff.
+fn uninstall(spec: &ClientSpec, path: &Path, dry_run: bool) -> anyhow::Result<ExitCode> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("{}: does not exist, nothing to remove", path.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read `{}`", path.display())),
+    };
+    let doc = serde_json::from_str::<Json>(&text)
+        .with_context(|| format!("`{}` is not JSON; it was left untouched", path.display()))?;
+    let doc = without_ours(spec, doc);
+    let mut new = serde_json::to_string_pretty(&doc)?;
+    new.push('\n');
+    if new == text {
+        println!("{}: no agent-guard hook, nothing to remove", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", diff(&text, &new, &path.display().to_string()));
+    if dry_run {
+        println!("dry run: {} would be written", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    if doc == Json::Object(Vec::new()) {
+        // init created the file for its hooks alone: nothing of the user's is left in it.
+        std::fs::remove_file(&target)
+            .with_context(|| format!("cannot remove `{}`", path.display()))?;
+        println!(
+            "removed {} (only agent-guard's hooks were in it)",
+            path.display()
+        );
+    } else {
+        let backup = backup_path(path);
+        std::fs::copy(path, &backup)
+            .with_context(|| format!("cannot back up `{}`", path.display()))?;
+        println!("backup: {}", backup.display());
+        write_atomically(&target, &new)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A line diff of `old` and `new`, unified-style with three lines of context.
 pub(crate) fn diff(old: &str, new: &str, name: &str) -> String {
     let a: Vec<&str> = old.lines().collect();
@@ -810,6 +893,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let spec = ClientSpec::of(args.client);
     let scope = Scope::resolve(args.project.as_deref(), args.user)?;
+    if args.uninstall {
+        return uninstall(spec, &spec.settings_path(&scope.base), args.dry_run);
+    }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let policy = match &args.policy {
         Some(p) => absolutize(&cwd, p),
@@ -1088,6 +1174,29 @@ mod tests {
         assert!(pre.contains("exit 2"), "{pre}");
         // A Stop answered with exit 2 would keep Claude going.
         assert_eq!(stop, "/a/agent-guard claude-hook --policy /p");
+    }
+
+    #[test]
+    fn uninstall_removes_exactly_what_init_wrote() {
+        let spec = ClientSpec::of(ClientName::Claude);
+        let existing = r#"{"zeta": 1, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "other-tool check"}]}], "Notification": []}}"#;
+        let installed = merge(
+            ClientName::Claude,
+            existing,
+            "/a/agent-guard claude-hook --policy /p",
+        );
+        let doc: Json = serde_json::from_str(&installed).unwrap();
+        let back = serde_json::to_string(&without_ours(spec, doc).to_value()).unwrap();
+        let want: serde_json::Value = serde_json::from_str(existing).unwrap();
+        assert_eq!(back, want.to_string());
+        // A file init created holds nothing afterwards.
+        let installed = merge(
+            ClientName::Claude,
+            "{}",
+            "/a/agent-guard claude-hook --policy /p",
+        );
+        let doc: Json = serde_json::from_str(&installed).unwrap();
+        assert_eq!(without_ours(spec, doc), Json::Object(Vec::new()));
     }
 
     #[test]
