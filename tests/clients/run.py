@@ -338,12 +338,13 @@ SCENARIOS = [
 # --- Installation variants ---------------------------------------------------------------
 
 
-def install(guard, client, sb, env, binary=None):
-    """`agent-guard init CLIENT` in the project, as the README says."""
-    args = [guard, "init", client.init_name]
-    if binary:
-        args += ["--binary", binary]
-    r = subprocess.run(args, cwd=sb.proj, env=env, capture_output=True, text=True)
+def install(guard, client, sb, env):
+    """The README's path: the binary installed on PATH (`cargo install` puts it in
+    ~/.cargo/bin; here `guard` is that installed copy), then `agent-guard init CLIENT` in the
+    project, then what the client needs to run the new hook (Codex: trust it in /hooks)."""
+    env = dict(env, PATH=os.path.dirname(guard) + os.pathsep + env.get("PATH", ""))
+    r = subprocess.run(["agent-guard", "init", client.init_name], cwd=sb.proj, env=env,
+                       capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"agent-guard init {client.init_name} failed: {r.stdout}{r.stderr}")
     client.trust(sb, env)
@@ -355,7 +356,9 @@ def doctor_sees_trust(client, guard, tmp):
     sb = Sandbox(tmp)
     env = client.env(sb)
     client.prepare(sb, env)
-    r = subprocess.run([guard, "init", client.init_name], cwd=sb.proj, env=env, capture_output=True, text=True)
+    install_env = dict(env, PATH=os.path.dirname(guard) + os.pathsep + env.get("PATH", ""))
+    r = subprocess.run(["agent-guard", "init", client.init_name], cwd=sb.proj, env=install_env,
+                       capture_output=True, text=True)
     if r.returncode != 0:
         return [f"init failed: {r.stderr}"]
     env = dict(env, PATH=client.bindir + os.pathsep + env.get("PATH", ""))
@@ -385,7 +388,7 @@ def run_once(client, script, guard, calls_of, check, mode, tmp):
         copy = os.path.join(sb.root, "bin", "agent-guard")
         os.makedirs(os.path.dirname(copy))
         shutil.copy(guard, copy)
-        install(guard, client, sb, env, binary=copy)
+        install(copy, client, sb, env)
         os.remove(copy)
         if mode == "killed":
             write(copy, "#!/bin/sh\nkill -9 $$\n")
@@ -417,10 +420,13 @@ def main():
     ap.add_argument("--scenario", default="")
     args = ap.parse_args()
     bindir = os.path.join(args.clients, "node_modules/.bin")
-    guard = os.path.abspath(args.guard)
     server, script = model_server.start()
     port = server.server_address[1]
     tmp = tempfile.mkdtemp(prefix="agent-guard-clients-")
+    # "Installed": a copy in a bin directory of its own, as `cargo install` leaves it.
+    guard = os.path.join(tmp, "cargo-bin", "agent-guard")
+    os.makedirs(os.path.dirname(guard))
+    shutil.copy(os.path.abspath(args.guard), guard)
     failures, passed, broken = [], 0, []
     variants = [(name, harmful, calls, check) for name, harmful, calls, check in SCENARIOS]
     variants += [
