@@ -351,8 +351,9 @@ def install(guard, client, sb, env):
 
 
 def doctor_sees_trust(client, guard, tmp):
-    """Right after `init codex` Codex skips the hook until it is trusted: doctor must say so,
-    and pass once the user trusts it."""
+    """Right after `init codex` Codex skips the hook until it is trusted, and Gemini CLI runs
+    no project hook in an untrusted folder (`--skip-trust` drops them): doctor must say so, and
+    pass once the user trusts it."""
     sb = Sandbox(tmp)
     env = client.env(sb)
     client.prepare(sb, env)
@@ -462,7 +463,7 @@ def main():
                 else:
                     passed += 1
                     print(f"ok   {label} ({took:.1f} s)", flush=True)
-        if cname == "codex" and (not args.scenario or args.scenario in "untrusted-hook"):
+        if cname in ("codex", "gemini") and (not args.scenario or args.scenario in "untrusted-hook"):
             start = time.monotonic()
             try:
                 problems = doctor_sees_trust(client, guard, tmp)

@@ -24,6 +24,7 @@ fn agent_guard(home: &Path, cwd: &Path) -> Command {
         "AGENT_PERMISSIONS_ALLOW",
         "AGENT_PERMISSIONS_MODE",
         "AGENT_GUARD_POLICY",
+        "GEMINI_CLI_TRUST_WORKSPACE",
     ] {
         cmd.env_remove(var);
     }
@@ -81,6 +82,8 @@ fn fake_codex_path() -> String {
 fn doctor(home: &Path, project: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     agent_guard(home, project)
         .env("PATH", fake_codex_path())
+        // Gemini CLI's own way to trust the folder (an_untrusted_gemini_folder_fails: without).
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         .arg("doctor")
         .args(args)
         .args(["--timeout", "30"])
@@ -237,6 +240,25 @@ fn a_timeout_shorter_than_the_approval_wait_fails() {
         .stdout(predicate::str::contains(
             "does not cover the approval wait (55 s)",
         ));
+}
+
+#[test]
+fn an_untrusted_gemini_folder_fails() {
+    let (_fake_dir, fake) = fake_agent_guard(&deny_rm_with(CLAUDE_DENY));
+    let (home, project) = installed("gemini", &fake);
+    agent_guard(home.path(), project.path())
+        .args(["doctor", "gemini", "--timeout", "30"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("--skip-trust"));
+    let gemini = home.path().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    let trusted = serde_json::json!({ project.path().to_str().unwrap(): "TRUST_FOLDER" });
+    std::fs::write(gemini.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    agent_guard(home.path(), project.path())
+        .args(["doctor", "gemini", "--timeout", "30"])
+        .assert()
+        .stdout(predicate::str::contains("Gemini CLI trusts this folder"));
 }
 
 #[test]

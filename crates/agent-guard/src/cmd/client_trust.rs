@@ -1,6 +1,7 @@
 //! What the client itself says about the guard's hooks: Codex skips a new or edited hook,
 //! silently, until the user trusts it in `/hooks` (seen in the real client, tests/clients), so
 //! `doctor` asks Codex, through `codex app-server`'s `hooks/list`, for each hook's trust status.
+//! Gemini CLI runs a project's hooks only in a folder it trusts.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
@@ -98,9 +99,57 @@ fn parse_hooks(reply: &Value) -> Vec<CodexHook> {
         .collect()
 }
 
+/// Whether Gemini CLI trusts the folder `project` (its `trustedFolders.json` under `home`, or
+/// `GEMINI_CLI_TRUST_WORKSPACE=true`). In an untrusted folder `gemini -p` refuses to start,
+/// and with `--skip-trust` it starts without the project's hooks, silently.
+pub(crate) fn gemini_trusts(home: &Path, project: &Path, trust_env: Option<&str>) -> bool {
+    if trust_env.is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1") {
+        return true;
+    }
+    let Ok(text) = std::fs::read_to_string(home.join(".gemini/trustedFolders.json")) else {
+        return false;
+    };
+    let Ok(Value::Object(entries)) = serde_json::from_str::<Value>(&text) else {
+        return false;
+    };
+    let mut trusted = false;
+    for (path, level) in &entries {
+        let path = Path::new(path);
+        match level.as_str() {
+            Some("DO_NOT_TRUST") if project == path => return false,
+            Some("TRUST_FOLDER") if project.starts_with(path) => trusted = true,
+            Some("TRUST_PARENT") if path.parent().is_some_and(|p| project.starts_with(p)) => {
+                trusted = true;
+            }
+            _ => {}
+        }
+    }
+    trusted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_folder_trust_is_read() {
+        let home = tempfile::tempdir().unwrap();
+        let p = Path::new("/w/proj");
+        assert!(!gemini_trusts(home.path(), p, None));
+        assert!(gemini_trusts(home.path(), p, Some("true")));
+        std::fs::create_dir(home.path().join(".gemini")).unwrap();
+        let file = home.path().join(".gemini/trustedFolders.json");
+        std::fs::write(&file, r#"{"/w": "TRUST_FOLDER"}"#).unwrap();
+        assert!(gemini_trusts(home.path(), p, None));
+        std::fs::write(&file, r#"{"/w/proj/x": "TRUST_PARENT"}"#).unwrap();
+        assert!(gemini_trusts(home.path(), p, None));
+        std::fs::write(
+            &file,
+            r#"{"/w": "TRUST_FOLDER", "/w/proj": "DO_NOT_TRUST"}"#,
+        )
+        .unwrap();
+        assert!(!gemini_trusts(home.path(), p, None));
+    }
 
     #[test]
     fn hook_list_is_read() {

@@ -666,6 +666,21 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
     if spec.name == ClientName::Codex {
         codex_trust(&scope.project, &commands, timeout, &mut checks);
     }
+    if spec.name == ClientName::Gemini && !scope.user {
+        let trust_env = std::env::var("GEMINI_CLI_TRUST_WORKSPACE").ok();
+        let trusted = super::init::home().is_ok_and(|home| {
+            super::client_trust::gemini_trusts(&home, &scope.project, trust_env.as_deref())
+        });
+        if trusted {
+            checks.push(Check::ok("trust", "Gemini CLI trusts this folder"));
+        } else {
+            checks.push(Check::fail(
+                "trust",
+                "Gemini CLI does not trust this folder: it runs no project hook here, and `gemini --skip-trust` runs without them, silently",
+                "trust the folder in Gemini CLI (or install with `agent-guard init gemini --user`, which --skip-trust keeps)",
+            ));
+        }
+    }
     for command in &commands {
         let program_ok = match hook_program_status(command, &scope.project) {
             ProgramStatus::Resolves => {

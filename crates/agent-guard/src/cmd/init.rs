@@ -239,8 +239,9 @@ static GEMINI: ClientSpec = ClientSpec {
         },
     ],
     handler_name: true,
-    note: "Gemini CLI holds a new or changed project hook as untrusted until you confirm it \
-               at the next start.",
+    note: "Gemini CLI runs a project's hooks only in a folder it trusts (trust it at the next \
+               start); `gemini --skip-trust` drops them silently, so for headless runs install \
+               with --user, whose hooks it keeps.",
 };
 
 impl ClientSpec {
