@@ -236,7 +236,7 @@ impl Verdict {
 
 /// The layers whose step records a person's answer (`allow-once`, and `approver`: the
 /// approval page through a hook's `--approve-via`).
-pub const PERSON_LAYERS: &[&str] = &["allow-once", "approver"];
+pub(crate) const PERSON_LAYERS: &[&str] = &["allow-once", "approver"];
 
 /// How a tool uses one of its arguments that names a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
