@@ -38,7 +38,7 @@ def time_runs(command, stdin, env, cwd, runs):
     for _ in range(runs):
         start = time.perf_counter()
         subprocess.run(["sh", "-c", command], input=stdin, env=env, cwd=cwd,
-                       capture_output=True, check=False)
+                       capture_output=True, text=True, check=False)
         samples.append((time.perf_counter() - start) * 1000)
     samples.sort()
     return statistics.median(samples), samples[int(len(samples) * 0.9) - 1]
@@ -51,8 +51,8 @@ def main():
     args = ap.parse_args()
     guard = os.path.abspath(args.guard)
     tmp = tempfile.mkdtemp(prefix="hook-time-")
-    print("| client | call | hook (median / p90) | `cat` peer (median / p90) |")
-    print("| --- | --- | --- | --- |")
+    print("| client | call | installed command (median / p90) | without the wrapper | `cat` peer |")
+    print("| --- | --- | --- | --- | --- |")
     for client, (event, _, shell_tool) in EVENTS.items():
         proj = tempfile.mkdtemp(dir=tmp)
         home = tempfile.mkdtemp(dir=tmp)
@@ -63,9 +63,10 @@ def main():
                                 "tool_name": shell_tool, "tool_input": {"command": cmd},
                                 "transcript_path": "", "permission_mode": "default"})
             hook = time_runs(command, stdin, env, proj, args.runs)
+            bare = time_runs(command.split(" || {")[0], stdin, env, proj, args.runs)
             peer = time_runs("cat >/dev/null", stdin, env, proj, args.runs)
             print(f"| {client} | {label} | {hook[0]:.1f} / {hook[1]:.1f} ms | "
-                  f"{peer[0]:.1f} / {peer[1]:.1f} ms |")
+                  f"{bare[0]:.1f} / {bare[1]:.1f} ms | {peer[0]:.1f} / {peer[1]:.1f} ms |")
 
 
 if __name__ == "__main__":
