@@ -77,6 +77,7 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     for test in &ignored.tests {
         println!("  {test}");
     }
+    real_clients(root)?;
     cargo(
         root,
         &["doc", "--workspace", "--no-deps"],
@@ -86,6 +87,27 @@ fn ci(root: &Path) -> anyhow::Result<()> {
     // of measuring.
     cargo(root, &["bench", "--workspace", "--", "--test"], &[])?;
     println!("xtask ci: all checks passed");
+    Ok(())
+}
+
+/// The real-client suite (tests/clients): Claude Code, Codex and Gemini CLI at pinned versions
+/// with the guard installed by `agent-guard init`. `.ci/run` installs the clients; a client
+/// that is missing fails the suite by name, it is never skipped.
+fn real_clients(root: &Path) -> anyhow::Result<()> {
+    cargo(root, &["build", "-p", "agent-guard"], &[])?;
+    println!("$ python3 tests/clients/run.py");
+    let status = Command::new("python3")
+        .current_dir(root)
+        .args([
+            "tests/clients/run.py",
+            "--guard",
+            "target/debug/agent-guard",
+        ])
+        .status()
+        .context("cannot run python3 tests/clients/run.py")?;
+    if !status.success() {
+        bail!("the real-client suite failed (tests/clients/run.py)");
+    }
     Ok(())
 }
 

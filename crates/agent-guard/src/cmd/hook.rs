@@ -50,9 +50,9 @@ pub(crate) struct HookArgs {
     /// ~/.agent-guard/serve.token).
     #[arg(long, value_name = "FILE", env = "AGENT_GUARD_SERVE_TOKEN_FILE")]
     pub approve_token_file: Option<PathBuf>,
-    /// Seconds to wait for that answer: keep it under the client's hook timeout (Claude Code
-    /// and Codex give a command hook 60 s unless its `timeout` says more).
-    #[arg(long, value_name = "SECS", default_value_t = 55)]
+    /// Seconds to wait for that answer: keep it under the hook timeout `init` writes (`doctor`
+    /// checks it).
+    #[arg(long, value_name = "SECS", default_value_t = super::init::DEFAULT_APPROVE_WAIT_SECS)]
     pub approve_wait_secs: u64,
 }
 
