@@ -94,3 +94,42 @@ fn timeout_is_reported() {
     assert_eq!(v["timed_out"], true, "{v}");
     assert_eq!(code, 124);
 }
+
+/// Issue 29: a descriptor the caller left open (`7>file`, file outside every root) reached the
+/// confined command, which wrote through it. The command starts with 0-2 only now.
+#[test]
+fn an_inherited_descriptor_does_not_reach_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let target = outside.path().join("through-fd-7");
+    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
+    // The parent shell opens fd 7 without close-on-exec, as any caller's redirect would.
+    let script = format!(
+        "exec 7>'{target}'; exec '{bin}' exec --json --yes --root '{dir}' --cwd '{dir}' -- \
+         \"python3 -c 'import os; os.write(7, b\\\"pwned\\\")'; ls /proc/self/fd\"",
+        target = target.display(),
+        bin = bin.display(),
+        dir = dir.path().display(),
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"", "{v}");
+    assert!(
+        v["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Bad file descriptor"),
+        "{v}"
+    );
+    assert_eq!(v["confinement"]["inherited_fds_closed"], true, "{v}");
+    // `ls` itself holds one descriptor on the directory it lists: 0-2 and that one.
+    let fds: Vec<&str> = v["stdout"].as_str().unwrap().split_whitespace().collect();
+    assert_eq!(fds, ["0", "1", "2", "3"], "{v}");
+}

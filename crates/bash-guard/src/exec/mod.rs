@@ -289,6 +289,9 @@ pub struct ConfinementReport {
     pub capabilities_dropped: bool,
     /// The seccomp filters are installed.
     pub seccomp: bool,
+    /// The command started with descriptors 0-2 only: every other one the runner's process held
+    /// (its own, or one its caller left open) was closed at `exec`.
+    pub inherited_fds_closed: bool,
     /// Toolchain directories made readable and executable.
     pub toolchains: Vec<PathBuf>,
     /// Other notes (limits that failed, a missing report).
@@ -672,6 +675,7 @@ impl Runner {
                     report.pid_max = applied.pid_max;
                     report.capabilities_dropped = applied.capabilities_dropped;
                     report.seccomp = applied.seccomp;
+                    report.inherited_fds_closed = applied.descriptors_closed;
                     report.notes.extend(applied.isolation_errors);
                     report.notes.extend(applied.notes);
                     if let Some(reason) = applied.refused {
