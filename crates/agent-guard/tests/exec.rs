@@ -133,3 +133,29 @@ fn an_inherited_descriptor_does_not_reach_the_command() {
     let fds: Vec<&str> = v["stdout"].as_str().unwrap().split_whitespace().collect();
     assert_eq!(fds, ["0", "1", "2", "3"], "{v}");
 }
+
+/// Issue 29: nothing capped the bytes a run wrote in all (5 GiB in one run, each file under
+/// `RLIMIT_FSIZE`). A run past `max_written_bytes` is stopped; one under it is not.
+#[test]
+fn a_run_that_writes_past_its_cap_is_stopped() {
+    // On the target dir's file system: tmpfs is memory (the memory cap's), not disk.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[bash.exec]\nmax_written_bytes = 8388608\n").unwrap();
+    let policy = policy.display().to_string();
+    // Files of 4 MiB each, under the per-file cap, 64 MiB in all: the run must not reach the end.
+    let many = "for i in $(seq 16); do head -c 4194304 /dev/zero > f$i; done; sleep 20; echo done";
+    let (v, _) = exec(dir.path(), &["--yes", "--policy", &policy], many);
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(v["write_cap_exceeded"], true, "{v}");
+    assert_ne!(v["stdout"], "done\n", "{v}");
+    assert!(v["bytes_written"].as_u64().unwrap() > 8388608, "{v}");
+    let (v, code) = exec(
+        dir.path(),
+        &["--yes", "--policy", &policy],
+        "head -c 1048576 /dev/zero > small; echo done",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["write_cap_exceeded"], false, "{v}");
+    assert_eq!(v["stdout"], "done\n", "{v}");
+}
