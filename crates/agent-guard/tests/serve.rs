@@ -1067,3 +1067,89 @@ async fn a_cancel_between_asks_stops_the_run_through_the_event_stream() {
     assert!(p["recent"].as_array().unwrap().is_empty(), "{p}");
     assert!(!work.path().join("out.txt").exists());
 }
+
+// --- issue 29: the server's own limits ---------------------------------------------------------
+
+/// Connections that send nothing were held for ever (1,100 of them starved the server). Now an
+/// idle connection is closed at the header timeout, one past the cap at once, and the server
+/// goes on answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_and_a_connection_cap_holds() {
+    use std::io::Read as _;
+    let s = Server::start(&["--header-timeout-secs", "1", "--max-connections", "32"]);
+    let addr = s.base.strip_prefix("http://").unwrap().to_owned();
+    let idle: Vec<std::net::TcpStream> = (0..32)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    // Past the cap: closed without a byte.
+    let mut over = std::net::TcpStream::connect(&addr).unwrap();
+    over.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        over.read(&mut buf).unwrap(),
+        0,
+        "a connection past the cap stays open"
+    );
+    // The idle ones are closed at the header timeout (a read that blocked 5 s is a failure).
+    for mut c in idle {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let n = c
+            .read(&mut buf)
+            .expect("an idle connection was never closed");
+        // hyper may answer 408 before closing; either way the connection ends.
+        if n > 0 {
+            let mut rest = Vec::new();
+            c.read_to_end(&mut rest).unwrap();
+        }
+    }
+    // And the server still answers.
+    let (status, _) = get(&s, "/api/sessions").await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// Nothing limited how often one token could call the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_rate_of_a_token_are_refused_with_429() {
+    let s = Server::start(&["--rate-limit", "5"]);
+    let mut statuses = Vec::new();
+    for _ in 0..80 {
+        let r = http()
+            .get(s.url("/api/sessions"))
+            .bearer_auth(&s.token)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            assert_eq!(body["code"], "rate-limited", "{body}");
+        }
+        statuses.push(status);
+    }
+    let ok = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let limited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    // The burst (ten seconds' worth) passes, the rest does not.
+    assert!(ok >= 50, "{statuses:?}");
+    assert!(limited > 0, "{statuses:?}");
+    // A wrong token has its own, smaller budget, and never a 200.
+    let wrong = wrong_token_statuses(&s).await;
+    assert!(wrong.contains(&StatusCode::TOO_MANY_REQUESTS), "{wrong:?}");
+    assert!(!wrong.contains(&StatusCode::OK), "{wrong:?}");
+}
+
+async fn wrong_token_statuses(s: &Server) -> Vec<StatusCode> {
+    let mut out = Vec::new();
+    for _ in 0..30 {
+        let r = http()
+            .get(s.url("/api/sessions"))
+            .bearer_auth("not-the-token-0123456789")
+            .send()
+            .await
+            .unwrap();
+        out.push(r.status());
+    }
+    out
+}

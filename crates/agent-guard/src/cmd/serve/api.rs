@@ -39,6 +39,7 @@ pub(crate) struct AppState {
     pub broker: Arc<Broker>,
     pub token: Arc<str>,
     pub audit_db: Option<PathBuf>,
+    pub rate: Arc<super::listen::RateLimits>,
 }
 
 /// A refusal with a stable code.
@@ -60,8 +61,16 @@ async fn require_token(State(app): State<AppState>, req: Request, next: Next) ->
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    let right = given.is_some_and(|t| same(t.as_bytes(), app.token.as_bytes()));
+    if !app.rate.allow(right) {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            "too many requests for this token; slow down (see `serve --rate-limit`)",
+        );
+    }
     match given {
-        Some(t) if same(t.as_bytes(), app.token.as_bytes()) => next.run(req).await,
+        Some(_) if right => next.run(req).await,
         Some(_) => error(
             StatusCode::UNAUTHORIZED,
             "bad-token",
