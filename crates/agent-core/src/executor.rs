@@ -375,6 +375,22 @@ impl Executor {
         (session.rules().next().is_some()).then(|| session.check(name, Some(args)))
     }
 
+    /// The first Allow rule, of the policy and then of the session, that matches the one
+    /// content `subject` of `tool` (a simple command of a bash call).
+    pub(crate) fn allow_rule_for(&self, tool: &str, subject: &str) -> Option<String> {
+        if let Some(rule) = self.checker().allow_rule_for(tool, subject) {
+            return Some(rule.text().to_owned());
+        }
+        let session = self
+            .inner
+            .session
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        session
+            .allow_rule_for(tool, subject)
+            .map(|r| r.text().to_owned())
+    }
+
     pub(crate) fn tool_level(
         &self,
         tool: &dyn AgentTool,

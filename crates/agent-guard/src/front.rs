@@ -200,6 +200,9 @@ pub(crate) fn refusal(tool: &str, layer: &'static str, code: &str, message: Stri
         final_args: serde_json::Value::Null,
         additional_context: String::new(),
         resolution: None,
+        asks: Vec::new(),
+        resolved_by: None,
+        advice: None,
     }
 }
 

@@ -2318,6 +2318,7 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         );
         return;
     }
+    crate::build_opts::check(w, name, args, sub);
     w.add(
         Decision::Ask,
         "build",

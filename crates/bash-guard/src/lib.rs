@@ -3,6 +3,7 @@
 mod analyze;
 mod awk;
 mod backstop;
+mod build_opts;
 mod builtins;
 mod cache;
 mod classify;
@@ -110,4 +111,4 @@ pub use exec::{
     LandlockState, Runner, trampoline_main,
 };
 pub use judge::{PathAccess, PathJudge, PathVerdict};
-pub use verdict::{Decision, Finding, Verdict};
+pub use verdict::{ASK_KINDS, AskKind, AskKindEntry, Decision, Finding, Verdict, ask_kind};

@@ -593,3 +593,128 @@ fn glob_words_are_judged_by_the_names_they_expand_to() {
         assert_eq!(v.decision, Decision::Allow, "{command}: {v:?}");
     }
 }
+
+/// A fixture with the network allowed and `terraform` in `ask_commands` (the settings the
+/// examples of the ask-kind table need).
+fn ask_kind_fixture() -> Fixture {
+    let mut f = fixture();
+    f.analyzer = Analyzer::with_home(
+        BashConfig {
+            block_network: false,
+            ask_commands: vec!["terraform".to_owned()],
+            ..BashConfig::default()
+        },
+        Some(HOME.to_owned()),
+    );
+    f
+}
+
+#[test]
+fn every_ask_kind_entry_is_earned_by_its_example() {
+    let f = ask_kind_fixture();
+    let mut failures = Vec::new();
+    for entry in bash_guard::ASK_KINDS {
+        let v = f.check(entry.example);
+        let hit = v
+            .findings
+            .iter()
+            .find(|x| x.code == entry.code && x.decision == Decision::Ask);
+        match hit {
+            Some(finding) => assert_eq!(finding.ask_kind(), Some(entry.kind), "{}", entry.code),
+            None => failures.push(format!(
+                "`{}` ({}) gave {:?}",
+                entry.example,
+                entry.code,
+                v.findings
+                    .iter()
+                    .map(|x| format!("{} {}", x.decision, x.code))
+                    .collect::<Vec<_>>()
+            )),
+        }
+        assert_eq!(
+            bash_guard::ask_kind(entry.code),
+            entry.kind,
+            "{}",
+            entry.code
+        );
+        assert_eq!(
+            bash_guard::ASK_KINDS
+                .iter()
+                .filter(|e| e.code == entry.code)
+                .count(),
+            1,
+            "{} is listed twice",
+            entry.code
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn an_unlisted_ask_code_cannot_be_reviewed_and_no_other_finding_has_a_kind() {
+    assert_eq!(
+        bash_guard::ask_kind("a_code_nobody_wrote"),
+        bash_guard::AskKind::Unreviewable
+    );
+    let f = fixture();
+    let v = f.check("ls; rm -rf /");
+    assert!(
+        v.findings
+            .iter()
+            .all(|x| x.decision == Decision::Ask || x.ask_kind().is_none())
+    );
+}
+
+#[test]
+fn every_ask_code_of_the_corpus_has_a_kind_in_the_table() {
+    // A code missing from the table fails closed (cannot be reviewed), which is friction for
+    // a side effect: every code the corpus meets must have been classified on purpose.
+    let f = ask_kind_fixture();
+    let mut missing = std::collections::BTreeSet::new();
+    let cases = corpus()
+        .into_iter()
+        .chain(adversarial().into_iter().flat_map(|(_, cases)| cases));
+    for (_, command, _, _) in cases {
+        for finding in f.check(&command).findings {
+            if finding.decision == Decision::Ask
+                && !bash_guard::ASK_KINDS.iter().any(|e| e.code == finding.code)
+            {
+                missing.insert(finding.code);
+            }
+        }
+    }
+    assert!(missing.is_empty(), "ask codes without a kind: {missing:?}");
+}
+
+#[test]
+fn a_build_is_a_side_effect_until_an_option_could_change_what_it_runs() {
+    let f = ask_kind_fixture();
+    let kinds = |c: &str| -> Vec<bash_guard::AskKind> {
+        f.check(c)
+            .findings
+            .iter()
+            .filter_map(|x| x.ask_kind())
+            .collect()
+    };
+    for c in [
+        "cargo test",
+        "cargo build --release",
+        "npm test",
+        "go test ./...",
+        "make -j4",
+    ] {
+        assert_eq!(kinds(c), vec![bash_guard::AskKind::SideEffect], "{c}");
+    }
+    for c in [
+        r#"cargo test --config 'target.x86_64-unknown-linux-gnu.runner="sh -c id"'"#,
+        "cargo test $OPTS",
+        "make CC=./evil",
+        "timeout 60 go test -exec ./evil ./...",
+    ] {
+        assert!(
+            kinds(c).contains(&bash_guard::AskKind::Unreviewable),
+            "{c}: {:?}",
+            f.check(c).findings
+        );
+    }
+}

@@ -282,6 +282,9 @@ mod tests {
             final_args: Value::Null,
             additional_context: String::new(),
             resolution: None,
+            asks: Vec::new(),
+            resolved_by: None,
+            advice: None,
         }
     }
 

@@ -640,6 +640,11 @@ pub(crate) fn reason(v: &Verdict) -> String {
 }
 
 fn hint(v: &Verdict, step: &agent_core::Step) -> Option<String> {
+    // A command's advice comes from the guard, which checked that the rules it names would
+    // lift the asks (or said which kind of ask no rule lifts).
+    if v.decision == Decision::Ask && v.tool == "run_bash" {
+        return v.advice.clone();
+    }
     match (step.layer, step.code.as_str()) {
         ("fs-sandbox", "outside_roots") => Some(
             "Work on a path inside the project, or add its directory to `[sandbox] roots` (or `read_only_roots`) in the policy".to_owned(),
@@ -658,9 +663,6 @@ fn hint(v: &Verdict, step: &agent_core::Step) -> Option<String> {
             "To allow it deliberately, add an allow rule such as `{}` to the policy's `[permissions] allow`",
             suggested_rule(v)
         )),
-        ("bash-guard", _) if v.decision == Decision::Ask => Some(
-            "A person must confirm it; to allow this exact command deliberately, add an allow rule for its prefix".to_owned(),
-        ),
         ("bash-guard", code) if code.contains("force") => {
             Some("Prefer `git push --force-with-lease`".to_owned())
         }
