@@ -2,6 +2,7 @@
 
 pub mod apply_patch;
 mod approver;
+pub mod auto;
 pub mod clients;
 mod context;
 mod error;

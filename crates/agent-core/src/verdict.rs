@@ -60,6 +60,9 @@ pub struct Call {
     pub client: Vec<ClientFinding>,
     /// How hook mode's session ledger sees the call (`None`: no ledger step).
     pub ledger: Option<crate::LedgerUse>,
+    /// Where the user's own requests of the session are (a client's transcript), for auto
+    /// mode; read only when the model is consulted. `None`: what the runtime recorded.
+    pub requests: Option<crate::auto::UserRequests>,
 }
 
 impl Call {
@@ -190,6 +193,17 @@ impl Verdict {
         {
             return Some(grant);
         }
+        if let Some(auto) = self
+            .steps
+            .iter()
+            .rev()
+            // An auto mode that had no answer leaves the ask's own reason deciding.
+            .find(|s| {
+                s.layer == "auto-mode" && s.decision == self.decision && s.decision != Decision::Ask
+            })
+        {
+            return Some(auto);
+        }
         if let Some(mode) = self.steps.iter().rev().find(|s| s.layer == "mode") {
             return Some(mode);
         }
@@ -234,7 +248,10 @@ impl Verdict {
     pub fn decided_by_default(&self) -> bool {
         self.decision == Decision::Allow
             // A person's allow-once grant is an explicit answer, not the default.
-            && !self.steps.iter().any(|s| s.layer == "allow-once")
+            && !self
+                .steps
+                .iter()
+                .any(|s| s.layer == "allow-once" || s.layer == "auto-mode")
             && self
                 .resolution
                 .as_ref()
@@ -580,6 +597,21 @@ impl Executor {
             },
         );
 
+        // Auto mode: a model may resolve an ask whose every standing reason is a known side
+        // effect, never a deny, a configured ask or what the guard could not review.
+        if decision == Decision::Ask
+            && let Some(auto) = self.auto()
+            && crate::lift::only_side_effects(&asks)
+            && !steps.iter().any(|s| s.decision == Decision::Deny)
+        {
+            let (step, resolution) = self.auto_step(auto, call, &args, &cwd, &asks).await;
+            decision = step.decision;
+            steps.push(step);
+            if resolution.is_some() {
+                resolved_by = resolution;
+            }
+        }
+
         // A person's allow-once grant for exactly this call, consumed here, lifts a refusal
         // it may lift (never a configured deny or the catastrophic class).
         if decision != Decision::Allow
@@ -621,6 +653,92 @@ impl Executor {
             asks,
             resolved_by,
             advice,
+        }
+    }
+
+    /// Asks auto mode's model about an ask; its step, and the resolution when it answered.
+    async fn auto_step(
+        &self,
+        auto: &crate::auto::AutoMode,
+        call: &Call,
+        args: &Value,
+        cwd: &Path,
+        asks: &[crate::AskItem],
+    ) -> (Step, Option<crate::AskResolution>) {
+        use crate::auto::{AutoOutcome, UserRequests};
+        let requests = call
+            .requests
+            .clone()
+            .unwrap_or_else(|| UserRequests::Messages(self.user_requests(&call.session_id)));
+        let root = self.sandbox().map_or(cwd, |s| s.cwd());
+        let outcome = auto
+            .resolve(&call.session_id, &requests, &call.tool, args, root, asks)
+            .await;
+        let model = auto.config().model.clone();
+        let saw = format!("`{}` by model `{model}`", call.tool);
+        match outcome {
+            AutoOutcome::Answer {
+                answer,
+                latency_ms,
+                cached,
+                ..
+            } => {
+                let allow = answer.decision == Decision::Allow;
+                let step = Step::new(
+                    "auto-mode",
+                    saw,
+                    if allow {
+                        Decision::Allow
+                    } else {
+                        Decision::Deny
+                    },
+                    if allow { "auto-allow" } else { "auto-deny" },
+                    format!(
+                        "auto mode's model `{model}` {} this known side effect{}: {}",
+                        if allow { "allowed" } else { "refused" },
+                        if cached {
+                            " (its answer to the identical call earlier in the session)"
+                        } else {
+                            ""
+                        },
+                        if answer.reason.is_empty() {
+                            "no reason given"
+                        } else {
+                            answer.reason.as_str()
+                        }
+                    ),
+                );
+                let resolution = crate::AskResolution::Auto {
+                    decision: answer.decision,
+                    model,
+                    latency_ms,
+                    reason: answer.reason,
+                    cached,
+                };
+                (step, Some(resolution))
+            }
+            AutoOutcome::NoAnswer(why) => (
+                Step::new(
+                    "auto-mode",
+                    saw,
+                    Decision::Ask,
+                    "auto-no-answer",
+                    format!("auto mode had no answer ({why}); a person decides"),
+                ),
+                None,
+            ),
+            AutoOutcome::StoodDown(n) => (
+                Step::new(
+                    "auto-mode",
+                    saw,
+                    Decision::Ask,
+                    "auto-stood-down",
+                    format!(
+                        "auto mode stood down for this session after {n} refusals; a person decides"
+                    ),
+                ),
+                None,
+            ),
         }
     }
 

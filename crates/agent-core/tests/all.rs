@@ -137,3 +137,7 @@ async fn events_follow_each_call() {
 mod ledger;
 #[path = "lift/mod.rs"]
 mod lift;
+
+#[cfg(feature = "openai")]
+#[path = "auto/mod.rs"]
+mod auto;

@@ -499,6 +499,7 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
                 c.call_id = string_field(event, "tool_use_id");
                 // Without a session id there is no session to count (every such call would
                 // share one count); the clients always send one.
+                c.requests = user_requests(client, event);
                 c.ledger = (!event.session_id.is_empty()).then(|| agent_core::LedgerUse {
                     tool: tool.to_owned(),
                     input: input.clone(),
@@ -550,6 +551,24 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
     Ok(Judged {
         verdict: approve_via(verdict, client, event, args),
         allow_once,
+    })
+}
+
+/// Where the user's own requests of the session are, for auto mode: the client's transcript
+/// (read only if auto mode consults its model).
+fn user_requests(client: Client, event: &Event) -> Option<agent_core::auto::UserRequests> {
+    use agent_core::auto::UserRequests;
+    let path = PathBuf::from(
+        event
+            .raw
+            .get("transcript_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())?,
+    );
+    Some(match client {
+        Client::ClaudeCode => UserRequests::ClaudeTranscript(path),
+        Client::Codex => UserRequests::CodexTranscript(path),
+        Client::Gemini => UserRequests::GeminiTranscript(path),
     })
 }
 
