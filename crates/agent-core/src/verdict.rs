@@ -694,7 +694,7 @@ impl Executor {
                     },
                     if allow { "auto-allow" } else { "auto-deny" },
                     format!(
-                        "auto mode's model `{model}` {} this known side effect{}: {}",
+                        "auto mode's model `{model}` ({latency_ms} ms) {} this known side effect{}: {}",
                         if allow { "allowed" } else { "refused" },
                         if cached {
                             " (its answer to the identical call earlier in the session)"

@@ -360,6 +360,7 @@ pub(crate) fn front(
         audit_db: args.audit_db.clone(),
         // Only events that judge a call use the session ledger.
         ledger: JUDGING_EVENTS.contains(&event.name.as_str()),
+        auto: JUDGING_EVENTS.contains(&event.name.as_str()),
         ..FrontOptions::default()
     };
     Front::load(&policy, &project_dir(client, cwd), &opts)
