@@ -649,6 +649,34 @@ impl AutoMode {
         }
     }
 
+    /// Sends `prompt` to the model once (no cache, no refusal count): its answer, the
+    /// latency in milliseconds and the token use, or why there is no answer.
+    pub async fn consult(
+        &self,
+        prompt: &AutoPrompt,
+    ) -> Result<(AutoAnswer, u64, AutoUsage), String> {
+        let (path, body) = request_body(self.config.api, &self.config.model, prompt);
+        let started = std::time::Instant::now();
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let reply = match tokio::time::timeout(timeout, self.transport.post(&path, &body)).await {
+            Err(_) => {
+                return Err(format!(
+                    "the model did not answer within {} ms",
+                    self.config.timeout_ms
+                ));
+            }
+            Ok(Err(e)) => return Err(format!("the model call failed: {e}")),
+            Ok(Ok(reply)) => reply,
+        };
+        let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (text, usage) = reply_text(self.config.api, &reply)
+            .ok_or_else(|| "the endpoint's response holds no reply text".to_owned())?;
+        let answer = parse_reply(&text).ok_or_else(|| {
+            "the model's reply is not one JSON object with `decision` allow or deny".to_owned()
+        })?;
+        Ok((answer, latency_ms, usage))
+    }
+
     /// Asks the model about one call (or reuses the session's answer for an identical one).
     /// Never fails: an error is [`AutoOutcome::NoAnswer`].
     pub async fn resolve(
@@ -680,27 +708,9 @@ impl AutoMode {
             };
         }
         let prompt = self.prompt(requests, tool, args, root, asks);
-        let (path, body) = request_body(self.config.api, &self.config.model, &prompt);
-        let started = std::time::Instant::now();
-        let timeout = Duration::from_millis(self.config.timeout_ms);
-        let reply = match tokio::time::timeout(timeout, self.transport.post(&path, &body)).await {
-            Err(_) => {
-                return AutoOutcome::NoAnswer(format!(
-                    "the model did not answer within {} ms",
-                    self.config.timeout_ms
-                ));
-            }
-            Ok(Err(e)) => return AutoOutcome::NoAnswer(format!("the model call failed: {e}")),
-            Ok(Ok(reply)) => reply,
-        };
-        let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let Some((text, usage)) = reply_text(self.config.api, &reply) else {
-            return AutoOutcome::NoAnswer("the endpoint's response holds no reply text".into());
-        };
-        let Some(answer) = parse_reply(&text) else {
-            return AutoOutcome::NoAnswer(
-                "the model's reply is not one JSON object with `decision` allow or deny".into(),
-            );
+        let (answer, latency_ms, usage) = match self.consult(&prompt).await {
+            Ok(answered) => answered,
+            Err(why) => return AutoOutcome::NoAnswer(why),
         };
         if answer.decision == Decision::Deny {
             state.refusals = state.refusals.saturating_add(1);
