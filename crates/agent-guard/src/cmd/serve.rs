@@ -12,7 +12,7 @@ pub(crate) mod client;
 pub(crate) mod listen;
 pub(crate) mod wire;
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,29 +71,11 @@ pub(crate) struct Args {
     pub rate_limit: u32,
 }
 
-/// 32 random bytes from the kernel, as hex.
-fn random_token() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("cannot read random bytes for the token from /dev/urandom")?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Reads the token, or creates the file with a new one (0600, parent 0700).
+/// Reads the token, or creates the file with a new one (0600, parent 0700). An existing file
+/// must be this user's own and private ([`wire::check_private`]).
 fn token(path: &Path) -> anyhow::Result<String> {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
     if path.exists() {
-        let mode = std::fs::metadata(path)
-            .with_context(|| format!("cannot stat `{}`", path.display()))?
-            .permissions()
-            .mode();
-        anyhow::ensure!(
-            mode & 0o077 == 0,
-            "the token file `{}` is readable by others (mode {:o}); `chmod 600` it",
-            path.display(),
-            mode & 0o777
-        );
         return wire::read_token(path);
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -103,7 +85,7 @@ fn token(path: &Path) -> anyhow::Result<String> {
             .create(dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;
     }
-    let token = random_token()?;
+    let token = wire::random_hex(32)?;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -129,7 +111,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let token_file = args
         .token_file
         .clone()
-        .unwrap_or_else(wire::default_token_file);
+        .map_or_else(wire::default_token_file, Ok)?;
     let token = token(&token_file)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
