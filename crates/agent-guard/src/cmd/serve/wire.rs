@@ -130,6 +130,9 @@ pub(crate) enum ResolvedBy {
     Withdrawn,
     /// The server stopped (a deny).
     ServerStopped,
+    /// Redaction would hide part of the call from the person (a private key block with no
+    /// END line masks to the end of the text): what cannot be seen cannot be approved (a deny).
+    Unreviewable,
 }
 
 /// How a request ended: the body of the `POST /api/requests` response and of the
