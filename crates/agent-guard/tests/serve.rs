@@ -924,6 +924,32 @@ async fn claude_hook_turns_an_ask_into_the_persons_answer() {
     }
 }
 
+/// A call no rule names is asked by the policy's default; a person's allow on the page must
+/// reach Claude Code as `allow`, not as "no decision" (which made Claude Code prompt again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_hook_answers_allow_for_a_person_allowing_a_default_ask() {
+    let s = Server::start(&[]);
+    let work = tempfile::tempdir().unwrap();
+    let policy = hook_policy(work.path());
+    let event = json!({"hook_event_name": "PreToolUse", "session_id": "cc-2", "tool_use_id": "t",
+                       "cwd": work.path(), "tool_name": "Bash",
+                       "tool_input": {"command": "mkdir made-here"}});
+    let hook = spawn_hook("claude-hook", &s.base, &s.token_file(), &policy, event);
+    let id = pending(&s, 1).await[0]["id"].as_str().unwrap().to_owned();
+    post(
+        &s,
+        &format!("/api/permissions/{id}"),
+        json!({"decision": "allow"}),
+    )
+    .await;
+    let out = hook.await.unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{v}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_hook_gets_a_real_ask_and_fails_closed_without_a_server() {
     let s = Server::start(&[]);
