@@ -298,6 +298,11 @@ pub(crate) struct Walker<'a> {
     pub cdpath: bool,
     /// Variables declared integer (`declare -i`): assigning them evaluates arithmetic.
     pub int_vars: HashSet<String>,
+    /// Prefix assignments of the commands being classified, outermost first, waiting for a
+    /// program that reads them (`vars::program_reads`).
+    pub env: Vec<crate::vars::PrefixVar>,
+    /// The command's standard output is known not to be a terminal (a pipe, a file).
+    pub stdout_piped: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -326,6 +331,8 @@ impl<'a> Walker<'a> {
             home: an.home.clone(),
             cdpath: false,
             int_vars: HashSet::new(),
+            env: Vec::new(),
+            stdout_piped: false,
         }
     }
 
@@ -485,7 +492,10 @@ impl<'a> Walker<'a> {
             };
             // Every stage of a real pipeline runs in a subshell: a `cd` there does not leak.
             let saved = multi.then(|| self.cwd.clone());
+            let piped = self.stdout_piped;
+            self.stdout_piped |= i + 1 < p.seq.len();
             self.command(cmd, &input);
+            self.stdout_piped = piped;
             if let Some(cwd) = saved {
                 self.cwd = cwd;
             }
@@ -971,6 +981,7 @@ impl<'a> Walker<'a> {
             self.cwd = saved;
         }
         let mut input = stdin.clone();
+        let to_file = stdout_redirected(&redirects);
         for r in redirects {
             if let Some(s) = self.redirect(r, &display) {
                 input = s;
@@ -1008,12 +1019,15 @@ impl<'a> Walker<'a> {
             }
             env_names.push(name);
         }
+        let env_depth = self.env.len();
         for name in &env_names {
-            // `IFS= read -r line`: a prefix assignment of IFS only changes that one command.
-            if !decoded.is_empty() && name == "IFS" {
-                continue;
+            if decoded.is_empty() {
+                crate::vars::check_set(self, name, name);
+            } else if name != "IFS" {
+                // `IFS= read -r line`: a prefix assignment of IFS only changes that one
+                // command; any other waits for a program of the command that reads it.
+                crate::vars::set_for_command(self, name, &display);
             }
-            crate::vars::check_set(self, name, if display.is_empty() { name } else { &display });
         }
         if decoded.is_empty() {
             if !assignments.is_empty() {
@@ -1029,7 +1043,13 @@ impl<'a> Walker<'a> {
             return;
         }
         let before = self.findings.len();
+        let piped = self.stdout_piped;
+        if let Some(to_file) = to_file {
+            self.stdout_piped = to_file;
+        }
         crate::classify::classify(self, &decoded, &display, &input);
+        self.stdout_piped = piped;
+        self.env.truncate(env_depth);
         crate::destination::check(self, before, &decoded, &display);
     }
 
@@ -1242,6 +1262,40 @@ impl<'a> Walker<'a> {
         self.judged = true;
         self.judge.judge(&word.text, PathAccess::Write, &cwd) == PathVerdict::Root
     }
+}
+
+/// Where a command's redirections send its standard output: `Some(true)` into a file or a
+/// pipe-like target (not a terminal), `Some(false)` onto the terminal (`> /dev/tty`), `None`
+/// when they leave it alone. The last redirection of fd 1 wins, as in bash.
+fn stdout_redirected(redirects: &[&IoRedirect]) -> Option<bool> {
+    let mut out = None;
+    for r in redirects {
+        match r {
+            IoRedirect::File(fd, kind, IoFileRedirectTarget::Filename(w))
+                if fd.is_none_or(|f| f == 1)
+                    && matches!(
+                        kind,
+                        IoFileRedirectKind::Write
+                            | IoFileRedirectKind::Append
+                            | IoFileRedirectKind::Clobber
+                            | IoFileRedirectKind::ReadAndWrite
+                    ) =>
+            {
+                out = Some(!w.value.starts_with("/dev/tty") && !w.value.starts_with("/dev/pts"));
+            }
+            IoRedirect::OutputAndError(w, _) => {
+                out = Some(!w.value.starts_with("/dev/tty") && !w.value.starts_with("/dev/pts"));
+            }
+            // `>&2`: stderr may be a terminal.
+            IoRedirect::File(fd, IoFileRedirectKind::DuplicateOutput, _)
+                if fd.is_none_or(|f| f == 1) =>
+            {
+                out = Some(false);
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Fills the empty parts of every `for ((init; cond; step))` header (`0`, `1`, `0`), as bash

@@ -589,6 +589,9 @@ const OPAQUE: &[&str] = &[
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let before = w.findings.len();
     classify_inner(w, argv, sub, stdin);
+    if !w.env.is_empty() {
+        crate::vars::program_reads(w, argv, before);
+    }
     let new = w.findings.get(before..).unwrap_or(&[]);
     let opaque = new.iter().any(|f| OPAQUE.contains(&f.code));
     if opaque && new.iter().all(|f| f.decision != Decision::Deny) {
@@ -822,6 +825,9 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
+    if INTERACTIVE.contains(&name) && batch_mode(w, name, args, sub) {
+        return;
+    }
     if INTERACTIVE.contains(&name) {
         w.add(
             Decision::Deny,
@@ -945,6 +951,172 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         sub,
         format!("`{name}` is not a command this analyzer knows to be read-only"),
     );
+    unknown_program(w, args, sub, stdin);
+}
+
+/// What an unknown program may do with its arguments, judged from their shape. Unknown is not
+/// harmless: words that parse as a command (`setarch x86_64 rm -rf ~`, `prlimit --nofile=9
+/// rm ...`, `rustup run stable rm ...`) may be run by it, as a wrapper runs them, and a path
+/// that is a credential store is read (`shuf ~/.aws/credentials`), as `cat` would. Nor is it
+/// catastrophic: only the refusals of these readings are kept, the unknown program already
+/// asks, and words that are only data cost nothing.
+fn unknown_program(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
+    let before = w.findings.len();
+    for a in args.iter().filter(|a| !a.dynamic) {
+        let text = match a.text.strip_prefix("--") {
+            Some(opt) => opt.split_once('=').map_or("", |(_, v)| v),
+            None if a.text.starts_with('-') => "",
+            None => a.text.as_str(),
+        };
+        if text.is_empty() || text.contains("://") {
+            continue;
+        }
+        let path = Decoded {
+            text: text.to_owned(),
+            ..a.clone()
+        };
+        w.path(&path, PathAccess::Read, sub, "argument");
+    }
+    // Every word that names a known command starts a tail judged as the command a wrapper
+    // runs (a few, so a long argument list stays cheap).
+    let mut tails = 0;
+    for (k, a) in args.iter().enumerate() {
+        if tails >= 8 {
+            break;
+        }
+        if a.dynamic || a.text.starts_with('-') || a.text.contains('=') {
+            continue;
+        }
+        let name = base_name(&a.text);
+        if !is_known_command(name) || w.functions.contains(name) {
+            continue;
+        }
+        tails += 1;
+        let tail = args.get(k..).unwrap_or(&[]);
+        let saved = w.cwd.clone();
+        let display = display_words(tail);
+        classify(w, tail, &display, stdin);
+        w.cwd = saved;
+    }
+    let mut index = 0;
+    w.findings.retain(|f| {
+        index += 1;
+        index <= before || f.decision == Decision::Deny
+    });
+}
+
+/// The batch forms of terminal programs, which need no terminal: `top -b` prints the process
+/// table, a pager whose output is not a terminal copies its files as `cat` does, `tmux ls` and
+/// `screen -ls` list sessions, `fc -l` lists history; an editor in batch mode (`vim -es`,
+/// `ex -s`, `ed`, `emacs --batch`, `nvim --headless`) runs the editing commands it is given,
+/// which are code this analyzer does not read. `false` leaves the program interactive.
+fn batch_mode(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) -> bool {
+    if args.iter().any(|a| a.dynamic) {
+        return false;
+    }
+    let flag = |c: char| {
+        args.iter()
+            .any(|a| a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains(c))
+    };
+    let has = |o: &str| args.iter().any(|a| a.text == o);
+    match name {
+        "top" if flag('b') => {
+            if !flag('n') {
+                w.add(
+                    Decision::Ask,
+                    "long_running",
+                    sub,
+                    "`top -b` without `-n` keeps printing until it is stopped".to_owned(),
+                );
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`top -b` prints the process table".to_owned(),
+            );
+            true
+        }
+        "less" | "more" | "most" | "pg" if w.stdout_piped => {
+            for a in args.iter().filter(|a| !a.text.starts_with(['-', '+'])) {
+                w.path(a, PathAccess::Read, sub, "file");
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` writing to a pipe copies its files, as `cat` does"),
+            );
+            true
+        }
+        "tmux"
+            if matches!(
+                args.first().map(|a| a.text.as_str()),
+                Some("ls" | "list-sessions" | "list-windows" | "list-panes" | "has-session")
+            ) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists tmux sessions".to_owned(),
+            );
+            true
+        }
+        "screen" if args.len() == 1 && (has("-ls") || has("-list")) => {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists screen sessions".to_owned(),
+            );
+            true
+        }
+        "fc" if flag('l') => {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists the history".to_owned(),
+            );
+            true
+        }
+        "vim" | "vi" | "nvim" | "ex" | "view" | "ed" | "emacs"
+            if name == "ed"
+                || name == "ex" && flag('s')
+                || (flag('e') || flag('E')) && flag('s')
+                || has("-es")
+                || has("-Es")
+                || has("--batch")
+                || has("--script")
+                || has("--headless") =>
+        {
+            w.add(
+                Decision::Ask,
+                "inline_code",
+                sub,
+                format!("`{name}` in batch mode runs editing commands (which can run programs and write files) that this analyzer does not review"),
+            );
+            // An ex command `!CMD` (given by `-c CMD` or `+CMD`) runs CMD in a shell: judged.
+            let mut prev_c = false;
+            for a in args {
+                let t = a.text.as_str();
+                let cmd = if prev_c { Some(t) } else { t.strip_prefix('+') };
+                prev_c = t == "-c" || t == "--cmd";
+                if let Some(shell) = cmd
+                    .map(|c| c.trim_start_matches([':', ' ']))
+                    .and_then(|c| c.strip_prefix('!'))
+                {
+                    w.script(shell, StdinKind::Terminal);
+                }
+            }
+            for a in args.iter().filter(|a| !a.text.starts_with(['-', '+'])) {
+                w.path(a, PathAccess::Read, sub, "file");
+            }
+            true
+        }
+        _ => false,
+    }
 }
 
 pub(crate) fn network(w: &mut Walker<'_>, sub: &str, what: &str) {
@@ -1739,6 +1911,7 @@ fn table_judge(
             mode = m.or(mode);
         }
     }
+    recursive |= mode.is_some_and(|m| m.recursive);
     let class = mode.map_or(spec.class, |m| m.class);
     let role = mode.map_or(spec.operands, |m| m.operands);
     let default_out = mode.map_or(spec.default_out.as_ref(), |m| m.default_out.as_ref());
@@ -2324,6 +2497,11 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         sub,
         format!("`{name}` builds, tests or runs project code, which has side effects"),
     );
+    // `rustup run stable CMD`, `npm explore PKG -- CMD`, `cargo run -- ...`: a build tool runs
+    // commands named on its line. Containers and clusters run theirs elsewhere.
+    if !matches!(name, "docker" | "podman" | "kubectl") {
+        unknown_program(w, args, sub, &StdinKind::Terminal);
+    }
 }
 
 /// The package or binary `cargo run` runs (`-p NAME`, `--package=NAME`, `--bin NAME` ...), read
@@ -2497,127 +2675,10 @@ fn writer(
     }
     match name {
         "env" => {
-            let mut i = 0;
-            let mut chdir: Option<Decoded> = None;
-            while let Some(a) = args.get(i) {
-                let t = a.text.as_str();
-                if a.dynamic {
-                    return dynamic_wrapped(w, sub, name);
-                }
-                if t == "--" {
-                    i += 1;
-                    break;
-                }
-                if t.starts_with('-') && t != "-" {
-                    i += 1;
-                    // (letter, value) pairs of this argument, getopt_long style.
-                    let mut found: Vec<(char, Option<Decoded>)> = Vec::new();
-                    if let Some(long) = t.strip_prefix("--") {
-                        let (key, attached) = match long.split_once('=') {
-                            Some((k, v)) => (k, Some(v)),
-                            None => (long, None),
-                        };
-                        let exact = ENV_OPTS.iter().find(|o| o.1 == key);
-                        let prefixed: Vec<_> = ENV_OPTS
-                            .iter()
-                            .filter(|o| !key.is_empty() && o.1.starts_with(key))
-                            .collect();
-                        let Some(&(c, _, arity)) = exact.or(match prefixed.as_slice() {
-                            [one] => Some(*one),
-                            _ => None,
-                        }) else {
-                            w.add(
-                                Decision::Ask,
-                                "unknown_option",
-                                sub,
-                                format!("`env` has no option `{t}` this analyzer knows (or it is ambiguous)"),
-                            );
-                            return;
-                        };
-                        let value =
-                            crate::words::option_value(a, attached, arity == 1, args, &mut i);
-                        found.push((c, value));
-                    } else {
-                        let body = t.get(1..).unwrap_or("");
-                        for (at, c) in body.char_indices() {
-                            let rest = body.get(at + c.len_utf8()..).unwrap_or("");
-                            let Some(&(_, _, arity)) =
-                                ENV_OPTS.iter().find(|o| o.0 == c && o.0 != '\0')
-                            else {
-                                w.add(
-                                    Decision::Ask,
-                                    "unknown_option",
-                                    sub,
-                                    format!("`env` has no option `-{c}` this analyzer knows"),
-                                );
-                                return;
-                            };
-                            if arity != 1 {
-                                found.push((c, None));
-                                continue;
-                            }
-                            let value = if rest.is_empty() {
-                                i += 1;
-                                args.get(i - 1).cloned()
-                            } else {
-                                Some(Decoded {
-                                    text: rest.to_owned(),
-                                    ..a.clone()
-                                })
-                            };
-                            found.push((c, value));
-                            break;
-                        }
-                    }
-                    for (c, value) in found {
-                        match c {
-                            'C' => chdir = value,
-                            // `-S STRING` splits STRING into the command and its first
-                            // arguments; the rest of env's arguments follow.
-                            'S' => {
-                                let Some(v) = value else {
-                                    w.add(
-                                        Decision::Ask,
-                                        "missing_value",
-                                        sub,
-                                        "`env -S` without its string".to_owned(),
-                                    );
-                                    return;
-                                };
-                                if v.dynamic {
-                                    return dynamic_wrapped(w, sub, name);
-                                }
-                                let rest: Vec<String> =
-                                    args.iter().skip(i).map(|a| a.text.clone()).collect();
-                                let text = format!("{} {}", v.text, rest.join(" "));
-                                w.script(&text, stdin.clone());
-                                return;
-                            }
-                            _ => {}
-                        }
-                    }
-                    continue;
-                }
-                if let Some((n, _)) = t.split_once('=') {
-                    check_env_name(w, n, sub);
-                    i += 1;
-                    continue;
-                }
-                break;
-            }
-            let saved = w.cwd.clone();
-            if let Some(d) = &chdir {
-                w.path(d, PathAccess::Read, sub, "directory");
-                w.cwd = if d.dynamic {
-                    None
-                } else {
-                    w.cwd
-                        .as_ref()
-                        .map(|c| crate::analyze::normalize(&c.join(&d.text)))
-                };
-            }
-            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
-            w.cwd = saved;
+            // `env NAME=v cmd`: the variables last for the command it runs.
+            let depth = w.env.len();
+            env(w, args, sub, stdin);
+            w.env.truncate(depth);
         }
         "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
         | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
@@ -2904,8 +2965,21 @@ fn writer(
                 );
                 return;
             }
+            let recursive = name == "zip"
+                && args.iter().any(|a| {
+                    a.text == "--recurse-paths"
+                        || (a.text.starts_with('-')
+                            && !a.text.starts_with("--")
+                            && a.text.contains(['r', 'R']))
+                });
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");
+                if recursive {
+                    w.tree_read(p, sub, "zip -r");
+                }
+            }
+            if matches!(name, "firejail" | "gdb" | "strace" | "ltrace") {
+                unknown_program(w, args, sub, stdin);
             }
             if matches!(name, "nsenter" | "unshare") {
                 w.add(
@@ -2930,6 +3004,131 @@ fn writer(
             format!("`{name}` is not a command this analyzer knows to be read-only"),
         ),
     }
+}
+
+/// `env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]`.
+fn env(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
+    let mut i = 0;
+    let mut chdir: Option<Decoded> = None;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if a.dynamic {
+            return dynamic_wrapped(w, sub, "env");
+        }
+        if t == "--" {
+            i += 1;
+            break;
+        }
+        if t.starts_with('-') && t != "-" {
+            i += 1;
+            // (letter, value) pairs of this argument, getopt_long style.
+            let mut found: Vec<(char, Option<Decoded>)> = Vec::new();
+            if let Some(long) = t.strip_prefix("--") {
+                let (key, attached) = match long.split_once('=') {
+                    Some((k, v)) => (k, Some(v)),
+                    None => (long, None),
+                };
+                let exact = ENV_OPTS.iter().find(|o| o.1 == key);
+                let prefixed: Vec<_> = ENV_OPTS
+                    .iter()
+                    .filter(|o| !key.is_empty() && o.1.starts_with(key))
+                    .collect();
+                let Some(&(c, _, arity)) = exact.or(match prefixed.as_slice() {
+                    [one] => Some(*one),
+                    _ => None,
+                }) else {
+                    w.add(
+                        Decision::Ask,
+                        "unknown_option",
+                        sub,
+                        format!(
+                            "`env` has no option `{t}` this analyzer knows (or it is ambiguous)"
+                        ),
+                    );
+                    return;
+                };
+                let value = crate::words::option_value(a, attached, arity == 1, args, &mut i);
+                found.push((c, value));
+            } else {
+                let body = t.get(1..).unwrap_or("");
+                for (at, c) in body.char_indices() {
+                    let rest = body.get(at + c.len_utf8()..).unwrap_or("");
+                    let Some(&(_, _, arity)) = ENV_OPTS.iter().find(|o| o.0 == c && o.0 != '\0')
+                    else {
+                        w.add(
+                            Decision::Ask,
+                            "unknown_option",
+                            sub,
+                            format!("`env` has no option `-{c}` this analyzer knows"),
+                        );
+                        return;
+                    };
+                    if arity != 1 {
+                        found.push((c, None));
+                        continue;
+                    }
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    } else {
+                        Some(Decoded {
+                            text: rest.to_owned(),
+                            ..a.clone()
+                        })
+                    };
+                    found.push((c, value));
+                    break;
+                }
+            }
+            for (c, value) in found {
+                match c {
+                    'C' => chdir = value,
+                    // `-S STRING` splits STRING into the command and its first
+                    // arguments; the rest of env's arguments follow.
+                    'S' => {
+                        let Some(v) = value else {
+                            w.add(
+                                Decision::Ask,
+                                "missing_value",
+                                sub,
+                                "`env -S` without its string".to_owned(),
+                            );
+                            return;
+                        };
+                        if v.dynamic {
+                            return dynamic_wrapped(w, sub, "env");
+                        }
+                        let rest: Vec<String> =
+                            args.iter().skip(i).map(|a| a.text.clone()).collect();
+                        let text = format!("{} {}", v.text, rest.join(" "));
+                        w.script(&text, stdin.clone());
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if let Some((n, _)) = t.split_once('=') {
+            crate::vars::set_for_command(w, n, sub);
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    let saved = w.cwd.clone();
+    if let Some(d) = &chdir {
+        w.path(d, PathAccess::Read, sub, "directory");
+        w.cwd = if d.dynamic {
+            None
+        } else {
+            w.cwd
+                .as_ref()
+                .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+        };
+    }
+    run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, "env");
+    w.cwd = saved;
 }
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
@@ -2969,6 +3168,28 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
         .is_some_and(|h| h.trim_end_matches('/') == s)
     {
         return true;
+    }
+    // `rm -rf link/`: with a trailing slash the name is the directory the symlink points to,
+    // whose contents go (rm removes the tree below it), so the target is what is judged.
+    if p.text.ends_with('/')
+        && !p.glob
+        && std::fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(real) = std::fs::canonicalize(&abs)
+    {
+        let probe = Decoded {
+            text: format!("{}/", real.to_string_lossy().trim_end_matches('/')),
+            ..Decoded::default()
+        };
+        let real_s = real.to_string_lossy();
+        if top.contains(&real_s.as_ref())
+            || w.an
+                .home
+                .as_deref()
+                .is_some_and(|h| h.trim_end_matches('/') == real_s)
+            || w.is_root(&probe)
+        {
+            return true;
+        }
     }
     let probe = Decoded {
         text: t.to_owned(),
@@ -3150,9 +3371,41 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             }
         }
     }
+    // Primaries that do not pick files by what they are: with only these, an action applies
+    // to every file below the start points.
+    const UNSELECTIVE: &[&str] = &[
+        "mindepth",
+        "maxdepth",
+        "depth",
+        "d",
+        "type",
+        "xtype",
+        "xdev",
+        "mount",
+        "follow",
+        "daystart",
+        "noleaf",
+        "warn",
+        "nowarn",
+        "ignore_readdir_race",
+        "noignore_readdir_race",
+        "regextype",
+        "print",
+        "print0",
+        "true",
+        "ls",
+        "delete",
+        "help",
+        "version",
+    ];
+    let narrowed = e
+        .primaries
+        .iter()
+        .any(|(p, _)| !UNSELECTIVE.contains(&p.name.as_str()));
     for (p, values) in &e.primaries {
         let fx = p.effects;
-        let what = format!("`-{}`", p.name.trim_end_matches('*'));
+        let what = format!("-{}", p.name.trim_end_matches('*'));
+        let what = format!("`{what}`");
         if fx.prompts {
             w.add(
                 Decision::Deny,
@@ -3198,6 +3451,24 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             continue;
         }
         if fx.write && values.is_empty() {
+            // `find -delete` with no test that picks files removes everything below its start
+            // points (`.` when none is given): on the system, the home or the project that is
+            // `rm -rf`.
+            if !narrowed {
+                for s in &starts {
+                    if !s.dynamic && is_catastrophic_target(w, s) {
+                        w.add(
+                            Decision::Deny,
+                            "destroys_system",
+                            sub,
+                            format!(
+                                "`find {} {what}` removes everything below it: it destroys the system, the home directory or the project",
+                                s.text
+                            ),
+                        );
+                    }
+                }
+            }
             writes = true;
             w.add(
                 Decision::Ask,

@@ -201,6 +201,8 @@ pub(crate) struct Mode {
     pub archive: PathAccessKind,
     /// Written when the mode writes where the command works (extraction: `.`).
     pub default_out: Option<String>,
+    /// The mode reads its operands as whole trees (`tar -c DIR` archives every file below).
+    pub recursive: bool,
 }
 
 /// An access named in the table.
@@ -218,6 +220,8 @@ struct RawMode {
     archive: String,
     #[serde(default)]
     default_out: Option<String>,
+    #[serde(default)]
+    recursive: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -613,6 +617,7 @@ fn parse_spec(
                 operands: parse_pos(&format!("{name} {mode}"), &m.pos)?,
                 archive,
                 default_out: m.default_out,
+                recursive: m.recursive,
             },
         );
     }

@@ -2,7 +2,7 @@
 //! prefix), what this command assigns to them by any route, and the places where bash
 //! evaluates a value as code (arithmetic, array subscripts, `${!x}` indirection).
 
-use crate::analyze::Walker;
+use crate::analyze::{Walker, display_words};
 use crate::verdict::Decision;
 use crate::words::Decoded;
 
@@ -14,6 +14,23 @@ pub(crate) struct VarEffect {
     pub decision: Decision,
     /// Completes "setting `NAME` ...".
     pub effect: &'static str,
+    /// Which programs read it. A prefix assignment (`NAME=v cmd`, `env NAME=v cmd`) that no
+    /// program of its command reads is an assignment and nothing more.
+    pub readers: Readers,
+}
+
+/// The programs that read a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readers {
+    /// Every program: the dynamic loader, libc, bash's own command lookup.
+    Every,
+    /// The programs named (`"git"`; `"git fetch"` for one subcommand; `"-git status"` takes
+    /// one out), and any program whose code the review does not see (an unknown program, a
+    /// build, an interpreter, a script).
+    Only(&'static [&'static str]),
+    /// As `Only`, but only where the program's output may be a terminal: a pager starts
+    /// nowhere else (`PAGER=cat man ls | head` starts none).
+    Terminal(&'static [&'static str]),
 }
 
 const fn deny(pattern: &'static str, effect: &'static str) -> VarEffect {
@@ -21,6 +38,7 @@ const fn deny(pattern: &'static str, effect: &'static str) -> VarEffect {
         pattern,
         decision: Decision::Deny,
         effect,
+        readers: Readers::Every,
     }
 }
 
@@ -29,8 +47,156 @@ const fn ask(pattern: &'static str, effect: &'static str) -> VarEffect {
         pattern,
         decision: Decision::Ask,
         effect,
+        readers: Readers::Every,
     }
 }
+
+impl VarEffect {
+    /// The entry, read only by `programs` (see [`Readers::Only`]).
+    const fn by(self, programs: &'static [&'static str]) -> VarEffect {
+        VarEffect {
+            readers: Readers::Only(programs),
+            ..self
+        }
+    }
+
+    /// The entry, read only by `programs` writing to a terminal (see [`Readers::Terminal`]).
+    const fn paging(self, programs: &'static [&'static str]) -> VarEffect {
+        VarEffect {
+            readers: Readers::Terminal(programs),
+            ..self
+        }
+    }
+}
+
+/// Shells: they read their start-up variables whatever they run.
+const SHELLS: &[&str] = &["bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
+/// Programs that start bash for code of their own (git's hooks and aliases).
+const RUN_BASH: &[&str] = &["bash", "sh", "git"];
+/// git's subcommands that only read local state: they start no ssh, askpass or editor.
+const GIT_NET: &[&str] = &[
+    "git",
+    "-git status",
+    "-git rev-parse",
+    "-git ls-files",
+    "-git ls-tree",
+    "-git branch",
+    "-git tag",
+    "-git config",
+    "-git version",
+    "-git help",
+    "-git var",
+    "-git check-ignore",
+    "-git check-attr",
+    "-git count-objects",
+    "-git show-ref",
+    "-git for-each-ref",
+    "-git describe",
+    "-git merge-base",
+    "-git name-rev",
+    "-git add",
+    "-git diff",
+    "-git log",
+    "-git show",
+    "-git blame",
+    "-git shortlog",
+    "-git grep",
+    "-git stash",
+    "-git reflog",
+];
+/// git's subcommands that never open an editor.
+const GIT_EDIT: &[&str] = &[
+    "git",
+    "-git status",
+    "-git rev-parse",
+    "-git ls-files",
+    "-git ls-tree",
+    "-git version",
+    "-git help",
+    "-git var",
+    "-git diff",
+    "-git log",
+    "-git show",
+    "-git blame",
+    "-git shortlog",
+    "-git grep",
+    "-git describe",
+    "-git fetch",
+    "-git push",
+    "-git clone",
+    "-git ls-remote",
+    "-git check-ignore",
+    "-git count-objects",
+    "-git show-ref",
+    "-git for-each-ref",
+];
+/// Programs that start a pager on a terminal.
+const PAGING: &[&str] = &[
+    "man",
+    "git",
+    "systemctl",
+    "journalctl",
+    "loginctl",
+    "busctl",
+    "timedatectl",
+    "psql",
+    "mysql",
+    "bat",
+    "gh",
+    "less",
+    "more",
+    "perldoc",
+    "pydoc",
+    "pydoc3",
+    "ri",
+];
+const EDITING: &[&str] = &[
+    "crontab",
+    "systemctl",
+    "sudoedit",
+    "vipw",
+    "visudo",
+    "less",
+    "fc",
+    "kubectl",
+    "gh",
+    "mutt",
+    "edit",
+    "sensible-editor",
+    "git",
+];
+/// Python, and what runs it. `--version` is answered while the command line is parsed, before
+/// any module is imported.
+const PYTHON: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "pip",
+    "pip3",
+    "pytest",
+    "uv",
+    "-python --version",
+    "-python -V",
+    "-python3 --version",
+    "-python3 -V",
+];
+/// Node, and what runs it. `node --version` prints before NODE_OPTIONS' `--require` loads.
+const NODE: &[&str] = &[
+    "node",
+    "nodejs",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "-node --version",
+    "-node -v",
+    "-nodejs --version",
+];
+const PERL: &[&str] = &["perl", "perldoc", "cpan", "prove"];
+const RUBY: &[&str] = &["ruby", "gem", "bundle", "rake", "irb"];
+const JAVA: &[&str] = &[
+    "java", "javac", "jshell", "mvn", "gradle", "kotlin", "scala",
+];
 
 const RUNS_FILE: &str = "makes the next shell run a file of commands at start-up";
 const RUNS_CMD: &str = "makes a later command run a program chosen by the value";
@@ -43,164 +209,242 @@ const INTERP: &str = "makes an interpreter load or run code chosen by the value"
 /// first match wins. Every entry has a case in `tests/corpus/variables.txt`.
 pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     // Names that only describe (identity, dates, terminal prompts) are harmless.
-    ask("GIT_DIR", "points git at another repository"),
-    ask("GIT_WORK_TREE", "points git at another working tree"),
-    ask("GIT_INDEX_FILE", "points git at another index file"),
+    ask("GIT_DIR", "points git at another repository").by(&["git"]),
+    ask("GIT_WORK_TREE", "points git at another working tree").by(&["git"]),
+    ask("GIT_INDEX_FILE", "points git at another index file").by(&["git"]),
     VarEffect {
         pattern: "GIT_AUTHOR_*",
         decision: Decision::Allow,
         effect: "only names the author",
+        readers: Readers::Every,
     },
     VarEffect {
         pattern: "GIT_COMMITTER_*",
         decision: Decision::Allow,
         effect: "only names the committer",
+        readers: Readers::Every,
     },
     VarEffect {
         pattern: "GIT_TERMINAL_PROMPT",
         decision: Decision::Allow,
         effect: "only stops git from prompting",
+        readers: Readers::Every,
     },
+    // What git runs to reach a remote, to ask for a password, to show or edit text: read only
+    // by the subcommands that do so.
+    deny(
+        "GIT_SSH_COMMAND",
+        "is the ssh command git runs to reach a remote",
+    )
+    .by(GIT_NET),
+    deny("GIT_SSH", "is the ssh program git runs to reach a remote").by(GIT_NET),
+    deny(
+        "GIT_PROXY_COMMAND",
+        "is the program git runs to connect to a remote",
+    )
+    .by(GIT_NET),
+    deny(
+        "GIT_ASKPASS",
+        "is the program git runs to ask for a password",
+    )
+    .by(GIT_NET),
+    deny("GIT_PAGER", "is the pager git runs on a terminal").paging(&["git"]),
+    deny("GIT_EDITOR", "is the editor git runs").by(GIT_EDIT),
+    deny(
+        "GIT_SEQUENCE_EDITOR",
+        "is the editor git runs for a rebase todo list",
+    )
+    .by(GIT_EDIT),
     deny(
         "GIT_*",
         "changes which programs, hooks or configuration git runs",
-    ),
-    deny("BASH_ENV", RUNS_FILE),
-    deny("ENV", RUNS_FILE),
+    )
+    .by(&["git"]),
+    deny("BASH_ENV", RUNS_FILE).by(RUN_BASH),
+    deny("ENV", RUNS_FILE).by(RUN_BASH),
     deny(
         "PROMPT_COMMAND",
         "runs its value as a command before each prompt",
-    ),
+    )
+    .by(SHELLS),
     deny(
         "PS0",
         "runs the command substitutions in its value before each command",
-    ),
+    )
+    .by(SHELLS),
     deny(
         "PS1",
         "runs the command substitutions in its value at each prompt",
-    ),
+    )
+    .by(SHELLS),
     deny(
         "PS2",
         "runs the command substitutions in its value at each prompt",
-    ),
+    )
+    .by(SHELLS),
     deny(
         "PS4",
         "runs the command substitutions in its value on every traced command",
-    ),
+    )
+    .by(RUN_BASH),
     deny(
         "SHELLOPTS",
         "turns on shell options (xtrace, ...) in every later shell",
-    ),
-    deny("BASHOPTS", "turns on shell options in every later shell"),
+    )
+    .by(RUN_BASH),
+    deny("BASHOPTS", "turns on shell options in every later shell").by(RUN_BASH),
     deny(
         "BASH_FUNC_*",
         "exports a function that replaces a command in every later shell",
-    ),
+    )
+    .by(RUN_BASH),
     deny(
         "BASH_XTRACEFD",
         "sends the trace to a file descriptor chosen by the value",
+    )
+    .by(RUN_BASH),
+    // bash's table of remembered command paths: `BASH_CMDS[ls]=/tmp/x` makes `ls` run
+    // `/tmp/x` (the same as `hash -p`); `BASH_ALIASES[ls]=..` defines an alias.
+    deny(
+        "BASH_CMDS",
+        "makes a command name run the program its value names",
+    ),
+    deny(
+        "BASH_ALIASES",
+        "makes a command name an alias for other code",
     ),
     deny("LD_*", LOADS_LIB),
     deny("DYLD_*", LOADS_LIB),
     deny("GCONV_PATH", LOADS_LIB),
-    deny("PAGER", RUNS_CMD),
-    deny("MANPAGER", RUNS_CMD),
-    deny("SYSTEMD_PAGER", RUNS_CMD),
-    deny("EDITOR", RUNS_CMD),
-    deny("VISUAL", RUNS_CMD),
-    deny("BROWSER", RUNS_CMD),
-    deny("TERMINAL", RUNS_CMD),
-    deny("SSH_ASKPASS", RUNS_CMD),
-    deny("SUDO_ASKPASS", RUNS_CMD),
-    deny("LESSOPEN", RUNS_CMD),
-    deny("LESSCLOSE", RUNS_CMD),
-    deny("RUSTC_WRAPPER", RUNS_CMD),
-    deny("RUSTC", RUNS_CMD),
-    ask("CARGO_TARGET_DIR", "moves cargo's build output"),
-    deny("CARGO_HOME", CONFIG),
-    deny("CARGO_TARGET_*", "sets a runner or linker that cargo runs"),
-    deny("CARGO_BUILD_RUSTC*", RUNS_CMD),
-    ask("CARGO_*", "changes how cargo builds"),
-    deny("CC", RUNS_CMD),
-    deny("CXX", RUNS_CMD),
+    deny("PAGER", RUNS_CMD).paging(PAGING),
+    deny("MANPAGER", RUNS_CMD).paging(&["man"]),
+    deny("SYSTEMD_PAGER", RUNS_CMD).paging(&["systemctl", "journalctl", "loginctl", "busctl"]),
+    deny("EDITOR", RUNS_CMD).by(EDITING),
+    deny("VISUAL", RUNS_CMD).by(EDITING),
+    deny("BROWSER", RUNS_CMD).by(&["xdg-open", "man", "git", "open", "sensible-browser"]),
+    deny("TERMINAL", RUNS_CMD).by(&["xdg-open", "x-terminal-emulator", "i3-sensible-terminal"]),
+    deny("SSH_ASKPASS", RUNS_CMD).by(&["ssh", "scp", "sftp", "ssh-add", "rsync", "git", "sshfs"]),
+    deny("SUDO_ASKPASS", RUNS_CMD).by(&["sudo"]),
+    deny("LESSOPEN", RUNS_CMD).paging(PAGING),
+    deny("LESSCLOSE", RUNS_CMD).paging(PAGING),
+    deny("RUSTC_WRAPPER", RUNS_CMD).by(&["cargo"]),
+    deny("RUSTC", RUNS_CMD).by(&["cargo"]),
+    ask("CARGO_TARGET_DIR", "moves cargo's build output").by(&["cargo"]),
+    deny("CARGO_HOME", CONFIG).by(&["cargo", "rustup"]),
+    deny("CARGO_TARGET_*", "sets a runner or linker that cargo runs").by(&["cargo"]),
+    deny("CARGO_BUILD_RUSTC*", RUNS_CMD).by(&["cargo"]),
+    ask("CARGO_*", "changes how cargo builds").by(&["cargo"]),
+    deny("CC", RUNS_CMD).by(&["make", "cmake", "cargo", "pip", "pip3", "go"]),
+    deny("CXX", RUNS_CMD).by(&["make", "cmake", "cargo", "pip", "pip3", "go"]),
     deny(
         "MAKEFLAGS",
         "passes options (`--eval`, `-f`) to every later make",
-    ),
+    )
+    .by(&["make", "gmake"]),
+    deny(
+        "MAKEFILES",
+        "makes make read (and run the recipes of) the makefiles it names",
+    )
+    .by(&["make", "gmake"]),
     deny("XDG_CONFIG_HOME", CONFIG),
-    deny("RIPGREP_CONFIG_PATH", CONFIG),
-    deny("NPM_CONFIG_*", CONFIG),
-    deny("npm_config_*", CONFIG),
-    deny("PIP_*", CONFIG),
-    deny("WGETRC", CONFIG),
-    deny("CURL_HOME", CONFIG),
-    deny("GNUPGHOME", CONFIG),
-    deny("INPUTRC", CONFIG),
-    deny("PYTHONSTARTUP", INTERP),
-    deny("PYTHONPATH", INTERP),
-    deny("PYTHONHOME", INTERP),
-    deny("PYTHONUSERBASE", INTERP),
-    deny("NODE_OPTIONS", INTERP),
-    deny("NODE_PATH", INTERP),
-    deny("PERL5OPT", INTERP),
-    deny("PERL5LIB", INTERP),
-    deny("PERLLIB", INTERP),
-    deny("RUBYOPT", INTERP),
-    deny("RUBYLIB", INTERP),
+    deny("RIPGREP_CONFIG_PATH", CONFIG).by(&["rg"]),
+    deny("NPM_CONFIG_*", CONFIG).by(NODE),
+    deny("npm_config_*", CONFIG).by(NODE),
+    deny("PIP_*", CONFIG).by(PYTHON),
+    deny("WGETRC", CONFIG).by(&["wget"]),
+    deny("CURL_HOME", CONFIG).by(&["curl"]),
+    deny("GNUPGHOME", CONFIG).by(&["gpg", "gpg2", "gpgv", "git"]),
+    deny("INPUTRC", CONFIG).by(SHELLS),
+    deny("PYTHONSTARTUP", INTERP).by(PYTHON),
+    deny("PYTHONPATH", INTERP).by(PYTHON),
+    deny("PYTHONHOME", INTERP).by(PYTHON),
+    deny("PYTHONUSERBASE", INTERP).by(PYTHON),
+    deny("NODE_OPTIONS", INTERP).by(NODE),
+    deny("NODE_PATH", INTERP).by(NODE),
+    deny("PERL5OPT", INTERP).by(PERL),
+    deny("PERL5LIB", INTERP).by(PERL),
+    deny("PERLLIB", INTERP).by(PERL),
+    deny("RUBYOPT", INTERP).by(RUBY),
+    deny("RUBYLIB", INTERP).by(RUBY),
     // Options read from the environment by the program itself: the option that runs a
-    // program (`man -P`, `tar --to-command`, `rsync -e`) can come in through them.
-    deny("MANOPT", "passes options to man, whose -P/-H run a program"),
+    // program (`man -P`, `tar --to-command`, `rsync -e`, `unzip -d /`) can come in through
+    // them, so they are an effect of that program.
+    deny("MANOPT", "passes options to man, whose -P/-H run a program").by(&["man"]),
     deny(
         "TAR_OPTIONS",
         "passes options to tar, whose --to-command/-I run a program",
-    ),
-    deny("RSYNC_RSH", "is the remote shell rsync runs"),
-    deny("RSYNC_CONNECT_PROG", RUNS_CMD),
+    )
+    .by(&["tar"]),
+    deny(
+        "UNZIP",
+        "passes options to unzip (`-d DIR` extracts anywhere, `-o` overwrites)",
+    )
+    .by(&["unzip", "zipinfo"]),
+    deny("ZIPOPT", "passes options to zip (`-TT CMD` runs a program)").by(&["zip"]),
+    deny("GZIP", "passes options to gzip, which tar and zcat run too")
+        .by(&["gzip", "gunzip", "zcat", "tar"]),
+    deny(
+        "SHELL",
+        "is the shell that `flock -c`, `script` and `parallel` run the command with",
+    )
+    .by(&[
+        "flock", "script", "parallel", "screen", "tmux", "xterm", "vim", "vi",
+    ]),
+    deny("RSYNC_RSH", "is the remote shell rsync runs").by(&["rsync"]),
+    deny("RSYNC_CONNECT_PROG", RUNS_CMD).by(&["rsync"]),
     deny(
         "ZDOTDIR",
         "makes zsh run the .zshenv of that directory at start-up",
-    ),
+    )
+    .by(&["zsh"]),
     deny(
         "PYTHONWARNINGS",
         "imports the warning category modules it names",
-    ),
+    )
+    .by(PYTHON),
     deny(
         "PYTHONBREAKPOINT",
         "names a callable Python imports and runs at breakpoint()",
-    ),
-    deny("PERL5DB", INTERP),
+    )
+    .by(PYTHON),
+    deny("PERL5DB", INTERP).by(PERL),
     deny(
         "JAVA_TOOL_OPTIONS",
         "passes -javaagent and other options that load code to every JVM",
-    ),
+    )
+    .by(JAVA),
     deny(
         "_JAVA_OPTIONS",
         "passes -javaagent and other options that load code to every JVM",
-    ),
+    )
+    .by(JAVA),
     deny(
         "JDK_JAVA_OPTIONS",
         "passes -javaagent and other options that load code to java",
-    ),
+    )
+    .by(JAVA),
     ask(
         "LESS",
         "passes options to less, where `+!cmd` runs a command",
-    ),
+    )
+    .paging(PAGING),
     ask(
         "LESSKEY",
         "gives less a key file whose bindings run commands",
-    ),
+    )
+    .paging(PAGING),
     ask("LOCPATH", "loads locale data from another directory"),
     ask("NLSPATH", "loads message catalogs from another path"),
     ask("PATH", "changes which programs later commands run"),
-    ask("CDPATH", "changes where `cd` goes"),
+    ask("CDPATH", "changes where `cd` goes").by(&["cd", "pushd"]),
     ask("HOME", "changes what `~` and configuration lookups mean"),
     ask(
         "TMPDIR",
         "changes where later programs write temporary files",
     ),
     ask("IFS", "changes how later expansions split into words"),
-    ask("HISTFILE", "changes which file `history` writes"),
-    ask("GLOBIGNORE", "changes what globs match"),
+    ask("HISTFILE", "changes which file `history` writes").by(SHELLS),
+    ask("GLOBIGNORE", "changes what globs match").by(SHELLS),
 ];
 
 /// The table entry for `name`, if any.
@@ -231,6 +475,124 @@ pub(crate) fn check_set(w: &mut Walker<'_>, name: &str, sub: &str) {
         sub,
         format!("setting `{name}` {}", e.effect),
     );
+}
+
+/// A prefix assignment (`NAME=v cmd`, `env NAME=v cmd`) waiting for a program of its command
+/// that reads it.
+#[derive(Debug, Clone)]
+pub(crate) struct PrefixVar {
+    pub name: String,
+    pub effect: &'static VarEffect,
+    /// The command it prefixes, for the finding.
+    pub sub: String,
+    /// Already reported.
+    pub fired: bool,
+}
+
+/// Judges a variable set for one command only. A variable every program reads is judged at
+/// once; the others wait on the walker until a program of the command (the command itself, a
+/// command it wraps, a script it runs) reads them, see [`program_reads`].
+pub(crate) fn set_for_command(w: &mut Walker<'_>, name: &str, sub: &str) {
+    let Some(e) = effect(name) else { return };
+    if e.decision == Decision::Allow {
+        return;
+    }
+    if e.readers == Readers::Every {
+        return check_set(w, name, sub);
+    }
+    w.env.push(PrefixVar {
+        name: name.to_owned(),
+        effect: e,
+        sub: sub.to_owned(),
+        fired: false,
+    });
+}
+
+/// Finding codes of programs whose code the review does not see (or sees only in part): they
+/// read every variable in their environment.
+const UNSEEN: &[&str] = &[
+    "unknown_command",
+    "runs_program",
+    "inline_code",
+    "interpreter",
+    "runs_script",
+    "traces",
+    "build",
+    "source_file",
+    "function_call",
+    "awk_program",
+    "shell_stdin",
+    "dynamic_command",
+    "dynamic_script",
+    "unknown_subcommand",
+    "unknown_option",
+    "exec_option",
+];
+
+/// The program `argv` names has been classified (its findings start at `before`): report
+/// every waiting prefix variable it reads.
+pub(crate) fn program_reads(w: &mut Walker<'_>, argv: &[Decoded], before: usize) {
+    if w.env.iter().all(|v| v.fired) {
+        return;
+    }
+    let Some(first) = argv.first() else { return };
+    let unseen = first.dynamic
+        || w.findings
+            .get(before..)
+            .unwrap_or(&[])
+            .iter()
+            .any(|f| UNSEEN.contains(&f.code));
+    let name = first.text.rsplit('/').next().unwrap_or("");
+    let args = argv.get(1..).unwrap_or(&[]);
+    // The whole command line, for exclusions such as `-node --version` (node prints its
+    // version before it reads NODE_OPTIONS' modules).
+    let line = (!args.iter().any(|a| a.dynamic)).then(|| format!("{name} {}", display_words(args)));
+    // The subcommand, for a command the table gives subcommands (`git fetch`).
+    let sub = crate::table::spec(name)
+        .filter(|s| !s.subs.is_empty())
+        .and_then(|s| {
+            let p = crate::table::interpret(s, args);
+            p.operands.first().map(|o| o.text.clone())
+        });
+    let terminal = !w.stdout_piped;
+    let mut fire = Vec::new();
+    for (k, v) in w.env.iter().enumerate() {
+        if v.fired {
+            continue;
+        }
+        let reads = unseen
+            || match v.effect.readers {
+                Readers::Every => true,
+                Readers::Only(list) => listed(list, name, sub.as_deref(), line.as_deref()),
+                Readers::Terminal(list) => {
+                    terminal && listed(list, name, sub.as_deref(), line.as_deref())
+                }
+            };
+        if reads {
+            fire.push(k);
+        }
+    }
+    for k in fire {
+        let Some(v) = w.env.get_mut(k) else { continue };
+        v.fired = true;
+        let (name, sub) = (v.name.clone(), v.sub.clone());
+        check_set(w, &name, &sub);
+    }
+}
+
+/// Whether `list` (see [`Readers::Only`]) names `program`, or its subcommand `sub`; an
+/// exclusion (`-git status`) names the subcommand or the whole command `line`.
+fn listed(list: &[&str], program: &str, sub: Option<&str>, line: Option<&str>) -> bool {
+    let full = sub.map(|s| format!("{program} {s}"));
+    if list
+        .iter()
+        .filter_map(|e| e.strip_prefix('-'))
+        .any(|e| full.as_deref() == Some(e) || line == Some(e))
+    {
+        return false;
+    }
+    list.iter()
+        .any(|e| *e == program || full.as_deref() == Some(*e))
 }
 
 /// What this command put into a variable, as far as the review can know.
@@ -432,6 +794,17 @@ mod tests {
         assert_eq!(effect("GIT_SSH_COMMAND").unwrap().decision, Decision::Deny);
         assert_eq!(effect("LD_PRELOAD").unwrap().decision, Decision::Deny);
         assert!(effect("MY_VAR").is_none());
+    }
+
+    #[test]
+    fn readers_name_programs_and_subcommands() {
+        assert!(listed(GIT_NET, "git", Some("fetch"), None));
+        assert!(listed(GIT_NET, "git", Some("frobnicate"), None));
+        assert!(!listed(GIT_NET, "git", Some("status"), None));
+        assert!(listed(GIT_NET, "git", None, None));
+        assert!(!listed(GIT_NET, "ls", None, None));
+        assert!(!listed(NODE, "node", None, Some("node --version")));
+        assert!(listed(NODE, "node", None, Some("node a.js")));
     }
 
     #[test]

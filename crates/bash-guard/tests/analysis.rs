@@ -593,3 +593,60 @@ fn glob_words_are_judged_by_the_names_they_expand_to() {
         assert_eq!(v.decision, Decision::Allow, "{command}: {v:?}");
     }
 }
+
+/// `rm -rf link/` follows the symlink: with the slash, rm removes the tree the link points to,
+/// so a link to the project (or the home, or `/`) is judged as that directory (issue 25).
+#[test]
+fn a_trailing_slash_on_a_symlink_removes_its_target() {
+    let f = fixture();
+    std::os::unix::fs::symlink(&f.root, f.root.join("link")).unwrap();
+    std::os::unix::fs::symlink("/", f.root.join("rootlink")).unwrap();
+    for command in ["rm -rf link/", "rm -r rootlink/", "chmod -R 777 link/"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Deny, "{command}: {v:?}");
+        assert!(
+            v.findings.iter().any(|x| x.code == "destroys_system"),
+            "{command}: {v:?}"
+        );
+    }
+    // Without the slash only the link itself goes.
+    for command in ["rm -rf link", "rm rootlink"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Ask, "{command}: {v:?}");
+    }
+}
+
+/// The tree readers of issue 29 item 4 consult the judge's `secrets_below`, as `grep -r` does:
+/// the guard's own state directory (`~/.agent-guard`) below a read-only home is refused.
+#[test]
+fn tree_readers_ask_the_judge_what_lies_below() {
+    struct StateJudge;
+    impl PathJudge for StateJudge {
+        fn judge(&self, _: &str, _: PathAccess, _: &Path) -> PathVerdict {
+            PathVerdict::Inside
+        }
+        fn secrets_below(&self, path: &str, cwd: &Path) -> Option<String> {
+            let abs = normalize(&cwd.join(path));
+            Path::new("/home/agent/.agent-guard")
+                .starts_with(&abs)
+                .then(|| "the guard's own state".to_owned())
+        }
+    }
+    let an = Analyzer::with_home(BashConfig::default(), Some(HOME.to_owned()));
+    for command in [
+        "tar cf - ~/.agent-guard",
+        "tar -c -f /dev/null /home/agent",
+        "git diff --no-index ~/.agent-guard /tmp/empty",
+        "zip -r /dev/null ~/.agent-guard",
+        "grep -r x ~/.agent-guard",
+    ] {
+        let v = an.analyze(command, Path::new("/work"), &StateJudge);
+        assert!(
+            v.findings.iter().any(|x| x.code == "reads_secrets_tree"),
+            "{command}: {v:?}"
+        );
+        assert_eq!(v.decision, Decision::Deny, "{command}");
+    }
+    let v = an.analyze("tar cf - src", Path::new("/work"), &StateJudge);
+    assert_ne!(v.decision, Decision::Deny, "{v:?}");
+}
