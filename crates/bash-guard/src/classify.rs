@@ -1733,9 +1733,22 @@ fn table_command(
     args: &[Decoded],
     sub: &str,
 ) {
+    table_command_in(w, name, spec, args, sub, &StdinKind::Terminal);
+}
+
+/// As [`table_command`], for a command whose standard input is `stdin` (a wrapper passes it
+/// on to the command it runs).
+fn table_command_in(
+    w: &mut Walker<'_>,
+    name: &str,
+    spec: &crate::table::CommandSpec,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+) {
     let p = crate::table::interpret(spec, args);
     let saved_cwd = w.cwd.clone();
-    table_judge(w, name, spec, &p, sub);
+    table_judge(w, name, spec, &p, sub, stdin);
     w.cwd = saved_cwd;
 }
 
@@ -1745,6 +1758,7 @@ fn table_judge(
     spec: &crate::table::CommandSpec,
     p: &crate::table::Parsed<'_>,
     sub: &str,
+    stdin: &StdinKind,
 ) {
     use crate::table::{Class, Destroys, Operands};
     if spec.class == Class::Deny {
@@ -1960,7 +1974,7 @@ fn table_judge(
         match found {
             Some(subspec) => {
                 let q = crate::table::interpret(subspec, rest);
-                return table_judge(w, &full, subspec, &q, sub);
+                return table_judge(w, &full, subspec, &q, sub, stdin);
             }
             // A parent whose operands are names (`git config user.name`, old style) takes a
             // word that is not a subcommand as its own operand.
@@ -1975,6 +1989,29 @@ fn table_judge(
                 return;
             }
         }
+    }
+    if spec.whole.long_running {
+        w.add(
+            Decision::Ask,
+            "long_running",
+            sub,
+            format!(
+                "`{name}` {}",
+                spec.reason
+                    .as_deref()
+                    .unwrap_or("keeps running until it is stopped")
+            ),
+        );
+    }
+    if role == Operands::Command {
+        // The first `lead` operands are the wrapper's data (a duration, a CPU mask); the rest
+        // is the command it runs, judged as any command.
+        let lead = p.operands.get(..spec.lead).unwrap_or(&p.operands);
+        if lead.iter().any(|a| a.dynamic) {
+            dynamic_args(w, sub, name);
+        }
+        let inner = p.operands.get(spec.lead..).unwrap_or(&[]);
+        return run_inner(w, inner, sub, stdin, name);
     }
     if class == Class::Network && !offline {
         return network(w, sub, name);
@@ -1995,7 +2032,7 @@ fn table_judge(
             reads = operands;
         }
         Operands::Read | Operands::PatternRead => reads = operands,
-        Operands::Data | Operands::Names => {
+        Operands::Data | Operands::Names | Operands::Command => {
             if operands_read {
                 reads = operands;
             }
@@ -2668,10 +2705,11 @@ fn writer(
         _ => {}
     }
     if let Some(spec) = crate::table::spec(name) {
-        if dyn_args {
+        // A wrapper's run-time words are judged where they fall (its data, or the command).
+        if dyn_args && spec.operands != crate::table::Operands::Command {
             dynamic_args(w, sub, name);
         }
-        return table_command(w, name, spec, args, sub);
+        return table_command_in(w, name, spec, args, sub, stdin);
     }
     match name {
         "env" => {
@@ -2680,23 +2718,11 @@ fn writer(
             env(w, args, sub, stdin);
             w.env.truncate(depth);
         }
-        "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
-        | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
-            if name == "nohup" {
-                // nohup exists to outlive the session that started it (issue 14 item 8).
-                w.add(
-                    Decision::Ask,
-                    "long_running",
-                    sub,
-                    "`nohup` keeps the command running after the session ends".to_owned(),
-                );
-            }
+        // The wrappers whose options are flat (timeout, nice, nohup, stdbuf, ...) are table
+        // entries with `pos = "command"`; these are builtins with their own rules.
+        "time" | "command" | "builtin" | "exec" => {
             let mut i = 0;
             let with_arg: &[&str] = match name {
-                "timeout" => &["-s", "--signal", "-k", "--kill-after"],
-                "nice" => &["-n", "--adjustment"],
-                "ionice" => &["-c", "-n", "-p"],
-                "stdbuf" => &["-i", "-o", "-e"],
                 "exec" => &["-a"],
                 _ => &[],
             };
@@ -2715,14 +2741,6 @@ fn writer(
                 if with_arg.contains(&t) {
                     i += 1;
                 }
-                if name == "setsid" && (t == "-f" || t == "--fork") {
-                    w.add(
-                        Decision::Ask,
-                        "background",
-                        sub,
-                        "`setsid -f` leaves the command running in the background".to_owned(),
-                    );
-                }
                 if name == "command" && (t == "-v" || t == "-V") {
                     w.add(
                         Decision::Allow,
@@ -2732,13 +2750,6 @@ fn writer(
                     );
                     return;
                 }
-            }
-            if matches!(name, "timeout" | "flock" | "chrt" | "taskset") {
-                // duration, lock file, priority, cpu mask
-                if args.get(i).is_some_and(|a| a.dynamic) {
-                    dynamic_args(w, sub, name);
-                }
-                i += 1;
             }
             let inner = args.get(i..).unwrap_or(&[]);
             if name == "exec" && inner.is_empty() {
@@ -3597,6 +3608,6 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     }
     // The operands, -f's file, -i and unknown options: the table's judgement.
     let saved_cwd = w.cwd.clone();
-    table_judge(w, "sed", spec, &p, sub);
+    table_judge(w, "sed", spec, &p, sub, &StdinKind::Terminal);
     w.cwd = saved_cwd;
 }

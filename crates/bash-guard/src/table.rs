@@ -122,6 +122,9 @@ pub(crate) enum Operands {
     /// Operands are names a write class creates (`git branch NAME`): with none, or when a
     /// `P` option makes them patterns (`git tag -l 'v*'`), the command only reads.
     Names,
+    /// After `lead` data operands, the operands are a command line the program runs
+    /// (`timeout 5 CMD ARGS`, `nice CMD`): judged as that command.
+    Command,
 }
 
 /// What the command is when its options and operands add nothing: the decision class.
@@ -171,6 +174,10 @@ pub(crate) struct CommandSpec {
     pub modes: HashMap<String, Mode>,
     /// An expression grammar after the operands (`find`): its primaries.
     pub primaries: Vec<Primary>,
+    /// With `pos = "command"`: how many data operands come before the command.
+    pub lead: usize,
+    /// Effects of running the command at all, whatever its options (`nohup`: L).
+    pub whole: Effects,
 }
 
 /// One primary of an expression grammar (`find -newer FILE`, `find -exec CMD ;`).
@@ -263,6 +270,10 @@ struct RawCommand {
     modes: HashMap<String, RawMode>,
     #[serde(default)]
     primaries: Vec<String>,
+    #[serde(default)]
+    lead: usize,
+    #[serde(default)]
+    effects: String,
 }
 
 /// Parses effect letters.
@@ -538,6 +549,7 @@ fn parse_pos(name: &str, pos: &str) -> Result<Operands, String> {
         "read-first" => Operands::ReadFirst,
         "keys" => Operands::Keys,
         "names" => Operands::Names,
+        "command" => Operands::Command,
         other => return Err(format!("`{name}`: unknown pos `{other}`")),
     })
 }
@@ -559,6 +571,12 @@ fn parse_spec(
 ) -> Result<CommandSpec, String> {
     let operands = parse_pos(name, &r.pos)?;
     let class = parse_class(name, r.class.as_deref())?;
+    if operands == Operands::Command && r.permute != Some(false) {
+        return Err(format!(
+            "`{name}`: pos = \"command\" needs permute = false (the command's options are its own)"
+        ));
+    }
+    let whole = parse_effects(name, &r.effects).map_err(|e| format!("`{name}`: {e}"))?;
     let destroys = match r.destroys.as_deref() {
         None => None,
         Some("recursive") => Some(Destroys::Recursive),
@@ -650,6 +668,8 @@ fn parse_spec(
             .iter()
             .map(|p| parse_primary(p).map_err(|e| format!("`{name}`: {e}")))
             .collect::<Result<Vec<_>, _>>()?,
+        lead: r.lead,
+        whole,
     })
 }
 
