@@ -1017,18 +1017,19 @@ impl<'a> Walker<'a> {
             if decoded.is_empty() {
                 crate::vars::record(self, &name, value.as_ref());
             }
-            env_names.push(name);
+            env_names.push((name, value));
         }
         let env_depth = self.env.len();
-        for name in &env_names {
+        for (name, value) in &env_names {
             if decoded.is_empty() {
                 crate::vars::check_set(self, name, name);
             } else if name != "IFS" {
                 // `IFS= read -r line`: a prefix assignment of IFS only changes that one
                 // command; any other waits for a program of the command that reads it.
-                crate::vars::set_for_command(self, name, &display);
+                crate::vars::set_for_command(self, name, value.as_ref(), &display);
             }
         }
+        let env_names: Vec<String> = env_names.into_iter().map(|(n, _)| n).collect();
         if decoded.is_empty() {
             if !assignments.is_empty() {
                 self.add(

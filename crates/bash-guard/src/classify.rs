@@ -3120,8 +3120,12 @@ fn env(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
             }
             continue;
         }
-        if let Some((n, _)) = t.split_once('=') {
-            crate::vars::set_for_command(w, n, sub);
+        if let Some((n, v)) = t.split_once('=') {
+            let value = Decoded {
+                text: v.to_owned(),
+                ..a.clone()
+            };
+            crate::vars::set_for_command(w, n, Some(&value), sub);
             i += 1;
             continue;
         }

@@ -2,7 +2,7 @@
 //! prefix), what this command assigns to them by any route, and the places where bash
 //! evaluates a value as code (arithmetic, array subscripts, `${!x}` indirection).
 
-use crate::analyze::{Walker, display_words};
+use crate::analyze::{StdinKind, Walker, display_words};
 use crate::verdict::Decision;
 use crate::words::Decoded;
 
@@ -17,6 +17,21 @@ pub(crate) struct VarEffect {
     /// Which programs read it. A prefix assignment (`NAME=v cmd`, `env NAME=v cmd`) that no
     /// program of its command reads is an assignment and nothing more.
     pub readers: Readers,
+    /// The value is a command line the reader runs through the shell (a pager, an editor,
+    /// an ssh command): a prefix value known here is judged as that command instead.
+    pub runs: Runs,
+}
+
+/// How a reader runs a variable's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runs {
+    /// Not as a command: the entry's decision holds.
+    No,
+    /// As a shell command line, as it is (`PAGER`: the text arrives on standard input).
+    Alone,
+    /// As a shell command line followed by arguments of the reader's (`EDITOR FILE`,
+    /// `GIT_SSH_COMMAND HOST CMD`), which the review does not know.
+    WithArgs,
 }
 
 /// The programs that read a variable.
@@ -39,6 +54,7 @@ const fn deny(pattern: &'static str, effect: &'static str) -> VarEffect {
         decision: Decision::Deny,
         effect,
         readers: Readers::Every,
+        runs: Runs::No,
     }
 }
 
@@ -48,10 +64,16 @@ const fn ask(pattern: &'static str, effect: &'static str) -> VarEffect {
         decision: Decision::Ask,
         effect,
         readers: Readers::Every,
+        runs: Runs::No,
     }
 }
 
 impl VarEffect {
+    /// The value is a command line the reader runs (see [`Runs`]).
+    const fn runs(self, runs: Runs) -> VarEffect {
+        VarEffect { runs, ..self }
+    }
+
     /// The entry, read only by `programs` (see [`Readers::Only`]).
     const fn by(self, programs: &'static [&'static str]) -> VarEffect {
         VarEffect {
@@ -150,6 +172,7 @@ const PAGING: &[&str] = &[
     "pydoc3",
     "ri",
 ];
+/// Programs that open an editor; git only in the subcommands that edit (as `GIT_EDIT`).
 const EDITING: &[&str] = &[
     "crontab",
     "systemctl",
@@ -164,6 +187,28 @@ const EDITING: &[&str] = &[
     "edit",
     "sensible-editor",
     "git",
+    "-git status",
+    "-git rev-parse",
+    "-git ls-files",
+    "-git ls-tree",
+    "-git version",
+    "-git help",
+    "-git var",
+    "-git diff",
+    "-git log",
+    "-git show",
+    "-git blame",
+    "-git shortlog",
+    "-git grep",
+    "-git describe",
+    "-git fetch",
+    "-git push",
+    "-git clone",
+    "-git ls-remote",
+    "-git check-ignore",
+    "-git count-objects",
+    "-git show-ref",
+    "-git for-each-ref",
 ];
 /// Python, and what runs it. `--version` is answered while the command line is parsed, before
 /// any module is imported.
@@ -217,18 +262,21 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         decision: Decision::Allow,
         effect: "only names the author",
         readers: Readers::Every,
+        runs: Runs::No,
     },
     VarEffect {
         pattern: "GIT_COMMITTER_*",
         decision: Decision::Allow,
         effect: "only names the committer",
         readers: Readers::Every,
+        runs: Runs::No,
     },
     VarEffect {
         pattern: "GIT_TERMINAL_PROMPT",
         decision: Decision::Allow,
         effect: "only stops git from prompting",
         readers: Readers::Every,
+        runs: Runs::No,
     },
     // What git runs to reach a remote, to ask for a password, to show or edit text: read only
     // by the subcommands that do so.
@@ -236,7 +284,8 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         "GIT_SSH_COMMAND",
         "is the ssh command git runs to reach a remote",
     )
-    .by(GIT_NET),
+    .by(GIT_NET)
+    .runs(Runs::WithArgs),
     deny("GIT_SSH", "is the ssh program git runs to reach a remote").by(GIT_NET),
     deny(
         "GIT_PROXY_COMMAND",
@@ -248,13 +297,18 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         "is the program git runs to ask for a password",
     )
     .by(GIT_NET),
-    deny("GIT_PAGER", "is the pager git runs on a terminal").paging(&["git"]),
-    deny("GIT_EDITOR", "is the editor git runs").by(GIT_EDIT),
+    deny("GIT_PAGER", "is the pager git runs on a terminal")
+        .paging(&["git"])
+        .runs(Runs::Alone),
+    deny("GIT_EDITOR", "is the editor git runs")
+        .by(GIT_EDIT)
+        .runs(Runs::WithArgs),
     deny(
         "GIT_SEQUENCE_EDITOR",
         "is the editor git runs for a rebase todo list",
     )
-    .by(GIT_EDIT),
+    .by(GIT_EDIT)
+    .runs(Runs::WithArgs),
     deny(
         "GIT_*",
         "changes which programs, hooks or configuration git runs",
@@ -316,11 +370,15 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     deny("LD_*", LOADS_LIB),
     deny("DYLD_*", LOADS_LIB),
     deny("GCONV_PATH", LOADS_LIB),
-    deny("PAGER", RUNS_CMD).paging(PAGING),
-    deny("MANPAGER", RUNS_CMD).paging(&["man"]),
-    deny("SYSTEMD_PAGER", RUNS_CMD).paging(&["systemctl", "journalctl", "loginctl", "busctl"]),
-    deny("EDITOR", RUNS_CMD).by(EDITING),
-    deny("VISUAL", RUNS_CMD).by(EDITING),
+    deny("PAGER", RUNS_CMD).paging(PAGING).runs(Runs::Alone),
+    deny("MANPAGER", RUNS_CMD)
+        .paging(&["man"])
+        .runs(Runs::Alone),
+    deny("SYSTEMD_PAGER", RUNS_CMD)
+        .paging(&["systemctl", "journalctl", "loginctl", "busctl"])
+        .runs(Runs::Alone),
+    deny("EDITOR", RUNS_CMD).by(EDITING).runs(Runs::WithArgs),
+    deny("VISUAL", RUNS_CMD).by(EDITING).runs(Runs::WithArgs),
     deny("BROWSER", RUNS_CMD).by(&["xdg-open", "man", "git", "open", "sensible-browser"]),
     deny("TERMINAL", RUNS_CMD).by(&["xdg-open", "x-terminal-emulator", "i3-sensible-terminal"]),
     deny("SSH_ASKPASS", RUNS_CMD).by(&["ssh", "scp", "sftp", "ssh-add", "rsync", "git", "sshfs"]),
@@ -485,6 +543,8 @@ pub(crate) struct PrefixVar {
     pub effect: &'static VarEffect,
     /// The command it prefixes, for the finding.
     pub sub: String,
+    /// Its value, when known here.
+    pub value: Option<String>,
     /// Already reported.
     pub fired: bool,
 }
@@ -492,7 +552,7 @@ pub(crate) struct PrefixVar {
 /// Judges a variable set for one command only. A variable every program reads is judged at
 /// once; the others wait on the walker until a program of the command (the command itself, a
 /// command it wraps, a script it runs) reads them, see [`program_reads`].
-pub(crate) fn set_for_command(w: &mut Walker<'_>, name: &str, sub: &str) {
+pub(crate) fn set_for_command(w: &mut Walker<'_>, name: &str, value: Option<&Decoded>, sub: &str) {
     let Some(e) = effect(name) else { return };
     if e.decision == Decision::Allow {
         return;
@@ -504,6 +564,7 @@ pub(crate) fn set_for_command(w: &mut Walker<'_>, name: &str, sub: &str) {
         name: name.to_owned(),
         effect: e,
         sub: sub.to_owned(),
+        value: value.filter(|v| !v.dynamic).map(|v| v.text.clone()),
         fired: false,
     });
 }
@@ -576,7 +637,38 @@ pub(crate) fn program_reads(w: &mut Walker<'_>, argv: &[Decoded], before: usize)
         let Some(v) = w.env.get_mut(k) else { continue };
         v.fired = true;
         let (name, sub) = (v.name.clone(), v.sub.clone());
-        check_set(w, &name, &sub);
+        let (value, runs) = (v.value.clone(), v.effect.runs);
+        match (runs, value) {
+            // `GIT_PAGER=cat git log`: the reader runs `cat`, which is judged as any command
+            // (`PAGER='rm -rf ~'` is the removal it is).
+            (Runs::Alone | Runs::WithArgs, Some(text)) => run_value(w, &name, &text, runs),
+            _ => check_set(w, &name, &sub),
+        }
+    }
+}
+
+/// Judges the command line a reader runs from `name`'s value, through the shell; with
+/// `WithArgs` the reader's own arguments (a file, a host) follow, unknown to the review.
+fn run_value(w: &mut Walker<'_>, name: &str, text: &str, runs: Runs) {
+    let line = match runs {
+        Runs::WithArgs => format!("{text} \"$_\""),
+        _ => text.to_owned(),
+    };
+    let before = w.findings.len();
+    let saved = w.cwd.clone();
+    let stdin = match runs {
+        Runs::Alone => StdinKind::Pipe,
+        _ => StdinKind::Terminal,
+    };
+    w.script(&line, stdin);
+    w.cwd = saved;
+    if w.findings.len() == before {
+        w.add(
+            Decision::Ask,
+            "env_runs_value",
+            name,
+            format!("`{name}` names a command that runs, and nothing of it could be reviewed"),
+        );
     }
 }
 
