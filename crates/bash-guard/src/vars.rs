@@ -32,6 +32,9 @@ pub(crate) enum Runs {
     /// As a shell command line followed by arguments of the reader's (`EDITOR FILE`,
     /// `GIT_SSH_COMMAND HOST CMD`), which the review does not know.
     WithArgs,
+    /// Not a command but the place the reader works in (`GIT_WORK_TREE`): a path read, and
+    /// written when the command writes (`GIT_WORK_TREE=/ git checkout .` writes `/`).
+    Place,
 }
 
 /// The programs that read a variable.
@@ -254,9 +257,15 @@ const INTERP: &str = "makes an interpreter load or run code chosen by the value"
 /// first match wins. Every entry has a case in `tests/corpus/variables.txt`.
 pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     // Names that only describe (identity, dates, terminal prompts) are harmless.
-    ask("GIT_DIR", "points git at another repository").by(&["git"]),
-    ask("GIT_WORK_TREE", "points git at another working tree").by(&["git"]),
-    ask("GIT_INDEX_FILE", "points git at another index file").by(&["git"]),
+    ask("GIT_DIR", "points git at another repository")
+        .by(&["git"])
+        .runs(Runs::Place),
+    ask("GIT_WORK_TREE", "points git at another working tree")
+        .by(&["git"])
+        .runs(Runs::Place),
+    ask("GIT_INDEX_FILE", "points git at another index file")
+        .by(&["git"])
+        .runs(Runs::Place),
     VarEffect {
         pattern: "GIT_AUTHOR_*",
         decision: Decision::Allow,
@@ -633,6 +642,13 @@ pub(crate) fn program_reads(w: &mut Walker<'_>, argv: &[Decoded], before: usize)
             fire.push(k);
         }
     }
+    // Whether the program writes where it works, for a `Place` variable.
+    let writes = w.findings.get(before..).unwrap_or(&[]).iter().any(|f| {
+        matches!(
+            f.code,
+            "writes_files" | "write_inside_roots" | "unknown_subcommand" | "unknown_command"
+        )
+    });
     for k in fire {
         let Some(v) = w.env.get_mut(k) else { continue };
         v.fired = true;
@@ -642,6 +658,19 @@ pub(crate) fn program_reads(w: &mut Walker<'_>, argv: &[Decoded], before: usize)
             // `GIT_PAGER=cat git log`: the reader runs `cat`, which is judged as any command
             // (`PAGER='rm -rf ~'` is the removal it is).
             (Runs::Alone | Runs::WithArgs, Some(text)) => run_value(w, &name, &text, runs),
+            (Runs::Place, Some(text)) => {
+                check_set(w, &name, &sub);
+                let access = if writes {
+                    crate::judge::PathAccess::Write
+                } else {
+                    crate::judge::PathAccess::Read
+                };
+                let place = Decoded {
+                    text,
+                    ..Decoded::default()
+                };
+                w.path(&place, access, &sub, &format!("`{name}` directory"));
+            }
             _ => check_set(w, &name, &sub),
         }
     }
