@@ -796,6 +796,16 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
+    // A command the table describes and no list below routes (systemctl: its reporting
+    // subcommands are data there, the rest change the system).
+    if SYSTEM.contains(&name)
+        && let Some(spec) = crate::table::spec(name)
+    {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command_in(w, name, spec, args, sub, stdin);
+    }
     if PRIVILEGE.contains(&name) {
         w.add(
             Decision::Deny,
@@ -1222,32 +1232,6 @@ fn special(
                 "read_only",
                 sub,
                 "`man` prints a manual page".to_owned(),
-            );
-        }
-        "systemctl"
-            if matches!(
-                first,
-                Some(
-                    "status"
-                        | "show"
-                        | "cat"
-                        | "list-units"
-                        | "list-unit-files"
-                        | "list-timers"
-                        | "list-sockets"
-                        | "is-active"
-                        | "is-enabled"
-                        | "is-failed"
-                        | "list-dependencies"
-                        | "help"
-                )
-            ) =>
-        {
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "this `systemctl` subcommand only reports".to_owned(),
             );
         }
         "openssl"
