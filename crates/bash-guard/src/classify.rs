@@ -797,8 +797,8 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
     // A command the table describes and no list below routes (systemctl: its reporting
-    // subcommands are data there, the rest change the system).
-    if SYSTEM.contains(&name)
+    // subcommands are data there, the rest change the system; man: prints a page).
+    if (SYSTEM.contains(&name) || INTERACTIVE.contains(&name))
         && let Some(spec) = crate::table::spec(name)
     {
         if dyn_args {
@@ -1195,45 +1195,6 @@ fn special(
                 "`unzip` only lists or tests the archive".to_owned(),
             );
         }
-        "man"
-            if !args.iter().any(|a| {
-                a.dynamic
-                    || matches!(
-                        a.text.as_str(),
-                        "-P" | "--pager"
-                            | "-H"
-                            | "--html"
-                            | "-l"
-                            | "--local-file"
-                            | "-C"
-                            | "--config-file"
-                    )
-                    || a.text.starts_with("--pager=")
-                    || a.text.starts_with("-P")
-                    // `--html=BROWSER` and `-HBROWSER` run the browser; `-lFILE`, `-CFILE`,
-                    // `--config-file=F`, `--local-file` abbreviations and every other long
-                    // option with a value (`--preprocessor=`, `--troff-device=`) are not
-                    // a plain page lookup.
-                    || a.text.starts_with("--html")
-                    || a.text.starts_with("-H")
-                    || a.text.starts_with("--loc")
-                    || a.text.starts_with("--con")
-                    || a.text.starts_with("--pa")
-                    || a.text.starts_with("--pr")
-                    || (a.text.starts_with("-l") && !a.text.starts_with("--"))
-                    || (a.text.starts_with("-C") && !a.text.starts_with("--"))
-                    || (a.text.starts_with('-')
-                        && !a.text.starts_with("--")
-                        && a.text.get(1..).is_some_and(|c| c.contains(['P', 'H', 'l', 'C', 'p', 'X', 'Z', 't', 'T'])))
-            }) =>
-        {
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`man` prints a manual page".to_owned(),
-            );
-        }
         "openssl"
             if matches!(
                 first,
@@ -1298,10 +1259,8 @@ fn special(
                 let role = match opt {
                     "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key" | "-CAkey" | "-CA"
                     | "-cert" | "-certfile" | "-signature" | "-prverify" | "-verify"
-                    | "-untrusted" | "-kfile" | "-genconf" | "-oid" | "-CAserial"
-                    | "-extfile" | "-chainCAfile" | "-crl" | "-nameopt_file" => {
-                        Some(PathAccess::Read)
-                    }
+                    | "-untrusted" | "-kfile" | "-genconf" | "-oid" | "-CAserial" | "-extfile"
+                    | "-chainCAfile" | "-crl" | "-nameopt_file" => Some(PathAccess::Read),
                     "-out" => Some(PathAccess::Write),
                     "-passin" | "-passout" | "-pass" | "-password" => None,
                     // Flags and values that are not files (-subj, -days, -noout, -sha256 ...).
