@@ -796,16 +796,6 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
-    // A command the table describes and no list below routes (systemctl: its reporting
-    // subcommands are data there, the rest change the system; man: prints a page).
-    if (SYSTEM.contains(&name) || INTERACTIVE.contains(&name))
-        && let Some(spec) = crate::table::spec(name)
-    {
-        if dyn_args {
-            dynamic_args(w, sub, name);
-        }
-        return table_command_in(w, name, spec, args, sub, stdin);
-    }
     if PRIVILEGE.contains(&name) {
         w.add(
             Decision::Deny,
@@ -815,7 +805,19 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if SYSTEM.contains(&name) || name.starts_with("mkfs.") {
+    let system = SYSTEM.contains(&name);
+    let interactive = !system && INTERACTIVE.contains(&name);
+    // A listed command the table describes is judged by its entry (systemctl: its reporting
+    // subcommands are data there, the rest change the system; man: prints a page).
+    if (system || interactive)
+        && let Some(spec) = crate::table::spec(name)
+    {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command_in(w, name, spec, args, sub, stdin);
+    }
+    if system || name.starts_with("mkfs.") {
         if name == "crontab" && args.iter().all(|a| a.text == "-l") && !args.is_empty() {
             w.add(
                 Decision::Allow,
@@ -835,10 +837,10 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if INTERACTIVE.contains(&name) && batch_mode(w, name, args, sub) {
+    if interactive && batch_mode(w, name, args, sub) {
         return;
     }
-    if INTERACTIVE.contains(&name) {
+    if interactive {
         w.add(
             Decision::Deny,
             "interactive",

@@ -82,8 +82,6 @@ impl Decoder<'_> {
             });
             return;
         }
-        let rewritten = self.assignment_tilde(raw);
-        let raw = rewritten.as_deref().unwrap_or(raw);
         if is_plain(raw) {
             out.words.push(Decoded {
                 text: raw.to_owned(),
@@ -91,6 +89,9 @@ impl Decoder<'_> {
             });
             return;
         }
+        // A `~` makes a word not plain, so only these words can need it.
+        let rewritten = self.assignment_tilde(raw);
+        let raw = rewritten.as_deref().unwrap_or(raw);
         if raw.contains('{')
             && let Err(r) = crate::limits::check_braces(raw)
         {
