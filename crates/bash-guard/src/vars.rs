@@ -35,6 +35,109 @@ pub(crate) enum Runs {
     /// Not a command but the place the reader works in (`GIT_WORK_TREE`): a path read, and
     /// written when the command writes (`GIT_WORK_TREE=/ git checkout .` writes `/`).
     Place,
+    /// Options for the reader: a value made only of these (a `*` entry is a prefix, whose
+    /// rest is a plain word or a number) changes nothing a review must see
+    /// (`NODE_OPTIONS=--max-old-space-size=4096`, `MAKEFLAGS=-j8`); any other is the entry.
+    Options(&'static [&'static str]),
+}
+
+/// node options that load or run nothing.
+const NODE_PLAIN: &[&str] = &[
+    "--max-old-space-size=*",
+    "--max-semi-space-size=*",
+    "--stack-size=*",
+    "--max-http-header-size=*",
+    "--enable-source-maps",
+    "--no-warnings",
+    "--no-deprecation",
+    "--pending-deprecation",
+    "--throw-deprecation",
+    "--trace-warnings",
+    "--trace-deprecation",
+    "--trace-uncaught",
+    "--trace-exit",
+    "--unhandled-rejections=*",
+    "--dns-result-order=*",
+    "--experimental-vm-modules",
+    "--use-openssl-ca",
+    "--use-bundled-ca",
+    "--preserve-symlinks",
+    "--no-addons",
+    "--zero-fill-buffers",
+];
+/// make options that change how it runs, not what.
+const MAKE_PLAIN: &[&str] = &[
+    "-j*",
+    "--jobs*",
+    "-k",
+    "--keep-going",
+    "-S",
+    "--no-keep-going",
+    "-s",
+    "--silent",
+    "--quiet",
+    "-w",
+    "--print-directory",
+    "--no-print-directory",
+    "-l*",
+    "--load-average*",
+    "-O*",
+    "--output-sync*",
+    "-r",
+    "--no-builtin-rules",
+    "-R",
+    "--no-builtin-variables",
+    "-i",
+    "--ignore-errors",
+];
+/// JVM options that size and tune it (not -javaagent, -XX:OnError=CMD, -Djava.security...).
+const JAVA_PLAIN: &[&str] = &[
+    "-Xmx*",
+    "-Xms*",
+    "-Xss*",
+    "-Dfile.encoding=*",
+    "-Djava.awt.headless=*",
+    "-Duser.timezone=*",
+    "-Duser.language=*",
+    "-XX:MaxRAMPercentage=*",
+    "-XX:InitialRAMPercentage=*",
+    "-XX:MaxMetaspaceSize=*",
+    "-XX:ReservedCodeCacheSize=*",
+    "-XX:+UseG1GC",
+    "-XX:+UseParallelGC",
+    "-XX:+UseSerialGC",
+];
+/// Warning filters whose category is a builtin one (a dotted category imports its module).
+const PYTHON_WARNINGS_PLAIN: &[&str] = &[
+    "ignore",
+    "default",
+    "error",
+    "always",
+    "once",
+    "module",
+    "ignore::*",
+    "default::*",
+    "error::*",
+    "always::*",
+    "once::*",
+    "module::*",
+];
+
+/// Whether every word of `value` (split at blanks and commas) is one of `plain`.
+fn plain_options(plain: &[&str], value: &str) -> bool {
+    value
+        .split([' ', '\t', ','])
+        .filter(|t| !t.is_empty())
+        .all(|t| {
+            plain.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => t.strip_prefix(prefix).is_some_and(|rest| {
+                    rest.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'='))
+                        || rest.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                }),
+                None => t == *p,
+            })
+        })
 }
 
 /// The programs that read a variable.
@@ -407,7 +510,8 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         "MAKEFLAGS",
         "passes options (`--eval`, `-f`) to every later make",
     )
-    .by(&["make", "gmake"]),
+    .by(&["make", "gmake"])
+    .runs(Runs::Options(MAKE_PLAIN)),
     deny(
         "MAKEFILES",
         "makes make read (and run the recipes of) the makefiles it names",
@@ -426,7 +530,9 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     deny("PYTHONPATH", INTERP).by(PYTHON),
     deny("PYTHONHOME", INTERP).by(PYTHON),
     deny("PYTHONUSERBASE", INTERP).by(PYTHON),
-    deny("NODE_OPTIONS", INTERP).by(NODE),
+    deny("NODE_OPTIONS", INTERP)
+        .by(NODE)
+        .runs(Runs::Options(NODE_PLAIN)),
     deny("NODE_PATH", INTERP).by(NODE),
     deny("PERL5OPT", INTERP).by(PERL),
     deny("PERL5LIB", INTERP).by(PERL),
@@ -448,7 +554,7 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     )
     .by(&["unzip", "zipinfo"]),
     deny("ZIPOPT", "passes options to zip (`-TT CMD` runs a program)").by(&["zip"]),
-    deny("GZIP", "passes options to gzip, which tar and zcat run too")
+    ask("GZIP", "passes options to gzip, which tar and zcat run too")
         .by(&["gzip", "gunzip", "zcat", "tar"]),
     deny(
         "SHELL",
@@ -468,7 +574,8 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         "PYTHONWARNINGS",
         "imports the warning category modules it names",
     )
-    .by(PYTHON),
+    .by(PYTHON)
+    .runs(Runs::Options(PYTHON_WARNINGS_PLAIN)),
     deny(
         "PYTHONBREAKPOINT",
         "names a callable Python imports and runs at breakpoint()",
@@ -479,17 +586,20 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         "JAVA_TOOL_OPTIONS",
         "passes -javaagent and other options that load code to every JVM",
     )
-    .by(JAVA),
+    .by(JAVA)
+    .runs(Runs::Options(JAVA_PLAIN)),
     deny(
         "_JAVA_OPTIONS",
         "passes -javaagent and other options that load code to every JVM",
     )
-    .by(JAVA),
+    .by(JAVA)
+    .runs(Runs::Options(JAVA_PLAIN)),
     deny(
         "JDK_JAVA_OPTIONS",
         "passes -javaagent and other options that load code to java",
     )
-    .by(JAVA),
+    .by(JAVA)
+    .runs(Runs::Options(JAVA_PLAIN)),
     ask(
         "LESS",
         "passes options to less, where `+!cmd` runs a command",
@@ -658,6 +768,11 @@ pub(crate) fn program_reads(w: &mut Walker<'_>, argv: &[Decoded], before: usize)
             // `GIT_PAGER=cat git log`: the reader runs `cat`, which is judged as any command
             // (`PAGER='rm -rf ~'` is the removal it is).
             (Runs::Alone | Runs::WithArgs, Some(text)) => run_value(w, &name, &text, runs),
+            (Runs::Options(plain), Some(text)) => {
+                if !plain_options(plain, &text) {
+                    check_set(w, &name, &sub);
+                }
+            }
             (Runs::Place, Some(text)) => {
                 check_set(w, &name, &sub);
                 let access = if writes {
@@ -925,6 +1040,26 @@ mod tests {
         assert!(listed(GIT_NET, "git", None, None));
         assert!(!listed(GIT_NET, "ls", None, None));
         assert!(!listed(NODE, "node", None, Some("node --version")));
+        assert!(plain_options(
+            NODE_PLAIN,
+            "--max-old-space-size=4096 --no-warnings"
+        ));
+        assert!(!plain_options(
+            NODE_PLAIN,
+            "--max-old-space-size=4096 --require ./x.js"
+        ));
+        assert!(plain_options(MAKE_PLAIN, "-j8 --no-print-directory"));
+        assert!(!plain_options(MAKE_PLAIN, "--eval=x"));
+        assert!(plain_options(
+            PYTHON_WARNINGS_PLAIN,
+            "ignore::DeprecationWarning,default"
+        ));
+        assert!(!plain_options(PYTHON_WARNINGS_PLAIN, "ignore::evil.W"));
+        assert!(plain_options(
+            JAVA_PLAIN,
+            "-Xmx2g -XX:MaxRAMPercentage=75.0"
+        ));
+        assert!(!plain_options(JAVA_PLAIN, "-XX:OnError=sh"));
         assert!(listed(NODE, "node", None, Some("node a.js")));
     }
 
