@@ -77,7 +77,10 @@ impl Analyzer {
         let run = |mode: StackMode| {
             let options = ParserOptions::default();
             let mut w = Walker::new(self, judge, &options, Some(cwd.to_path_buf()), mode);
-            if command.trim().is_empty() && command.len() <= limits::MAX_COMMAND_LEN {
+            // Only bash's blanks make a command empty: a vertical tab or a carriage return
+            // is a word to bash (a command of that name).
+            let blank = command.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n'));
+            if blank && command.len() <= limits::MAX_COMMAND_LEN {
                 w.add(
                     Decision::Deny,
                     "empty_command",
