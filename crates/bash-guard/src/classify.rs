@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use crate::analyze::{StdinKind, Walker, display_words};
 use crate::judge::PathAccess;
 use crate::verdict::Decision;
+use crate::walker::{StdinKind, Walker, display_words};
 use crate::words::Decoded;
 
 /// Read-only whatever their arguments (no paths, no writing options).
@@ -468,107 +468,6 @@ pub(crate) fn check_env_name(w: &mut Walker<'_>, name: &str, sub: &str) {
     crate::vars::check_set(w, name, sub);
 }
 
-/// Credential stores, by absolute lexically-normalised path.
-pub(crate) fn credential_store(abs: &Path, home: Option<&str>) -> Option<&'static str> {
-    let s = abs.to_str()?;
-    const SYSTEM_SECRETS: &[&str] = &[
-        "/etc/shadow",
-        "/etc/gshadow",
-        "/etc/sudoers",
-        "/etc/shadow-",
-        "/etc/master.passwd",
-    ];
-    if SYSTEM_SECRETS
-        .iter()
-        .any(|p| s == *p || s.starts_with(&format!("{p}/")))
-        || s.starts_with("/etc/ssh/ssh_host_")
-    {
-        return Some("a system credential store");
-    }
-    const HOME_SECRETS: &[&str] = &[
-        ".ssh",
-        ".aws",
-        ".config/gcloud",
-        ".gnupg",
-        ".kube",
-        ".docker/config.json",
-        ".netrc",
-        ".git-credentials",
-        ".pgpass",
-        ".azure",
-        ".config/gh",
-        ".npmrc",
-        ".pypirc",
-        ".cargo/credentials",
-        ".cargo/credentials.toml",
-        ".password-store",
-        ".vault-token",
-        ".terraform.d/credentials.tfrc.json",
-    ];
-    let under = |base: &str| {
-        HOME_SECRETS.iter().any(|p| {
-            let full = format!("{base}/{p}");
-            s == full || s.starts_with(&format!("{full}/"))
-        })
-    };
-    if let Some(h) = home
-        && under(h.trim_end_matches('/'))
-    {
-        return Some("a credential store in the home directory");
-    }
-    // Other users' homes and root's too.
-    let mut parts = s.split('/').skip(1);
-    if let (Some("home"), Some(user)) = (parts.next(), parts.next())
-        && under(&format!("/home/{user}"))
-    {
-        return Some("a credential store in a home directory");
-    }
-    if under("/root") {
-        return Some("root's credential store");
-    }
-    None
-}
-
-/// Files that run code later when written (shell rc files, git hooks and config).
-pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
-    const RC: &[&str] = &[
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".bash_logout",
-        ".profile",
-        ".zshrc",
-        ".zshenv",
-        ".zprofile",
-        ".zlogin",
-        ".zlogout",
-        ".inputrc",
-        ".kshrc",
-        ".cshrc",
-        ".tcshrc",
-        ".xprofile",
-        ".xinitrc",
-        ".envrc",
-    ];
-    let name = abs.file_name()?.to_str()?;
-    if RC.contains(&name) {
-        return Some("a shell startup file");
-    }
-    let s = abs.to_str()?;
-    if s.contains("/.git/hooks/") || s.ends_with("/.git/hooks") || s.ends_with("/.git/config") {
-        return Some("git configuration or a git hook");
-    }
-    if s.contains("/.config/fish/")
-        || s.starts_with("/etc/profile")
-        || s.starts_with("/etc/bash")
-        || s.contains("/.config/autostart/")
-        || s.contains("/.config/systemd/")
-    {
-        return Some("a startup file");
-    }
-    None
-}
-
 fn base_name(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
@@ -766,7 +665,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if w.an.config.deny_commands.iter().any(|d| d == name) {
+    if w.config.deny_commands.iter().any(|d| d == name) {
         w.add(
             Decision::Deny,
             "policy_deny",
@@ -775,7 +674,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if w.an.config.ask_commands.iter().any(|d| d == name) {
+    if w.config.ask_commands.iter().any(|d| d == name) {
         w.add(
             Decision::Ask,
             "policy_ask",
@@ -1135,18 +1034,7 @@ fn batch_mode(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) -> bo
     }
 }
 
-pub(crate) fn network(w: &mut Walker<'_>, sub: &str, what: &str) {
-    if w.an.config.block_network {
-        w.add(Decision::Deny, "network", sub, format!("`{what}` uses the network, which is blocked (set AGENT_BLOCK_NETWORK=false or pass --allow-network)"));
-    } else {
-        w.add(
-            Decision::Ask,
-            "network",
-            sub,
-            format!("`{what}` uses the network"),
-        );
-    }
-}
+pub(crate) use crate::walker::network;
 
 pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(Decision::Ask, "dynamic_argument", sub, format!("an argument of `{name}` is only known at run time; it could be an option that writes or runs code"));
@@ -1900,7 +1788,7 @@ fn table_judge(
         } else {
             w.cwd
                 .as_ref()
-                .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+                .map(|c| crate::walker::normalize(&c.join(&d.text)))
         };
     }
     for u in &p.unknown {
@@ -2830,7 +2718,7 @@ fn writer(
             ) {
                 ("popd", _) => w.cwd = None,
                 (_, None) => {
-                    w.cwd = w.an.home.as_ref().map(std::path::PathBuf::from);
+                    w.cwd = w.base_home.map(std::path::PathBuf::from);
                 }
                 (_, Some(d)) if d.dynamic => w.cwd = None,
                 // With CDPATH set, a relative `cd dir` may land in any CDPATH entry.
@@ -2844,7 +2732,7 @@ fn writer(
                     w.cwd = w
                         .cwd
                         .as_ref()
-                        .map(|c| crate::analyze::normalize(&c.join(&d.text)));
+                        .map(|c| crate::walker::normalize(&c.join(&d.text)));
                 }
             }
             w.add(
@@ -3088,7 +2976,7 @@ fn env(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
         } else {
             w.cwd
                 .as_ref()
-                .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+                .map(|c| crate::walker::normalize(&c.join(&d.text)))
         };
     }
     run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, "env");
@@ -3115,8 +3003,8 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     };
     let t = if t.is_empty() { "/" } else { t };
     let abs = match &w.cwd {
-        Some(c) => crate::analyze::normalize(&c.join(t)),
-        None => crate::analyze::normalize(&Path::new("/").join(t)),
+        Some(c) => crate::walker::normalize(&c.join(t)),
+        None => crate::walker::normalize(&Path::new("/").join(t)),
     };
     let s = abs.to_string_lossy();
     let top = [
@@ -3126,11 +3014,7 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     if top.contains(&s.as_ref()) {
         return true;
     }
-    if w.an
-        .home
-        .as_deref()
-        .is_some_and(|h| h.trim_end_matches('/') == s)
-    {
+    if w.base_home.is_some_and(|h| h.trim_end_matches('/') == s) {
         return true;
     }
     // `rm -rf link/`: with a trailing slash the name is the directory the symlink points to,
@@ -3146,9 +3030,7 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
         };
         let real_s = real.to_string_lossy();
         if top.contains(&real_s.as_ref())
-            || w.an
-                .home
-                .as_deref()
+            || w.base_home
                 .is_some_and(|h| h.trim_end_matches('/') == real_s)
             || w.is_root(&probe)
         {

@@ -650,3 +650,36 @@ fn tree_readers_ask_the_judge_what_lies_below() {
     let v = an.analyze("tar cf - src", Path::new("/work"), &StateJudge);
     assert_ne!(v.decision, Decision::Deny, "{v:?}");
 }
+
+/// The analysis modules import one way (docs/architecture.md): a module names only modules of
+/// a lower layer, so the judges never reach back into the walk that calls them.
+#[test]
+fn analysis_modules_import_one_way() {
+    let layers: &[(&str, usize)] = &[
+        ("stores", 0),
+        ("vartable", 0),
+        ("walker", 1),
+        ("vars", 2),
+        ("awk", 2),
+        ("destination", 2),
+        ("builtins", 3),
+        ("classify", 4),
+        ("analyze", 5),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    for (module, rank) in layers {
+        let text = std::fs::read_to_string(src.join(format!("{module}.rs"))).unwrap();
+        for (other, other_rank) in layers {
+            if other != module
+                && other_rank >= rank
+                && (text.contains(&format!("crate::{other}::"))
+                    || text.contains(&format!("crate::{other};"))
+                    || text.contains(&format!("crate::{other}::{{")))
+            {
+                wrong.push(format!("{module} -> {other}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layering: {wrong:?}");
+}
