@@ -2097,171 +2097,6 @@ fn config_key_runs(spec: &crate::table::CommandSpec, key: &str) -> bool {
     })
 }
 
-/// A wrapper's argument known only at run time, where it may be the command it runs.
-/// GNU env's options: (short letter or `\0`, long name, arity: 0 flag, 1 required value,
-/// 2 optional attached value).
-const ENV_OPTS: &[(char, &str, u8)] = &[
-    ('a', "argv0", 1),
-    ('i', "ignore-environment", 0),
-    ('0', "null", 0),
-    ('u', "unset", 1),
-    ('C', "chdir", 1),
-    ('S', "split-string", 1),
-    ('v', "debug", 0),
-    ('\0', "block-signal", 2),
-    ('\0', "default-signal", 2),
-    ('\0', "ignore-signal", 2),
-    ('\0', "list-signal-handling", 0),
-    ('\0', "help", 0),
-    ('\0', "version", 0),
-];
-
-/// GNU xargs' options (`0a:E:e::i::I:l::L:n:oprs:txP:d:` and their long names): the value
-/// arity of each, so that the command xargs runs is found where xargs finds it.
-/// (short letter, long name, arity: 0 flag, 1 required value, 2 optional attached value)
-const XARGS_OPTS: &[(char, &str, u8)] = &[
-    ('0', "null", 0),
-    ('a', "arg-file", 1),
-    ('d', "delimiter", 1),
-    ('E', "", 1),
-    ('e', "eof", 2),
-    ('I', "", 1),
-    ('i', "replace", 2),
-    ('L', "", 1),
-    ('l', "max-lines", 2),
-    ('n', "max-args", 1),
-    ('o', "open-tty", 0),
-    ('p', "interactive", 0),
-    ('r', "no-run-if-empty", 0),
-    ('s', "max-chars", 1),
-    ('t', "verbose", 0),
-    ('x', "exit", 0),
-    ('P', "max-procs", 1),
-    ('\0', "process-slot-var", 1),
-    ('\0', "show-limits", 0),
-    ('\0', "help", 0),
-    ('\0', "version", 0),
-];
-
-/// Reads xargs' options with getopt_long semantics (clusters, attached and separate values,
-/// `--long=value`, unambiguous abbreviations) and judges the argument file. Returns the index
-/// of the command's first word and the replace string of `-I`/`-i`, or `None` when a finding
-/// already decided (a run-time word, `-p`, an unknown or ambiguous option).
-fn xargs_options(
-    w: &mut Walker<'_>,
-    args: &[Decoded],
-    sub: &str,
-    name: &str,
-) -> Option<(usize, Option<String>)> {
-    let mut i = 0;
-    let mut replace = None;
-    while let Some(a) = args.get(i) {
-        let t = a.text.as_str();
-        if a.dynamic {
-            dynamic_wrapped(w, sub, name);
-            return None;
-        }
-        if !t.starts_with('-') || t == "-" {
-            break;
-        }
-        i += 1;
-        if t == "--" {
-            break;
-        }
-        // (option, its value) pairs this argument holds.
-        let mut found: Vec<(char, &str, Option<Decoded>)> = Vec::new();
-        if let Some(long) = t.strip_prefix("--") {
-            let (key, attached) = match long.split_once('=') {
-                Some((k, v)) => (k, Some(v)),
-                None => (long, None),
-            };
-            let exact = XARGS_OPTS.iter().find(|o| o.1 == key);
-            let prefixed: Vec<_> = XARGS_OPTS
-                .iter()
-                .filter(|o| !o.1.is_empty() && o.1.starts_with(key))
-                .collect();
-            let Some(&(c, long_name, arity)) = exact.or(match prefixed.as_slice() {
-                [one] => Some(*one),
-                _ => None,
-            }) else {
-                w.add(
-                    Decision::Ask,
-                    "unknown_option",
-                    sub,
-                    format!(
-                        "`{name}` has no option `{t}` this analyzer knows (or it is ambiguous)"
-                    ),
-                );
-                return None;
-            };
-            let value = crate::words::option_value(a, attached, arity == 1, args, &mut i);
-            found.push((c, long_name, value));
-        } else {
-            let body = t.get(1..).unwrap_or("");
-            for (at, c) in body.char_indices() {
-                let rest = body.get(at + c.len_utf8()..).unwrap_or("");
-                let Some(&(_, long_name, arity)) = XARGS_OPTS.iter().find(|o| o.0 == c) else {
-                    w.add(
-                        Decision::Ask,
-                        "unknown_option",
-                        sub,
-                        format!("`{name}` has no option `-{c}` this analyzer knows"),
-                    );
-                    return None;
-                };
-                if arity == 0 {
-                    found.push((c, long_name, None));
-                    continue;
-                }
-                let value = if !rest.is_empty() {
-                    Some(Decoded {
-                        text: rest.to_owned(),
-                        ..a.clone()
-                    })
-                } else if arity == 1 {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    None
-                };
-                found.push((c, long_name, value));
-                break;
-            }
-        }
-        for (c, _, value) in found {
-            match c {
-                'p' => {
-                    w.add(
-                        Decision::Deny,
-                        "interactive",
-                        sub,
-                        "`xargs -p` prompts on a terminal".to_owned(),
-                    );
-                    return None;
-                }
-                // `-i` alone replaces `{}`.
-                'I' | 'i' => {
-                    replace = Some(value.map_or_else(|| "{}".to_owned(), |v| v.text));
-                }
-                'a' => match value {
-                    Some(f) => w.path(&f, PathAccess::Read, sub, "argument file"),
-                    None => {
-                        w.add(
-                            Decision::Ask,
-                            "missing_value",
-                            sub,
-                            format!("`{name} -a` without its file"),
-                        );
-                        return None;
-                    }
-                },
-                _ => {}
-            }
-        }
-    }
-    Some((i, replace))
-}
-
 /// An openssl argument as `(option, attached value)`: `--out=F` and `-out=F` are `-out` with
 /// `F`; an operand gives an empty option.
 fn openssl_option(text: &str) -> (&str, Option<&str>) {
@@ -2539,6 +2374,15 @@ fn writer(
     match name {
         "find" => return find(w, args, sub, dyn_args),
         "sed" => return sed(w, args, sub, dyn_args),
+        // Table entries for their options; their rules stay code.
+        "xargs" => return xargs(w, args, sub),
+        "env" => {
+            // `env NAME=v cmd`: the variables last for the command it runs.
+            let depth = w.env.len();
+            env(w, args, sub, stdin);
+            w.env.truncate(depth);
+            return;
+        }
         _ => {}
     }
     if let Some(spec) = crate::table::spec(name) {
@@ -2549,12 +2393,6 @@ fn writer(
         return table_command_in(w, name, spec, args, sub, stdin);
     }
     match name {
-        "env" => {
-            // `env NAME=v cmd`: the variables last for the command it runs.
-            let depth = w.env.len();
-            env(w, args, sub, stdin);
-            w.env.truncate(depth);
-        }
         // The wrappers whose options are flat (timeout, nice, nohup, stdbuf, ...) are table
         // entries with `pos = "command"`; these are builtins with their own rules.
         "time" | "command" | "builtin" | "exec" => {
@@ -2608,34 +2446,6 @@ fn writer(
                 return;
             }
             run_inner(w, inner, sub, stdin, name)
-        }
-        "xargs" => {
-            let Some((i, replace)) = xargs_options(w, args, sub, name) else {
-                return;
-            };
-            let mut inner: Vec<Decoded> = args.get(i..).unwrap_or(&[]).to_vec();
-            // With -I R every word holding R gets a line of stdin in its place at run time
-            // (`xargs -I@ bash -c 'echo @'` runs whatever the input says).
-            if let Some(r) = replace.filter(|r| !r.is_empty()) {
-                for word in &mut inner {
-                    if word.text.contains(r.as_str()) {
-                        word.dynamic = true;
-                    }
-                }
-            }
-            if inner.is_empty() {
-                inner.push(Decoded {
-                    text: "echo".to_owned(),
-                    ..Decoded::default()
-                });
-            }
-            // The arguments xargs appends come from stdin: unknown to the review.
-            inner.push(Decoded {
-                text: String::new(),
-                dynamic: true,
-                ..Decoded::default()
-            });
-            run_inner(w, &inner, sub, &StdinKind::Terminal, name)
         }
         "watch" => {
             let mut i = 0;
@@ -2854,122 +2664,85 @@ fn writer(
     }
 }
 
-/// `env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]`.
+/// The table entry of a wrapper whose rules stay code (env, xargs), read with its options;
+/// `None` when a finding already decided (an option it does not have, or no entry).
+fn wrapper_options<'a>(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+) -> Option<crate::table::Parsed<'a>> {
+    let Some(spec) = crate::table::spec(name) else {
+        w.add(
+            Decision::Ask,
+            "unknown_command",
+            sub,
+            format!("the command table has no `{name}`"),
+        );
+        return None;
+    };
+    let p = crate::table::interpret(spec, args);
+    if let Some(u) = p.unknown.first() {
+        w.add(
+            Decision::Ask,
+            "unknown_option",
+            sub,
+            format!("`{name}` has no option `{u}` in the command table (or it is ambiguous)"),
+        );
+        return None;
+    }
+    Some(p)
+}
+
+/// `env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]`: its options from the table; what stays
+/// code is `-S` (the string is split into the command's first words), `-C` (the command runs
+/// there) and the assignments, which last for the command.
 fn env(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
-    let mut i = 0;
-    let mut chdir: Option<Decoded> = None;
-    while let Some(a) = args.get(i) {
-        let t = a.text.as_str();
-        if a.dynamic {
-            return dynamic_wrapped(w, sub, "env");
-        }
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if t.starts_with('-') && t != "-" {
-            i += 1;
-            // (letter, value) pairs of this argument, getopt_long style.
-            let mut found: Vec<(char, Option<Decoded>)> = Vec::new();
-            if let Some(long) = t.strip_prefix("--") {
-                let (key, attached) = match long.split_once('=') {
-                    Some((k, v)) => (k, Some(v)),
-                    None => (long, None),
-                };
-                let exact = ENV_OPTS.iter().find(|o| o.1 == key);
-                let prefixed: Vec<_> = ENV_OPTS
-                    .iter()
-                    .filter(|o| !key.is_empty() && o.1.starts_with(key))
-                    .collect();
-                let Some(&(c, _, arity)) = exact.or(match prefixed.as_slice() {
-                    [one] => Some(*one),
-                    _ => None,
-                }) else {
+    let Some(p) = wrapper_options(w, "env", args, sub) else {
+        return;
+    };
+    let mut chdir: Option<&Decoded> = None;
+    for g in &p.opts {
+        match g.spec.short {
+            Some('C') => chdir = g.values.last(),
+            Some('S') => {
+                let Some(v) = g.values.last() else {
                     w.add(
                         Decision::Ask,
-                        "unknown_option",
+                        "missing_value",
                         sub,
-                        format!(
-                            "`env` has no option `{t}` this analyzer knows (or it is ambiguous)"
-                        ),
+                        "`env -S` without its string".to_owned(),
                     );
                     return;
                 };
-                let value = crate::words::option_value(a, attached, arity == 1, args, &mut i);
-                found.push((c, value));
-            } else {
-                let body = t.get(1..).unwrap_or("");
-                for (at, c) in body.char_indices() {
-                    let rest = body.get(at + c.len_utf8()..).unwrap_or("");
-                    let Some(&(_, _, arity)) = ENV_OPTS.iter().find(|o| o.0 == c && o.0 != '\0')
-                    else {
-                        w.add(
-                            Decision::Ask,
-                            "unknown_option",
-                            sub,
-                            format!("`env` has no option `-{c}` this analyzer knows"),
-                        );
-                        return;
-                    };
-                    if arity != 1 {
-                        found.push((c, None));
-                        continue;
-                    }
-                    let value = if rest.is_empty() {
-                        i += 1;
-                        args.get(i - 1).cloned()
-                    } else {
-                        Some(Decoded {
-                            text: rest.to_owned(),
-                            ..a.clone()
-                        })
-                    };
-                    found.push((c, value));
-                    break;
+                if v.dynamic {
+                    return dynamic_wrapped(w, sub, "env");
                 }
+                let rest: Vec<&str> = p.operands.iter().map(|a| a.text.as_str()).collect();
+                let text = format!("{} {}", v.text, rest.join(" "));
+                w.script(&text, stdin.clone());
+                return;
             }
-            for (c, value) in found {
-                match c {
-                    'C' => chdir = value,
-                    // `-S STRING` splits STRING into the command and its first
-                    // arguments; the rest of env's arguments follow.
-                    'S' => {
-                        let Some(v) = value else {
-                            w.add(
-                                Decision::Ask,
-                                "missing_value",
-                                sub,
-                                "`env -S` without its string".to_owned(),
-                            );
-                            return;
-                        };
-                        if v.dynamic {
-                            return dynamic_wrapped(w, sub, "env");
-                        }
-                        let rest: Vec<String> =
-                            args.iter().skip(i).map(|a| a.text.clone()).collect();
-                        let text = format!("{} {}", v.text, rest.join(" "));
-                        w.script(&text, stdin.clone());
-                        return;
-                    }
-                    _ => {}
-                }
-            }
-            continue;
+            _ => {}
         }
-        if let Some((n, v)) = t.split_once('=') {
-            let value = Decoded {
-                text: v.to_owned(),
-                ..a.clone()
-            };
-            crate::vars::set_for_command(w, n, Some(&value), sub);
-            i += 1;
-            continue;
+    }
+    let mut i = 0;
+    while let Some(a) = p.operands.get(i) {
+        if a.dynamic {
+            return dynamic_wrapped(w, sub, "env");
         }
-        break;
+        let Some((n, v)) = a.text.split_once('=') else {
+            break;
+        };
+        let value = Decoded {
+            text: v.to_owned(),
+            ..a.clone()
+        };
+        crate::vars::set_for_command(w, n, Some(&value), sub);
+        i += 1;
     }
     let saved = w.cwd.clone();
-    if let Some(d) = &chdir {
+    if let Some(d) = chdir {
         w.path(d, PathAccess::Read, sub, "directory");
         w.cwd = if d.dynamic {
             None
@@ -2979,8 +2752,75 @@ fn env(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
                 .map(|c| crate::walker::normalize(&c.join(&d.text)))
         };
     }
-    run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, "env");
+    run_inner(w, p.operands.get(i..).unwrap_or(&[]), sub, stdin, "env");
     w.cwd = saved;
+}
+
+/// `xargs [OPTION]... [COMMAND [ARG]...]`: its options from the table; the command gets
+/// arguments from standard input, unknown to the review, and with `-I R` every word holding R
+/// becomes run-time text.
+fn xargs(w: &mut Walker<'_>, args: &[Decoded], sub: &str) {
+    let Some(p) = wrapper_options(w, "xargs", args, sub) else {
+        return;
+    };
+    let mut replace: Option<String> = None;
+    for g in &p.opts {
+        match g.spec.short {
+            Some('p') => {
+                w.add(
+                    Decision::Deny,
+                    "interactive",
+                    sub,
+                    "`xargs -p` prompts on a terminal".to_owned(),
+                );
+                return;
+            }
+            // `-i` alone replaces `{}`.
+            Some('I' | 'i') => {
+                replace = Some(
+                    g.values
+                        .last()
+                        .map_or_else(|| "{}".to_owned(), |v| v.text.clone()),
+                );
+            }
+            Some('a') => match g.values.last() {
+                Some(f) => w.path(f, PathAccess::Read, sub, "argument file"),
+                None => {
+                    w.add(
+                        Decision::Ask,
+                        "missing_value",
+                        sub,
+                        "`xargs -a` without its file".to_owned(),
+                    );
+                    return;
+                }
+            },
+            _ => {}
+        }
+    }
+    let mut inner: Vec<Decoded> = p.operands.clone();
+    // With -I R every word holding R gets a line of stdin in its place at run time
+    // (`xargs -I@ bash -c 'echo @'` runs whatever the input says).
+    if let Some(r) = replace.filter(|r| !r.is_empty()) {
+        for word in &mut inner {
+            if word.text.contains(r.as_str()) {
+                word.dynamic = true;
+            }
+        }
+    }
+    if inner.is_empty() {
+        inner.push(Decoded {
+            text: "echo".to_owned(),
+            ..Decoded::default()
+        });
+    }
+    // The arguments xargs appends come from stdin: unknown to the review.
+    inner.push(Decoded {
+        text: String::new(),
+        dynamic: true,
+        ..Decoded::default()
+    });
+    run_inner(w, &inner, sub, &StdinKind::Terminal, "xargs");
 }
 
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
