@@ -504,6 +504,14 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/commands.rs"));
 }
 
+/// The table's `[classes]`: the name lists that give a command without an entry its class.
+pub(crate) mod classes {
+    pub(crate) use super::generated::{
+        BUILD, INTERACTIVE, INTERPRETERS, NETWORK, PRIVILEGE, PURE, READERS, SHELLS, SYSTEM,
+        WRITERS,
+    };
+}
+
 /// Reads the `groups` table: option lists that a command includes with `"@name"` in its `opts`.
 fn parse_groups(raw: Option<toml::Value>) -> Result<HashMap<String, Vec<String>>, String> {
     match raw {
@@ -527,6 +535,8 @@ fn parse_command(
 pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
     let mut raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     let groups = parse_groups(raw.remove("groups"))?;
+    // Name lists, not commands (build.rs compiles them into `classes`).
+    raw.remove("classes");
     let mut out = HashMap::new();
     for (name, value) in raw {
         let spec = parse_command(&name, value, &groups)?;
@@ -992,6 +1002,34 @@ mod tests {
         );
         assert!(spec("no-such-command").is_none());
         assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
+    }
+
+    #[test]
+    fn the_class_lists_are_compiled_and_every_reader_has_an_entry() {
+        use super::classes::*;
+        for list in [
+            BUILD,
+            INTERACTIVE,
+            INTERPRETERS,
+            NETWORK,
+            PRIVILEGE,
+            PURE,
+            READERS,
+            SHELLS,
+            SYSTEM,
+            WRITERS,
+        ] {
+            assert!(!list.is_empty());
+        }
+        assert!(PURE.contains(&"echo") && SYSTEM.contains(&"mkfs"));
+        // A reader is judged by its entry (options, operands); one without would only ask.
+        for name in READERS {
+            assert!(
+                spec(name).is_some(),
+                "the reader `{name}` has no table entry"
+            );
+        }
+        assert!(!table().unwrap().contains_key("classes"));
     }
 
     #[test]
