@@ -638,24 +638,6 @@ fn special(
                 format!("`{name}` only prints its version or help"),
             );
         }
-        "unzip"
-            if args.iter().any(|a| {
-                matches!(
-                    a.text.as_str(),
-                    "-l" | "-v" | "-t" | "-Z" | "-lv" | "-tq" | "-lq"
-                )
-            }) && !args.iter().any(|a| a.dynamic || a.text == "-d") =>
-        {
-            if let Some(f) = args.iter().find(|a| !a.text.starts_with('-')) {
-                w.path(f, PathAccess::Read, sub, "archive");
-            }
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`unzip` only lists or tests the archive".to_owned(),
-            );
-        }
         "openssl"
             if matches!(
                 first,
@@ -1317,7 +1299,7 @@ fn table_judge(
         pattern_given |= e.pattern;
         recursive |= e.recursive;
         if e.mode {
-            let m = g.spec.long.as_deref().and_then(|l| spec.modes.get(l));
+            let m = g.spec.mode_name().and_then(|l| spec.modes.get(&l));
             if mode.is_some() && mode != m {
                 w.add(
                     Decision::Ask,
@@ -2170,9 +2152,8 @@ fn writer(
                 format!("`{name}` stops other processes"),
             );
         }
-        "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch"
-        | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare"
-        | "firejail" => {
+        "zip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch" | "xdg-open"
+        | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare" | "firejail" => {
             if args.iter().any(|a| {
                 a.text.starts_with("--to-command")
                     || a.text.starts_with("--checkpoint-action")

@@ -85,6 +85,13 @@ pub(crate) struct OptSpec {
 }
 
 impl OptSpec {
+    /// The key of the mode an `M` option selects: its long name, else its letter (`unzip -l`).
+    pub(crate) fn mode_name(&self) -> Option<String> {
+        self.long
+            .clone()
+            .or_else(|| self.short.map(|c| c.to_string()))
+    }
+
     /// How the option is written, for messages.
     pub(crate) fn display(&self) -> String {
         match (&self.long, self.short) {
@@ -634,7 +641,7 @@ fn parse_spec(
         };
         if !opts
             .iter()
-            .any(|o| o.effects.mode && o.long.as_deref() == Some(mode.as_str()))
+            .any(|o| o.effects.mode && o.mode_name().as_deref() == Some(mode.as_str()))
         {
             return Err(format!("`{name}`: mode `{mode}` has no M option"));
         }
