@@ -396,7 +396,9 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     )
     .by(GIT_NET)
     .runs(Runs::WithArgs),
-    deny("GIT_SSH", "is the ssh program git runs to reach a remote").by(GIT_NET),
+    deny("GIT_SSH", "is the ssh program git runs to reach a remote")
+        .by(GIT_NET)
+        .runs(Runs::WithArgs),
     deny(
         "GIT_PROXY_COMMAND",
         "is the program git runs to connect to a remote",
@@ -489,21 +491,33 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
         .runs(Runs::Alone),
     deny("EDITOR", RUNS_CMD).by(EDITING).runs(Runs::WithArgs),
     deny("VISUAL", RUNS_CMD).by(EDITING).runs(Runs::WithArgs),
-    deny("BROWSER", RUNS_CMD).by(&["xdg-open", "man", "git", "open", "sensible-browser"]),
+    deny("BROWSER", RUNS_CMD)
+        .by(&["xdg-open", "man", "git", "open", "sensible-browser"])
+        .runs(Runs::WithArgs),
     deny("TERMINAL", RUNS_CMD).by(&["xdg-open", "x-terminal-emulator", "i3-sensible-terminal"]),
-    deny("SSH_ASKPASS", RUNS_CMD).by(&["ssh", "scp", "sftp", "ssh-add", "rsync", "git", "sshfs"]),
+    deny("SSH_ASKPASS", RUNS_CMD)
+        .by(&["ssh", "scp", "sftp", "ssh-add", "rsync", "git", "sshfs"])
+        .runs(Runs::WithArgs),
     deny("SUDO_ASKPASS", RUNS_CMD).by(&["sudo"]),
     deny("LESSOPEN", RUNS_CMD).paging(PAGING),
     deny("LESSCLOSE", RUNS_CMD).paging(PAGING),
-    deny("RUSTC_WRAPPER", RUNS_CMD).by(&["cargo"]),
-    deny("RUSTC", RUNS_CMD).by(&["cargo"]),
+    deny("RUSTC_WRAPPER", RUNS_CMD)
+        .by(&["cargo"])
+        .runs(Runs::WithArgs),
+    deny("RUSTC", RUNS_CMD).by(&["cargo"]).runs(Runs::WithArgs),
     ask("CARGO_TARGET_DIR", "moves cargo's build output").by(&["cargo"]),
     deny("CARGO_HOME", CONFIG).by(&["cargo", "rustup"]),
     deny("CARGO_TARGET_*", "sets a runner or linker that cargo runs").by(&["cargo"]),
-    deny("CARGO_BUILD_RUSTC*", RUNS_CMD).by(&["cargo"]),
+    deny("CARGO_BUILD_RUSTC*", RUNS_CMD)
+        .by(&["cargo"])
+        .runs(Runs::WithArgs),
     ask("CARGO_*", "changes how cargo builds").by(&["cargo"]),
-    deny("CC", RUNS_CMD).by(&["make", "cmake", "cargo", "pip", "pip3", "go"]),
-    deny("CXX", RUNS_CMD).by(&["make", "cmake", "cargo", "pip", "pip3", "go"]),
+    deny("CC", RUNS_CMD)
+        .by(&["make", "cmake", "cargo", "pip", "pip3", "go"])
+        .runs(Runs::WithArgs),
+    deny("CXX", RUNS_CMD)
+        .by(&["make", "cmake", "cargo", "pip", "pip3", "go"])
+        .runs(Runs::WithArgs),
     deny(
         "MAKEFLAGS",
         "passes options (`--eval`, `-f`) to every later make",
@@ -561,7 +575,9 @@ pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
     .by(&[
         "flock", "script", "parallel", "screen", "tmux", "xterm", "vim", "vi",
     ]),
-    deny("RSYNC_RSH", "is the remote shell rsync runs").by(&["rsync"]),
+    deny("RSYNC_RSH", "is the remote shell rsync runs")
+        .by(&["rsync"])
+        .runs(Runs::WithArgs),
     deny("RSYNC_CONNECT_PROG", RUNS_CMD).by(&["rsync"]),
     deny(
         "ZDOTDIR",
