@@ -964,6 +964,15 @@ impl<'a> Walker<'a> {
 /// pipe-like target (not a terminal), `Some(false)` onto the terminal (`> /dev/tty`), `None`
 /// when they leave it alone. The last redirection of fd 1 wins, as in bash.
 fn stdout_redirected(redirects: &[&IoRedirect]) -> Option<bool> {
+    // A file is not a terminal; a device, a descriptor path or a name only known at run time
+    // may be one (`> /dev/tty`, `> /dev/stderr`, `> $OUT`). `/dev/null` is not.
+    let not_a_terminal = |w: &ast::Word| {
+        let t = w.value.as_str();
+        t == "/dev/null"
+            || (!t.starts_with("/dev/")
+                && !t.starts_with("/proc/")
+                && !t.contains(['$', '`', '\'', '"', '\\']))
+    };
     let mut out = None;
     for r in redirects {
         match r {
@@ -977,11 +986,9 @@ fn stdout_redirected(redirects: &[&IoRedirect]) -> Option<bool> {
                             | IoFileRedirectKind::ReadAndWrite
                     ) =>
             {
-                out = Some(!w.value.starts_with("/dev/tty") && !w.value.starts_with("/dev/pts"));
+                out = Some(not_a_terminal(w));
             }
-            IoRedirect::OutputAndError(w, _) => {
-                out = Some(!w.value.starts_with("/dev/tty") && !w.value.starts_with("/dev/pts"));
-            }
+            IoRedirect::OutputAndError(w, _) => out = Some(not_a_terminal(w)),
             // `>&2`: stderr may be a terminal.
             IoRedirect::File(fd, IoFileRedirectKind::DuplicateOutput, _)
                 if fd.is_none_or(|f| f == 1) =>

@@ -54,7 +54,18 @@ const OPAQUE: &[&str] = &[
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let before = w.findings.len();
+    // Programs that give the command they run a terminal of its own (a pseudo-terminal): its
+    // output is a terminal again, whatever this command's is (`script -qc 'git log' /dev/null
+    // | cat` starts git's pager).
+    let piped = w.stdout_piped;
+    if argv
+        .first()
+        .is_some_and(|a| matches!(base_name(&a.text), "script" | "unbuffer" | "expect"))
+    {
+        w.stdout_piped = false;
+    }
     classify_inner(w, argv, sub, stdin);
+    w.stdout_piped = piped;
     if !w.env.is_empty() {
         crate::vars::program_reads(w, argv, before);
     }
