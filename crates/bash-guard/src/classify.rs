@@ -51,6 +51,22 @@ const OPAQUE: &[&str] = &[
     "traces",
 ];
 
+/// Whether a yq expression calls `load(...)`, `load_str(...)` or another `load_*` operator,
+/// which read the file they name (a field such as `.download_url` does not).
+fn yq_loads(expr: &str) -> bool {
+    expr.match_indices("load").any(|(i, _)| {
+        let before = expr.get(..i).and_then(|b| b.chars().next_back());
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+            return false;
+        }
+        let rest = expr.get(i + 4..).unwrap_or("");
+        let rest = rest.strip_prefix('_').map_or(rest, |r| {
+            r.trim_start_matches(|c: char| c.is_ascii_alphanumeric())
+        });
+        rest.trim_start().starts_with('(')
+    })
+}
+
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let before = w.findings.len();
@@ -158,10 +174,14 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     }
     // A jq program that imports or includes a module reads a file named inside the program
     // (`import "/home/u/.docker/config" as $c;` loads that JSON), which the table cannot see.
-    if name == "jq"
+    // The Go yq's `load("FILE")` (and its `load_str`, `load_xml` ...) reads FILE the same way.
+    if matches!(name, "jq" | "yq")
         && args.iter().any(|a| {
             let t = a.text.as_str();
-            t.contains("import") || t.contains("include") || t.contains("modulemeta")
+            t.contains("import")
+                || t.contains("include")
+                || t.contains("modulemeta")
+                || (name == "yq" && yq_loads(t))
         })
     {
         w.add(
@@ -273,6 +293,20 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
+    // The command table decides for the commands it describes; a `fallback` entry only for the
+    // forms it claims (`cargo metadata`, `top -b`), the rest left to the lists below.
+    // find, sed, env and xargs have table entries for their options but rules in code.
+    if !matches!(name, "find" | "sed" | "env" | "xargs")
+        && !PRIVILEGE.contains(&name)
+        && let Some(spec) = crate::table::spec(name)
+        && crate::table::claims(spec, args)
+    {
+        // A wrapper's run-time words are judged where they fall (its data, or the command).
+        if dyn_args && spec.operands != crate::table::Operands::Command {
+            dynamic_args(w, sub, name);
+        }
+        return table_command_in(w, name, spec, args, sub, stdin);
+    }
     if PRIVILEGE.contains(&name) {
         w.add(
             Decision::Deny,
@@ -287,7 +321,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     // A listed command the table describes is judged by its entry (systemctl: its reporting
     // subcommands are data there, the rest change the system; man: prints a page).
     if (system || interactive)
-        && let Some(spec) = crate::table::spec(name)
+        && let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback)
     {
         if dyn_args {
             dynamic_args(w, sub, name);
@@ -575,8 +609,7 @@ fn batch_mode(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) -> bo
             true
         }
         "vim" | "vi" | "nvim" | "ex" | "view" | "ed" | "emacs"
-            if name == "ed"
-                || name == "ex" && flag('s')
+            if (name == "ed" || name == "ex") && flag('s')
                 || (flag('e') || flag('E')) && flag('s')
                 || has("-es")
                 || has("-Es")
@@ -641,6 +674,21 @@ fn special(
                 )
         });
     match name {
+        // An interactive program's own `--version` or `--help` only prints (`vim --version`,
+        // `psql --help`); its short forms mean other things (`vim -v` is Vi mode).
+        _ if INTERACTIVE.contains(&name)
+            && !args.is_empty()
+            && args
+                .iter()
+                .all(|a| !a.dynamic && matches!(a.text.as_str(), "--version" | "--help")) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` only prints its version or help"),
+            );
+        }
         _ if only_version && (INTERPRETERS.contains(&name) || BUILD.contains(&name)) => {
             w.add(
                 Decision::Allow,
@@ -1235,6 +1283,26 @@ fn table_judge(
                 format!("`{opt}` of `{name}` has no value"),
             );
         }
+        // `KIND=PATH` (E): the path is what follows the `=`; a bare KIND names no file.
+        let target = match target.filter(|_| e.kind_path) {
+            Some(v) => {
+                if let Some((_, path)) = v.text.split_once('=') {
+                    let named = Decoded {
+                        text: path.to_owned(),
+                        ..v.clone()
+                    };
+                    if e.read {
+                        w.path(&named, PathAccess::Read, sub, &format!("`{opt}` file"));
+                    }
+                    if e.write {
+                        w.path(&named, PathAccess::Write, sub, &format!("`{opt}` output"));
+                        wrote = true;
+                    }
+                }
+                None
+            }
+            None => target,
+        };
         if let Some(v) = target.filter(|_| takes_value) {
             if e.data_file
                 && let Some(file) = crate::table::data_file(&v.text).filter(|f| !f.is_empty())
@@ -1945,7 +2013,7 @@ fn writer(
         }
         _ => {}
     }
-    if let Some(spec) = crate::table::spec(name) {
+    if let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback) {
         // A wrapper's run-time words are judged where they fall (its data, or the command).
         if dyn_args && spec.operands != crate::table::Operands::Command {
             dynamic_args(w, sub, name);
