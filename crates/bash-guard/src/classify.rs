@@ -815,7 +815,8 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     let dyn_args = args.iter().any(|a| a.dynamic);
     // The command table decides for the commands it describes; a `fallback` entry only for the
     // forms it claims (`cargo metadata`, `top -b`), the rest left to the lists below.
-    if !matches!(name, "find" | "sed")
+    // (find and sed are read by their own code, xargs and env too where their entries exist.)
+    if !matches!(name, "find" | "sed" | "xargs" | "env")
         && !PRIVILEGE.contains(&name)
         && let Some(spec) = crate::table::spec(name)
         && crate::table::claims(spec, args)
