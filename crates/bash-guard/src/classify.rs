@@ -982,7 +982,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
 
 pub(crate) fn network(w: &mut Walker<'_>, sub: &str, what: &str) {
     if w.an.config.block_network {
-        w.add(Decision::Deny, "network", sub, format!("`{what}` uses the network, which is blocked (set AGENT_BLOCK_NETWORK=false or pass --allow-network)"));
+        w.add(Decision::Deny, "network", sub, format!("`{what}` uses the network, which is blocked (to be asked instead: `block_network = false` under [bash] in the policy, or AGENT_BLOCK_NETWORK=false in the environment the agent runs in)"));
     } else {
         w.add(
             Decision::Ask,
