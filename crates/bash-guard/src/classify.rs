@@ -348,7 +348,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if interactive && batch_mode(w, name, args, sub) {
+    if interactive && batch_mode(w, name, args, sub, stdin) {
         return;
     }
     if interactive {
@@ -537,7 +537,13 @@ fn unknown_program(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &Stdi
 /// `screen -ls` list sessions, `fc -l` lists history; an editor in batch mode (`vim -es`,
 /// `ex -s`, `ed`, `emacs --batch`, `nvim --headless`) runs the editing commands it is given,
 /// which are code this analyzer does not read. `false` leaves the program interactive.
-fn batch_mode(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) -> bool {
+fn batch_mode(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+) -> bool {
     if args.iter().any(|a| a.dynamic) {
         return false;
     }
@@ -623,16 +629,32 @@ fn batch_mode(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) -> bo
                 sub,
                 format!("`{name}` in batch mode runs editing commands (which can run programs and write files) that this analyzer does not review"),
             );
-            // An ex command `!CMD` (given by `-c CMD` or `+CMD`) runs CMD in a shell: judged.
+            // An ex or ed command `!CMD` (given by `-c CMD`, `+CMD`, or a line of a script
+            // fed on standard input; ex's may follow a line range) runs CMD in a shell: judged.
+            let mut commands: Vec<String> = Vec::new();
             let mut prev_c = false;
             for a in args {
                 let t = a.text.as_str();
-                let cmd = if prev_c { Some(t) } else { t.strip_prefix('+') };
+                if prev_c {
+                    commands.push(t.to_owned());
+                } else if let Some(c) = t.strip_prefix('+') {
+                    commands.push(c.to_owned());
+                }
                 prev_c = t == "-c" || t == "--cmd";
-                if let Some(shell) = cmd
-                    .map(|c| c.trim_start_matches([':', ' ']))
-                    .and_then(|c| c.strip_prefix('!'))
-                {
+            }
+            if let StdinKind::Literal(script) = stdin {
+                commands.extend(script.lines().map(str::to_owned));
+            }
+            for c in &commands {
+                let c = c.trim_start_matches([':', ' ', '\t']);
+                // A range before it: line numbers, marks, `.`, `$`, `%`, `,`, `;`, `+`, `-`.
+                let range = c
+                    .find(|ch: char| {
+                        !(ch.is_ascii_digit()
+                            || matches!(ch, '.' | '$' | '%' | ',' | ';' | '+' | '-' | '\''))
+                    })
+                    .unwrap_or(c.len());
+                if let Some(shell) = c.get(range..).and_then(|r| r.strip_prefix('!')) {
                     w.script(shell, StdinKind::Terminal);
                 }
             }
