@@ -804,7 +804,7 @@ mod tests {
             Path::new("/proj"),
             &[],
             &scanner,
-            120,
+            130,
         );
         assert!(!p.user.contains("old request"), "{}", p.user);
         assert!(p.user.contains(&long));

@@ -9,8 +9,8 @@
 //! argument only known at run time makes the ask one that cannot be reviewed (the class rule
 //! covers the next option nobody listed).
 
-use crate::analyze::Walker;
 use crate::verdict::Decision;
+use crate::walker::Walker;
 use crate::words::Decoded;
 
 /// One build tool and the options known not to change what it runs.

@@ -129,7 +129,7 @@ pub const ASK_KINDS: &[AskKindEntry] = &[
     unreviewable("option_side_effect", "git -p log"),
     unreviewable("build_option", "cargo test --config x=1"),
     unreviewable("missing_value", "env -S"),
-    unreviewable("wrapper", "timeout 5"),
+    unreviewable("wrapper", "builtin"),
     unreviewable("dynamic_argument", "cat $1"),
     unreviewable("dynamic_path", "cat $1"),
     unreviewable("dynamic_name", "printf -v $1 %s x"),
