@@ -66,6 +66,9 @@ impl Protocol for Gemini {
                 })
             }
             "AfterTool" => {
+                if let Err(e) = hook::record_run(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
                 let policy = Policy::load(args.policy.as_deref())?;
                 let Some(response) = &event.tool_response else {
                     return Ok(Answer::silent());
@@ -81,6 +84,12 @@ impl Protocol for Gemini {
                     }))),
                     None => Ok(Answer::silent()),
                 }
+            }
+            "SessionEnd" => {
+                if let Err(e) = hook::record_stop(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
             }
             _ => Ok(Answer::silent()),
         }

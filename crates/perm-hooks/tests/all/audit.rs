@@ -241,12 +241,9 @@ async fn special_characters_round_trip() {
         let reader = AuditReader::open(&t.url).await.unwrap();
         let back = reader.query(&AuditQuery::default()).await.unwrap();
         let back = &back[0].row;
-        let expected = if t.is_postgres() {
-            // PostgreSQL text cannot hold NUL.
-            r.output_preview.replace('\0', "\u{fffd}")
-        } else {
-            r.output_preview.clone()
-        };
+        // PostgreSQL text cannot hold NUL, so no backend stores it (the chain hashes what
+        // both can read back).
+        let expected = r.output_preview.replace('\0', "\u{fffd}");
         assert_eq!(back.output_preview, expected, "{}", t.kind);
         assert_eq!(back.session_id, "s\tq");
         assert_eq!(back.reason_code.as_deref(), Some("code\\N"));
