@@ -59,7 +59,7 @@ pub(crate) fn decision_row(
         judged.code(),
         &judged.summary(),
     );
-    row.client = client.as_str().to_owned();
+    row.client = client_id(client).to_owned();
     row.layer = judged.deciding().map(|s| s.layer.to_owned());
     let (by, how) = resolver(judged);
     row.resolved_by = by;
@@ -78,6 +78,15 @@ pub(crate) fn decision_row(
     }
     row.ref_code = ref_code.map(str::to_owned);
     row
+}
+
+/// The client as stored in the `client` column (the name its hook subcommand carries).
+pub(crate) fn client_id(client: Client) -> &'static str {
+    match client {
+        Client::ClaudeCode => "claude-code",
+        Client::Codex => "codex",
+        Client::Gemini => "gemini",
+    }
 }
 
 /// Queues `row` in the front's audit log, when it has one.

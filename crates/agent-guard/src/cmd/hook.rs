@@ -403,7 +403,7 @@ pub(crate) fn record_run(client: Client, event: &Event, args: &HookArgs) -> anyh
         transcript_path: None,
     };
     let mut row = perm_hooks::AuditRow::tool_call(&ctx);
-    row.client = client.as_str().to_owned();
+    row.client = super::audit_rec::client_id(client).to_owned();
     super::audit_rec::record(&front, row);
     front.finish()
 }
@@ -428,7 +428,7 @@ pub(crate) fn record_stop(client: Client, event: &Event, args: &HookArgs) -> any
         elapsed: std::time::Duration::ZERO,
     };
     let mut row = perm_hooks::AuditRow::session_stop(&ctx);
-    row.client = client.as_str().to_owned();
+    row.client = super::audit_rec::client_id(client).to_owned();
     super::audit_rec::record(&front, row);
     front.finish()
 }

@@ -461,8 +461,12 @@ impl Ledger {
              args_hash)";
         let liftable = i64::from(r.not_liftable_because.is_none());
         // A refused input may hold a secret: only its redacted, bounded text is kept.
-        let shown = crate::redact_secrets(r.key.args);
+        let scanner = crate::SecretScanner::default_set();
+        let (shown, pieces) = super::redact_any(scanner, r.key.args);
+        let shown = super::mask_pieces(&shown, &pieces);
         let shown = super::cut_chars(&shown, super::INPUT_CHARS);
+        // The summary quotes the input (word by word, where a detector cannot see a secret).
+        let summary = super::mask_pieces(&scanner.redact(r.summary).text, &pieces);
         let hash = args_hash(r.key.args);
         let because = r.not_liftable_because.unwrap_or_default();
         let now = now_ms();
@@ -477,7 +481,7 @@ impl Ledger {
                 .bind(&shown)
                 .bind(r.key.cwd)
                 .bind(r.reason_code)
-                .bind(r.summary)
+                .bind(&summary)
                 .bind(liftable)
                 .bind(because)
                 .bind(now)
@@ -495,7 +499,7 @@ impl Ledger {
                 .bind(&shown)
                 .bind(r.key.cwd)
                 .bind(r.reason_code)
-                .bind(r.summary)
+                .bind(&summary)
                 .bind(liftable)
                 .bind(because)
                 .bind(now)

@@ -48,6 +48,10 @@ pub const OUTPUT_PREVIEW_CHARS: usize = 200;
 /// How many characters of a call's input an audit row keeps (after redaction).
 pub const INPUT_CHARS: usize = 2000;
 
+/// How much of an input or output a row holds until [`AuditLog::record`] has masked its
+/// secrets and cut it: whole JSON documents up to this size are redacted string by string.
+const REDACT_WINDOW: usize = 64 * 1024;
+
 /// The columns every backend stores, in bind order.
 const COLUMN_LIST: &str = "session_id, step, tool_name, status, elapsed_ms, output_preview, \
      agent_name, decision, reason_code, ts, client, call_id, input, layer, resolved_by, \
@@ -336,20 +340,84 @@ fn cut_chars(text: &str, n: usize) -> String {
     }
 }
 
+/// Adds the lines of `secret` (a JSON-escaped `\n` counts as a line break) to `pieces`.
+fn push_pieces(secret: &str, pieces: &mut Vec<String>) {
+    for line in secret
+        .split(['\n', '\r'])
+        .flat_map(|l| l.split("\\n"))
+        .flat_map(|l| l.split("\\r"))
+    {
+        let line = line.trim();
+        if line.chars().count() >= 8 && !pieces.iter().any(|p| p == line) {
+            pieces.push(line.to_owned());
+        }
+    }
+}
+
+/// `text` with its secrets masked, and the pieces of every secret found, line by line: a
+/// message that quotes the input word by word (the guard's own reasons do) carries a secret's
+/// lines without the context a detector needs, so those pieces are masked there too. JSON text
+/// is redacted string by string (in its escaped form a `\n` hides the boundary before a
+/// token), then as text.
+pub(crate) fn redact_any(scanner: &SecretScanner, text: &str) -> (String, Vec<String>) {
+    let mut pieces = Vec::new();
+    let mut current = std::borrow::Cow::Borrowed(text);
+    if text.starts_with(['{', '[', '"'])
+        && let Ok(value) = serde_json::from_str::<serde_json::Value>(text)
+    {
+        let (masked, findings) = scanner.redact_json(&value);
+        for f in &findings {
+            if let Some(found) = value
+                .pointer(&f.pointer)
+                .and_then(serde_json::Value::as_str)
+                .and_then(|s| s.get(f.span.clone()))
+            {
+                push_pieces(found, &mut pieces);
+            }
+        }
+        if !findings.is_empty() {
+            current = std::borrow::Cow::Owned(masked.to_string());
+        }
+    }
+    let plain = scanner.redact(&current);
+    for f in &plain.findings {
+        if let Some(found) = current.get(f.span.clone()) {
+            push_pieces(found, &mut pieces);
+        }
+    }
+    let out = plain.text.into_owned();
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    (out, pieces)
+}
+
+/// `text` with every piece masked.
+pub(crate) fn mask_pieces(text: &str, pieces: &[String]) -> String {
+    let mut out = text.to_owned();
+    for p in pieces {
+        if out.contains(p.as_str()) {
+            out = out.replace(p.as_str(), "[REDACTED]");
+        }
+    }
+    out
+}
+
 /// What a row may hold: secrets masked by the built-in detectors (the ones the redaction hook
-/// runs), NUL (which PostgreSQL text cannot hold) replaced, and the input bounded. Applied by
-/// [`AuditLog::record`] to every row, whoever built it.
+/// runs), also where a message quotes the input's secrets in pieces, NUL (which PostgreSQL
+/// text cannot hold) replaced, and the texts bounded. Applied by [`AuditLog::record`] to every
+/// row, whoever built it.
 fn sanitize(row: &mut AuditRow) {
     let scanner = SecretScanner::default_set();
-    let clean = |text: &str, limit: usize| -> String {
-        // Redact the whole text before cutting, so a secret cut in two is still found.
-        let redacted = scanner.redact(text).text;
-        cut_chars(&redacted, limit).replace('\0', "\u{fffd}")
+    let (input, mut pieces) = redact_any(scanner, &row.input);
+    let (preview, more) = redact_any(scanner, &row.output_preview);
+    pieces.extend(more);
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let bound = |text: &str, limit: usize| -> String {
+        cut_chars(&mask_pieces(text, &pieces), limit).replace('\0', "\u{fffd}")
     };
-    row.output_preview = clean(&row.output_preview, OUTPUT_PREVIEW_CHARS);
-    row.input = clean(&row.input, INPUT_CHARS);
+    row.input = bound(&input, INPUT_CHARS);
+    row.output_preview = bound(&preview, OUTPUT_PREVIEW_CHARS);
     if let Some(r) = &row.resolution {
-        row.resolution = Some(clean(r, OUTPUT_PREVIEW_CHARS));
+        row.resolution = Some(bound(&scanner.redact(r).text, OUTPUT_PREVIEW_CHARS));
     }
     for field in [
         &mut row.session_id,
@@ -387,7 +455,9 @@ impl AuditRow {
                 AuditStatus::Ok
             },
             elapsed_ms: millis(ctx.elapsed),
-            output_preview: output_preview(&ctx.output),
+            // More than the preview keeps: redaction needs the context after a secret's start;
+            // `record` cuts to the preview after masking.
+            output_preview: cut_chars(&ctx.output, REDACT_WINDOW),
             agent_name: ctx.agent_name.clone(),
             decision: Some(Decision::Allow),
             reason_code: None,
@@ -457,7 +527,7 @@ impl AuditRow {
                 Decision::Deny => AuditStatus::Denied,
             },
             elapsed_ms: 0,
-            output_preview: output_preview(message),
+            output_preview: cut_chars(message, REDACT_WINDOW),
             agent_name: agent_name.to_owned(),
             decision: Some(decision),
             reason_code: Some(reason_code.to_owned()),
@@ -504,7 +574,7 @@ fn input_text(input: &serde_json::Value) -> String {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    cut_chars(&text, INPUT_CHARS * 4)
+    cut_chars(&text, REDACT_WINDOW)
 }
 
 /// A stored row with its id.
