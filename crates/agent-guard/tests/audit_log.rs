@@ -625,13 +625,33 @@ fn a_held_write_lock_yields_a_deny_inside_the_deadline() {
                 .spawn()
                 .unwrap(),
         };
-        {
-            use std::io::BufRead as _;
-            let mut line = String::new();
-            std::io::BufReader::new(holder.stdout.as_mut().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            // psql prints a header line first; either way the lock is held once it prints.
+        match p.sqlite_file() {
+            Some(_) => {
+                use std::io::BufRead as _;
+                let mut line = String::new();
+                std::io::BufReader::new(holder.stdout.as_mut().unwrap())
+                    .read_line(&mut line)
+                    .unwrap();
+                assert_eq!(line.trim(), "locked");
+            }
+            None => {
+                // psql prints nothing until its statements end: watch pg_locks instead.
+                let held = || {
+                    pg_sql(
+                        &p.db,
+                        "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+                         WHERE c.relname = 'agent_guard_session_calls' \
+                         AND l.mode = 'AccessExclusiveLock' AND l.granted",
+                    )
+                    .trim()
+                        == "1"
+                };
+                let start = Instant::now();
+                while !held() {
+                    assert!(start.elapsed() < Duration::from_secs(20), "psql took no lock");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
         }
         std::thread::sleep(Duration::from_millis(300));
         let start = Instant::now();
