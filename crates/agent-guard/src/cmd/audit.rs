@@ -24,7 +24,7 @@ pub(crate) struct Args {
     /// Print one row per line (with its chain hash) instead of the per-session timeline.
     #[arg(long)]
     pub rows: bool,
-    /// Print one JSON object: {"db", "calls": [...], "summary": [...]} (with --rows: "rows").
+    /// Print one JSON object: {"db", "calls": [...], "rows": [...], "summary": [...]}.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// Print CSV: one line per call (with --rows: per row).
@@ -263,12 +263,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let calls = perm_hooks::timeline(&rows);
     let summary = summarize(&calls);
     if args.json {
-        let body = if args.rows {
-            serde_json::json!({ "db": target.to_string(), "rows": rows, "summary": summary })
-        } else {
-            serde_json::json!({ "db": target.to_string(), "calls": calls, "summary": summary })
-        };
-        println!("{body}");
+        println!(
+            "{}",
+            serde_json::json!({
+                "db": target.to_string(), "calls": calls, "rows": rows, "summary": summary,
+            })
+        );
         return Ok(ExitCode::SUCCESS);
     }
     if args.csv {
