@@ -250,10 +250,8 @@ impl GuardBuilder {
         let audit = match self.audit {
             Some(log) => Some(log),
             None if self.hooks.audit => {
-                let target = audit_target(
-                    &self.cwd,
-                    &self.hooks.audit_db_path().map_err(hooks_err)?,
-                );
+                let target =
+                    audit_target(&self.cwd, &self.hooks.audit_db_path().map_err(hooks_err)?);
                 let log = AuditLog::open(&target).await.map_err(hooks_err)?;
                 if ledger.is_none() && self.ledger_from_audit {
                     ledger = Some(Arc::new(

@@ -61,7 +61,9 @@ fn pg_admin(test: &str) -> Option<String> {
             panic!("AGENT_GUARD_TEST_PG_URL is not set but CI is: `{test}` needs PostgreSQL")
         }
         _ => {
-            eprintln!("SKIPPED: the PostgreSQL half of `{test}` (AGENT_GUARD_TEST_PG_URL is not set)");
+            eprintln!(
+                "SKIPPED: the PostgreSQL half of `{test}` (AGENT_GUARD_TEST_PG_URL is not set)"
+            );
             None
         }
     }
@@ -80,7 +82,18 @@ fn psql() -> PathBuf {
 /// Runs SQL on a PostgreSQL URL with psql.
 fn pg_sql(url: &str, sql: &str) -> String {
     let out = Std::new(psql())
-        .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .args([
+            "-X",
+            "-q",
+            "-t",
+            "-A",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            url,
+            "-c",
+            sql,
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "psql {sql}: {out:?}");
@@ -197,7 +210,10 @@ fn claude_pre(p: &Project, s: &str, command: &str, id: &str) -> (String, String)
     let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
     let o = &v["hookSpecificOutput"];
     (
-        o["permissionDecision"].as_str().unwrap_or("none").to_owned(),
+        o["permissionDecision"]
+            .as_str()
+            .unwrap_or("none")
+            .to_owned(),
         o["permissionDecisionReason"]
             .as_str()
             .unwrap_or_default()
@@ -219,7 +235,11 @@ fn claude_post(p: &Project, s: &str, command: &str, id: &str, stdout: &str, fail
         id,
     );
     let e = if failed {
-        with(e, "error", json!("Exit code 2\nls: cannot access 'missing'"))
+        with(
+            e,
+            "error",
+            json!("Exit code 2\nls: cannot access 'missing'"),
+        )
     } else {
         with(
             with(
@@ -275,14 +295,28 @@ fn a_session_is_reconstructed_from_the_log_alone() {
         let (code, _, err) = hook(
             &p,
             "codex-hook",
-            ev(&p, &s, "PreToolUse", "Bash", json!({"command": "cat README"}), "c1"),
+            ev(
+                &p,
+                &s,
+                "PreToolUse",
+                "Bash",
+                json!({"command": "cat README"}),
+                "c1",
+            ),
         );
         assert_eq!(code, 0, "{err}");
         let (code, _, err) = hook(
             &p,
             "codex-hook",
             with(
-                ev(&p, &s, "PostToolUse", "Bash", json!({"command": "cat README"}), "c1"),
+                ev(
+                    &p,
+                    &s,
+                    "PostToolUse",
+                    "Bash",
+                    json!({"command": "cat README"}),
+                    "c1",
+                ),
                 "tool_response",
                 json!("hello"),
             ),
@@ -350,10 +384,21 @@ fn a_session_is_reconstructed_from_the_log_alone() {
                 got.0
             );
         }
-        let clients: Vec<&str> = calls.iter().map(|c| c["client"].as_str().unwrap()).collect();
+        let clients: Vec<&str> = calls
+            .iter()
+            .map(|c| c["client"].as_str().unwrap())
+            .collect();
         assert_eq!(
             clients,
-            ["claude-code", "claude-code", "claude-code", "claude-code", "codex", "gemini", "claude-code"],
+            [
+                "claude-code",
+                "claude-code",
+                "claude-code",
+                "claude-code",
+                "codex",
+                "gemini",
+                "claude-code"
+            ],
             "{}",
             p.kind
         );
@@ -382,7 +427,9 @@ fn a_session_is_reconstructed_from_the_log_alone() {
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("asked [perm-rules]"), "{text}");
         assert!(text.contains("by person"), "{text}");
-        let year = text.find(" 20").is_some_and(|_| text.contains("-") && text.contains(":"));
+        let year = text
+            .find(" 20")
+            .is_some_and(|_| text.contains("-") && text.contains(":"));
         assert!(year, "{text}");
         // CSV export, one line per call plus the header.
         let out = bin(&p)
@@ -391,7 +438,10 @@ fn a_session_is_reconstructed_from_the_log_alone() {
             .unwrap();
         assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 8);
         // And the chain holds.
-        let out = bin(&p).args(["audit", "--db", &p.db, "--verify"]).output().unwrap();
+        let out = bin(&p)
+            .args(["audit", "--db", &p.db, "--verify"])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}: {out:?}", p.kind);
         // Stats by layer and code.
         let out = bin(&p)
@@ -575,7 +625,12 @@ fn a_replayed_grant_is_refused() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
-        assert_eq!(pre("w2").0, "allow", "{}: the grant lets it through once", p.kind);
+        assert_eq!(
+            pre("w2").0,
+            "allow",
+            "{}: the grant lets it through once",
+            p.kind
+        );
         // The attacker resets the use in the database.
         let reset = "UPDATE agent_guard_allow_once SET used_at = NULL";
         match p.sqlite_file() {
@@ -648,7 +703,10 @@ fn a_held_write_lock_yields_a_deny_inside_the_deadline() {
                 };
                 let start = Instant::now();
                 while !held() {
-                    assert!(start.elapsed() < Duration::from_secs(20), "psql took no lock");
+                    assert!(
+                        start.elapsed() < Duration::from_secs(20),
+                        "psql took no lock"
+                    );
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }
@@ -688,7 +746,10 @@ fn a_user_install_leaves_the_project_untouched() {
             cmd.env_remove(var);
         }
         cmd.env("HOME", &home)
-            .env("AGENT_GUARD_GRANT_KEY_FILE", home.join(".agent-guard/grant.key"))
+            .env(
+                "AGENT_GUARD_GRANT_KEY_FILE",
+                home.join(".agent-guard/grant.key"),
+            )
             .current_dir(&project)
             .args(args);
         if let Some(s) = stdin {
@@ -701,7 +762,13 @@ fn a_user_install_leaves_the_project_untouched() {
     let policy = home.join(".config/agent-guard/policy.toml");
     assert!(policy.is_file());
     let s = session("user");
-    for (name, extra) in [("PreToolUse", json!({})), ("PostToolUse", json!({"tool_response": {"stdout": "main.rs"}}))] {
+    for (name, extra) in [
+        ("PreToolUse", json!({})),
+        (
+            "PostToolUse",
+            json!({"tool_response": {"stdout": "main.rs"}}),
+        ),
+    ] {
         let mut e = json!({
             "session_id": s, "cwd": project, "hook_event_name": name,
             "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "u1",
@@ -727,7 +794,10 @@ fn a_user_install_leaves_the_project_untouched() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&db), 0o600, "{}", db.display());
     assert_eq!(mode(db.parent().unwrap()), 0o700);
-    let out = run(&["audit", "--policy", policy.to_str().unwrap(), "--json"], None);
+    let out = run(
+        &["audit", "--policy", policy.to_str().unwrap(), "--json"],
+        None,
+    );
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["calls"][0]["outcome"], "ran", "{v}");
@@ -751,6 +821,9 @@ fn cancel_and_audit_refuse_a_database_that_does_not_exist() {
             String::from_utf8_lossy(&out.stderr).contains("does not exist"),
             "{out:?}"
         );
-        assert!(!tmp.path().join("rel").exists(), "{args:?} created a database");
+        assert!(
+            !tmp.path().join("rel").exists(),
+            "{args:?} created a database"
+        );
     }
 }

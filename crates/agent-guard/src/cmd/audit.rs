@@ -515,8 +515,22 @@ fn opt(o: Option<&str>) -> String {
 fn calls_csv(calls: &[CallEntry]) -> String {
     let mut out = csv_line(
         &[
-            "time", "session", "client", "agent", "tool", "call_id", "input", "decision", "layer",
-            "code", "resolved_by", "resolution", "ref", "outcome", "elapsed_ms", "preview",
+            "time",
+            "session",
+            "client",
+            "agent",
+            "tool",
+            "call_id",
+            "input",
+            "decision",
+            "layer",
+            "code",
+            "resolved_by",
+            "resolution",
+            "ref",
+            "outcome",
+            "elapsed_ms",
+            "preview",
         ]
         .map(str::to_owned),
     );
@@ -546,9 +560,26 @@ fn calls_csv(calls: &[CallEntry]) -> String {
 fn rows_csv(rows: &[AuditRecord]) -> String {
     let mut out = csv_line(
         &[
-            "id", "time", "session", "client", "agent", "step", "tool", "status", "elapsed_ms",
-            "decision", "layer", "code", "resolved_by", "resolution", "ref", "call_id", "input",
-            "preview", "prev_hash", "row_hash",
+            "id",
+            "time",
+            "session",
+            "client",
+            "agent",
+            "step",
+            "tool",
+            "status",
+            "elapsed_ms",
+            "decision",
+            "layer",
+            "code",
+            "resolved_by",
+            "resolution",
+            "ref",
+            "call_id",
+            "input",
+            "preview",
+            "prev_hash",
+            "row_hash",
         ]
         .map(str::to_owned),
     );
@@ -629,7 +660,10 @@ fn run_stats(args: &StatsArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<14} {:<6} {:<12} {:<40} {:>6}", args.by, "", "layer", "code", "count");
+    println!(
+        "{:<14} {:<6} {:<12} {:<40} {:>6}",
+        args.by, "", "layer", "code", "count"
+    );
     for l in &lines {
         println!(
             "{:<14} {:<6} {:<12} {:<40} {:>6}",

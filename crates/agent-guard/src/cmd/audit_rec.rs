@@ -128,10 +128,25 @@ mod tests {
     #[test]
     fn failures_are_read_from_the_event_or_the_response() {
         assert!(is_failure(&event("PostToolUseFailure", Value::Null)));
-        assert!(is_failure(&event("PostToolUse", serde_json::json!({"exit_code": 2}))));
-        assert!(is_failure(&event("AfterTool", serde_json::json!({"error": "boom"}))));
-        assert!(is_failure(&event("PostToolUse", serde_json::json!({"success": false}))));
-        assert!(!is_failure(&event("PostToolUse", serde_json::json!({"exit_code": 0, "error": null}))));
-        assert!(!is_failure(&event("AfterTool", serde_json::json!("plain text"))));
+        assert!(is_failure(&event(
+            "PostToolUse",
+            serde_json::json!({"exit_code": 2})
+        )));
+        assert!(is_failure(&event(
+            "AfterTool",
+            serde_json::json!({"error": "boom"})
+        )));
+        assert!(is_failure(&event(
+            "PostToolUse",
+            serde_json::json!({"success": false})
+        )));
+        assert!(!is_failure(&event(
+            "PostToolUse",
+            serde_json::json!({"exit_code": 0, "error": null})
+        )));
+        assert!(!is_failure(&event(
+            "AfterTool",
+            serde_json::json!("plain text")
+        )));
     }
 }

@@ -579,8 +579,8 @@ impl Ledger {
             &offer.cwd,
             expires,
         )
-            .map(|m| hex(&m.finalize().into_bytes()))
-            .unwrap_or_default();
+        .map(|m| hex(&m.finalize().into_bytes()))
+        .unwrap_or_default();
         let granted: Option<String> = match &self.db {
             Db::Sqlite(pool) => {
                 sqlx::query_scalar(

@@ -26,17 +26,17 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use killswitch::KillSwitch;
-pub use timeline::{CallEntry, Outcome, timeline};
 pub use ledger::{
     ALLOW_ONCE_WINDOW, CallKey, GRANT_KEY_FILE, GRANT_KEY_VAR, GrantOutcome, Ledger, Offer,
     Refusal, Tally, USED_JOURNAL_FILE, normalize_code,
 };
+pub use timeline::{CallEntry, Outcome, timeline};
 
 use crate::error::Error;
-use crate::redact::SecretScanner;
 use crate::hook::{
     AgentHook, HookResult, PostToolUseAction, PostToolUseContext, SessionStopContext,
 };
+use crate::redact::SecretScanner;
 
 /// The audit database's file name inside the guard's state directory ([`state_dir`]), where it
 /// lives when the policy does not say.
@@ -607,7 +607,11 @@ pub fn chain_hash(prev: &str, row: &AuditRow) -> String {
     field(&i64::from(row.step).to_be_bytes());
     field(row.tool_name.as_bytes());
     field(row.status.as_str().as_bytes());
-    field(&i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX).to_be_bytes());
+    field(
+        &i64::try_from(row.elapsed_ms)
+            .unwrap_or(i64::MAX)
+            .to_be_bytes(),
+    );
     field(row.output_preview.as_bytes());
     field(row.agent_name.as_bytes());
     field(row.decision.map(Decision::as_str).unwrap_or("-").as_bytes());
@@ -619,7 +623,12 @@ pub fn chain_hash(prev: &str, row: &AuditRow) -> String {
     for opt in [&row.layer, &row.resolution, &row.ref_code] {
         field(opt.as_deref().unwrap_or("\u{0}-").as_bytes());
     }
-    field(row.resolved_by.map(Resolver::as_str).unwrap_or("-").as_bytes());
+    field(
+        row.resolved_by
+            .map(Resolver::as_str)
+            .unwrap_or("-")
+            .as_bytes(),
+    );
     let digest = h.finalize();
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -109,13 +109,14 @@ async fn check_schema(pool: &PgPool, name: &str) -> Result<(), Error> {
         SELECT 'policy `' || policyname || '` on `' || tablename || '`' FROM pg_policies \
          WHERE tablename LIKE 'agent\\_%' AND schemaname = current_schema() \
         LIMIT 3";
-    let found: Vec<String> = sqlx::query_scalar(FOREIGN)
-        .fetch_all(pool)
-        .await
-        .map_err(|source| Error::Database {
-            path: name.to_owned(),
-            source,
-        })?;
+    let found: Vec<String> =
+        sqlx::query_scalar(FOREIGN)
+            .fetch_all(pool)
+            .await
+            .map_err(|source| Error::Database {
+                path: name.to_owned(),
+                source,
+            })?;
     if found.is_empty() {
         return Ok(());
     }

@@ -203,13 +203,19 @@ async fn check_schema(pool: &SqlitePool, name: &str, exact: bool) -> Result<(), 
     }
     if exact {
         if found.len() != objects.len() {
-            return Err(foreign("objects of the guard's schema are missing".to_owned()));
+            return Err(foreign(
+                "objects of the guard's schema are missing".to_owned(),
+            ));
         }
         if let Some(c) = found_columns
             .iter()
             .zip(columns.iter())
             .find_map(|(f, e)| (f != e).then_some(f))
-            .or_else(|| (found_columns.len() != columns.len()).then(|| found_columns.first()).flatten())
+            .or_else(|| {
+                (found_columns.len() != columns.len())
+                    .then(|| found_columns.first())
+                    .flatten()
+            })
         {
             return Err(foreign(format!("the table `{}` was changed", c.0)));
         }

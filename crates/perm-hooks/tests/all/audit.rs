@@ -369,12 +369,24 @@ async fn tamper(t: &crate::backends::Target, sql: &str) {
 async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
     for t in targets("chain").await {
         // Two logs (two processes' worth of writers) appending at once.
-        let a = AuditLog::open_with(&t.url, AuditOptions { max_batch: 7, ..Default::default() })
-            .await
-            .unwrap();
-        let b = AuditLog::open_with(&t.url, AuditOptions { max_batch: 5, ..Default::default() })
-            .await
-            .unwrap();
+        let a = AuditLog::open_with(
+            &t.url,
+            AuditOptions {
+                max_batch: 7,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let b = AuditLog::open_with(
+            &t.url,
+            AuditOptions {
+                max_batch: 5,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
         let (la, lb) = (a.clone(), b.clone());
         let ta = tokio::spawn(async move {
             for step in 0..60 {
@@ -397,11 +409,18 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
         reader.close().await;
 
         // Rewriting a row's decision is found.
-        tamper(&t, "UPDATE agent_audit_log SET status = 'OK' WHERE id = 10").await;
+        tamper(
+            &t,
+            "UPDATE agent_audit_log SET output_preview = 'all fine' WHERE id = 10",
+        )
+        .await;
         let reader = AuditReader::open(&t.url).await.unwrap();
         let report = reader.verify().await.unwrap();
         assert!(!report.is_intact(), "{}", t.kind);
-        assert!(report.problems[0].contains("row 10 was changed"), "{report:?}");
+        assert!(
+            report.problems[0].contains("row 10 was changed"),
+            "{report:?}"
+        );
         reader.close().await;
 
         // So is deleting one.
@@ -409,7 +428,10 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
         let reader = AuditReader::open(&t.url).await.unwrap();
         let report = reader.verify().await.unwrap();
         assert!(
-            report.problems.iter().any(|p| p.contains("row 31 does not follow")),
+            report
+                .problems
+                .iter()
+                .any(|p| p.contains("row 31 does not follow")),
             "{}: {report:?}",
             t.kind
         );
@@ -420,7 +442,12 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
 #[tokio::test]
 async fn a_database_with_a_planted_trigger_or_view_is_refused() {
     for t in targets("planted").await {
-        AuditLog::open(&t.url).await.unwrap().shutdown().await.unwrap();
+        AuditLog::open(&t.url)
+            .await
+            .unwrap()
+            .shutdown()
+            .await
+            .unwrap();
         let plant = if t.is_postgres() {
             "CREATE VIEW agent_audit_view AS SELECT * FROM agent_audit_log"
         } else {
@@ -435,7 +462,11 @@ async fn a_database_with_a_planted_trigger_or_view_is_refused() {
             Ledger::open(&t.url).await.map(|_| ()),
         ] {
             let err = result.unwrap_err();
-            assert!(matches!(err, Error::ForeignSchema { .. }), "{}: {err}", t.kind);
+            assert!(
+                matches!(err, Error::ForeignSchema { .. }),
+                "{}: {err}",
+                t.kind
+            );
         }
     }
 }
@@ -444,7 +475,12 @@ async fn a_database_with_a_planted_trigger_or_view_is_refused() {
 async fn a_changed_column_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.db").display().to_string();
-    AuditLog::open(&path).await.unwrap().shutdown().await.unwrap();
+    AuditLog::open(&path)
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
     let pool = sqlx::SqlitePool::connect(&path).await.unwrap();
     sqlx::raw_sql("ALTER TABLE agent_audit_log ADD COLUMN extra TEXT")
         .execute(&pool)

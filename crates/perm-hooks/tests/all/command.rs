@@ -249,5 +249,8 @@ fn config_rejects_unknown_keys_and_bad_values() {
     );
     let mut url: HooksConfig = toml::from_str("audit_db = \"postgres://h/db\"").unwrap();
     url.anchor(std::path::Path::new("/etc/p.toml"));
-    assert_eq!(url.audit_db_path().unwrap(), std::path::PathBuf::from("postgres://h/db"));
+    assert_eq!(
+        url.audit_db_path().unwrap(),
+        std::path::PathBuf::from("postgres://h/db")
+    );
 }
