@@ -54,14 +54,15 @@ fn pipeline(c: &mut Criterion) {
 /// redacted and chained by the writer).
 fn row(i: u64) -> AuditRow {
     let mut r = AuditRow::decided(
-        &format!("s{}", i % 8),
-        "lead",
-        "Bash",
-        &format!("toolu_{i}"),
-        &serde_json::json!({"command": "ls -la src && cargo test -p perm-hooks --test all audit"}),
         perm_rules::Decision::Allow,
         "p7_config_allow",
         "total 0\ndrwxr-xr-x 2 user user 40 .",
+    );
+    r.session_id = format!("s{}", i % 8);
+    r.tool_name = "Bash".into();
+    r.call_id = format!("toolu_{i}");
+    r.set_input(
+        &serde_json::json!({"command": "ls -la src && cargo test -p perm-hooks --test all audit"}),
     );
     r.step = (i % 50) as u32;
     r.status = AuditStatus::Ok;

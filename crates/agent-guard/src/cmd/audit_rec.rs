@@ -49,16 +49,12 @@ pub(crate) fn decision_row(
     answered: &Verdict,
     ref_code: Option<&str>,
 ) -> AuditRow {
-    let mut row = AuditRow::decided(
-        &event.session_id,
-        &super::hook::agent_of(event),
-        tool,
-        &super::hook::string_field(event, "tool_use_id"),
-        input,
-        judged.decision,
-        judged.code(),
-        &judged.summary(),
-    );
+    let mut row = AuditRow::decided(judged.decision, judged.code(), &judged.summary());
+    row.session_id.clone_from(&event.session_id);
+    row.agent_name = super::hook::agent_of(event);
+    row.tool_name = tool.to_owned();
+    row.call_id = super::hook::string_field(event, "tool_use_id");
+    row.set_input(input);
     row.client = client_id(client).to_owned();
     row.layer = judged.deciding().map(|s| s.layer.to_owned());
     let (by, how) = resolver(judged);

@@ -505,22 +505,14 @@ impl AuditRow {
 
     /// A decision row, written when a call is judged (a hook's PreToolUse): status `ALLOWED`,
     /// `ASKED` or `DENIED` from `decision`; the outcome row (`OK`/`FAIL`) follows with the
-    /// same `call_id` if it runs. Fill the other fields (`client`, `layer`, `resolved_by`,
-    /// `ref_code`, ...) on the returned row.
-    pub fn decided(
-        session_id: &str,
-        agent_name: &str,
-        tool_name: &str,
-        call_id: &str,
-        input: &serde_json::Value,
-        decision: Decision,
-        reason_code: &str,
-        message: &str,
-    ) -> Self {
+    /// same `call_id` if it runs. Fill the other fields (`session_id`, `tool_name`,
+    /// `call_id`, [`AuditRow::set_input`], `client`, `layer`, `resolved_by`, `ref_code`, ...)
+    /// on the returned row.
+    pub fn decided(decision: Decision, reason_code: &str, message: &str) -> Self {
         AuditRow {
-            session_id: session_id.to_owned(),
+            session_id: String::new(),
             step: 0,
-            tool_name: tool_name.to_owned(),
+            tool_name: String::new(),
             status: match decision {
                 Decision::Allow => AuditStatus::Allowed,
                 Decision::Ask => AuditStatus::Asked,
@@ -528,13 +520,13 @@ impl AuditRow {
             },
             elapsed_ms: 0,
             output_preview: cut_chars(message, REDACT_WINDOW),
-            agent_name: agent_name.to_owned(),
+            agent_name: "lead".to_owned(),
             decision: Some(decision),
             reason_code: Some(reason_code.to_owned()),
             ts: now_ms(),
             client: String::new(),
-            call_id: call_id.to_owned(),
-            input: input_text(input),
+            call_id: String::new(),
+            input: String::new(),
             layer: None,
             resolved_by: None,
             resolution: None,
@@ -563,6 +555,13 @@ impl AuditRow {
             resolution: None,
             ref_code: None,
         }
+    }
+}
+
+impl AuditRow {
+    /// Sets the call's input (its JSON text; [`AuditLog::record`] redacts and bounds it).
+    pub fn set_input(&mut self, input: &serde_json::Value) {
+        self.input = input_text(input);
     }
 }
 
@@ -639,8 +638,7 @@ fn chain(prev: &str, rows: &[AuditRow]) -> Vec<(String, String)> {
     rows.iter()
         .map(|row| {
             let hash = chain_hash(&prev, row);
-            let link = (std::mem::replace(&mut prev, hash.clone()), hash);
-            link
+            (std::mem::replace(&mut prev, hash.clone()), hash)
         })
         .collect()
 }
@@ -965,7 +963,7 @@ where
 }
 
 enum Msg {
-    Row(AuditRow),
+    Row(Box<AuditRow>),
     Flush(oneshot::Sender<()>),
     Stop(oneshot::Sender<()>),
 }
@@ -1170,7 +1168,7 @@ impl AuditLog {
         if self.shared.closed.load(Ordering::Acquire) {
             return self.refuse("the audit log is shut down");
         }
-        let msg = match self.shared.tx.try_send(Msg::Row(row)) {
+        let msg = match self.shared.tx.try_send(Msg::Row(Box::new(row))) {
             Ok(()) => return Recorded::Queued,
             Err(mpsc::error::TrySendError::Closed(_)) => {
                 return self.refuse("the audit writer has stopped");
@@ -1296,7 +1294,7 @@ async fn writer(
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
-                Msg::Row(row) => batch.push(row),
+                Msg::Row(row) => batch.push(*row),
                 Msg::Flush(done) => waiters.push(done),
                 Msg::Stop(done) => {
                     waiters.push(done);
