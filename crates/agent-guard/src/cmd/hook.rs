@@ -25,7 +25,7 @@ use crate::policy::Policy;
 pub(crate) const MAX_INPUT: u64 = 32 * 1024 * 1024;
 
 /// The longest one database wait may take in a hook process (a handful of waits at most).
-const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The stack the judging thread runs on: room for bash-guard's nesting cap many times over.
 const HOOK_STACK: usize = 256 * 1024 * 1024;

@@ -448,8 +448,11 @@ impl Ledger {
             })?;
             match self.insert_offer(&code, refusal).await {
                 Ok(()) => return Ok(code),
-                // A clash with an existing code (1 in 2^40 per row): draw again.
-                Err(_) if attempt < 2 => attempt += 1,
+                // A clash with an existing code (1 in 2^40 per row): draw again. Nothing else
+                // is retried: a locked database has already been waited for.
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() && attempt < 2 => {
+                    attempt += 1;
+                }
                 Err(e) => return Err(self.err()(e)),
             }
         }
