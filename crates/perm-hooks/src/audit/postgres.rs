@@ -152,15 +152,17 @@ pub(super) async fn open(
             target: name.to_owned(),
             source,
         })?;
-    let _ = access;
     // Before a migration's UPDATE could fire a planted trigger, and after.
     check_schema(&pool, name).await?;
-    // sqlx holds an advisory lock while migrating, so concurrent guards are safe.
-    MIGRATOR.run(&pool).await.map_err(|source| Error::Migrate {
-        path: name.to_owned(),
-        source,
-    })?;
-    check_schema(&pool, name).await?;
+    // A reader may hold a role without CREATE (a fleet's auditors): it reads what is there.
+    if access != Access::Read {
+        // sqlx holds an advisory lock while migrating, so concurrent guards are safe.
+        MIGRATOR.run(&pool).await.map_err(|source| Error::Migrate {
+            path: name.to_owned(),
+            source,
+        })?;
+        check_schema(&pool, name).await?;
+    }
     Ok(pool)
 }
 
