@@ -614,6 +614,29 @@ pub const GUARD_TOOLS: &[&str] = &[
     "skill",
 ];
 
+/// The guard tool a permission rule naming `name` means: a rule may be written in a client's
+/// own vocabulary (`Bash(rm:*)`, `Read(**/.env)`), which names the guard tool that client's
+/// tool maps onto. `Ok(None)`: the name is a guard tool, or no client's tool (an MCP tool, a
+/// typo: `lint` warns), and is kept. `Err`: the clients map it onto different guard tools, so
+/// a rule naming it cannot be applied as written.
+pub fn rule_tool(name: &str) -> Result<Option<&'static str>, Vec<&'static str>> {
+    if GUARD_TOOLS.contains(&name) {
+        return Ok(None);
+    }
+    let mut guards: Vec<&'static str> = TOOL_MAP
+        .iter()
+        .filter(|m| m.name == name && m.guard != name)
+        .map(|m| m.guard)
+        .collect();
+    guards.sort_unstable();
+    guards.dedup();
+    match guards.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        _ => Err(guards),
+    }
+}
+
 /// The row for `client`'s tool `name`, if the table knows it.
 pub fn lookup(client: Client, name: &str) -> Option<&'static ToolMap> {
     TOOL_MAP
@@ -1025,6 +1048,25 @@ fn patch_calls(text: &str, cwd: &Path) -> Result<Vec<Call>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rules_in_a_clients_vocabulary_name_the_guard_tool() {
+        assert_eq!(rule_tool("Bash"), Ok(Some("run_bash")));
+        assert_eq!(rule_tool("Read"), Ok(Some("read_file")));
+        assert_eq!(rule_tool("run_shell_command"), Ok(Some("run_bash")));
+        assert_eq!(rule_tool("read_file"), Ok(None));
+        assert_eq!(rule_tool("mcp__github__create_issue"), Ok(None));
+        // Every name in the table is either applied or refused, never silently ignored.
+        let ambiguous: Vec<&str> = TOOL_MAP
+            .iter()
+            .filter(|m| rule_tool(m.name).is_err())
+            .map(|m| m.name)
+            .collect();
+        assert!(
+            ambiguous.is_empty(),
+            "rules naming {ambiguous:?} would be refused: give them one guard tool"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -46,6 +46,38 @@ pub struct Policy {
     pub doc: PolicyDoc,
 }
 
+/// `permissions` with every rule written in a client's vocabulary (`Bash(rm:*)`) renamed to
+/// the guard tool it means (`run_bash(rm:*)`), through the client table. A name the clients
+/// disagree on is an error: a rule the guard would silently not apply is worse than none.
+fn in_guard_vocabulary(
+    permissions: &perm_rules::PermissionsConfig,
+) -> Result<perm_rules::PermissionsConfig, Error> {
+    let mut out = permissions.clone();
+    for list in [&mut out.deny, &mut out.ask, &mut out.allow] {
+        for rule in list.iter_mut() {
+            let text = rule.get_ref();
+            let end = text.find('(').unwrap_or(text.len());
+            let (name, rest) = text.split_at(end);
+            match crate::clients::rule_tool(name.trim()) {
+                Ok(None) => {}
+                Ok(Some(guard)) => {
+                    *rule = toml::Spanned::new(rule.span(), format!("{guard}{rest}"));
+                }
+                Err(guards) => {
+                    return Err(Error::Policy {
+                        message: format!(
+                            "the rule `{text}` names `{}`, which the clients map onto different guard tools ({}); write one of those instead",
+                            name.trim(),
+                            guards.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 impl Policy {
     /// Loads `path`, or an empty policy (every layer's default) when `None`.
     pub fn load(path: Option<&Path>) -> Result<Policy, Error> {
@@ -90,7 +122,7 @@ impl Policy {
                 origin: perm_rules::Origin::Project,
                 path: path.display().to_string(),
                 text: self.text.clone(),
-                config: self.doc.permissions.clone(),
+                config: in_guard_vocabulary(&self.doc.permissions)?,
             });
         }
         let mut checker =
@@ -140,5 +172,22 @@ impl Policy {
             Some(path) => path.display().to_string(),
             None => "<no policy file>".to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_in_a_clients_vocabulary_are_applied_as_guard_rules() {
+        let policy = Policy::from_text(
+            "p.toml",
+            "[permissions]\ndefault = \"allow\"\ndeny = [\"Bash(rm:*)\", \"Read(**/.env)\", \"mcp__x__y\"]\n",
+        )
+        .unwrap();
+        let checker = policy.checker(&HashMap::new()).unwrap();
+        let texts: Vec<&str> = checker.rules().map(|r| r.text()).collect();
+        assert_eq!(texts, ["run_bash(rm:*)", "read_file(**/.env)", "mcp__x__y"]);
     }
 }

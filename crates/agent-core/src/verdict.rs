@@ -221,14 +221,22 @@ impl Verdict {
     /// Hooks leave such a call to the client's own permission flow.
     pub fn decided_by_default(&self) -> bool {
         self.decision == Decision::Allow
-            // A person's allow-once grant is an explicit answer, not the default.
-            && !self.steps.iter().any(|s| s.layer == "allow-once")
+            // A person's answer (an allow-once grant, an allow on the approval page) is
+            // explicit, not the default: the client must not ask again.
+            && !self
+                .steps
+                .iter()
+                .any(|s| PERSON_LAYERS.contains(&s.layer))
             && self
                 .resolution
                 .as_ref()
                 .is_some_and(|r| r.decided_by.priority == Priority::Default)
     }
 }
+
+/// The layers whose step records a person's answer (`allow-once`, and `approver`: the
+/// approval page through a hook's `--approve-via`).
+pub(crate) const PERSON_LAYERS: &[&str] = &["allow-once", "approver"];
 
 /// How a tool uses one of its arguments that names a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,6 +24,7 @@ fn agent_guard(home: &Path, cwd: &Path) -> Command {
         "AGENT_PERMISSIONS_ALLOW",
         "AGENT_PERMISSIONS_MODE",
         "AGENT_GUARD_POLICY",
+        "GEMINI_CLI_TRUST_WORKSPACE",
     ] {
         cmd.env_remove(var);
     }
@@ -42,8 +43,47 @@ fn installed(client: &str, binary: &Path) -> (tempfile::TempDir, tempfile::TempD
     (home, project)
 }
 
+/// A stand-in `codex` whose `app-server` lists the project's hooks with the trust status in
+/// `FAKE_CODEX_TRUST` (default trusted). The real Codex is driven by tests/clients.
+const FAKE_CODEX: &str = r#"#!/usr/bin/env python3
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("id") == 1:
+        print(json.dumps({"id": 1, "result": {}}), flush=True)
+    if m.get("id") == 2:
+        try:
+            d = json.load(open(".codex/hooks.json"))
+        except OSError:
+            d = {}
+        trust = os.environ.get("FAKE_CODEX_TRUST", "trusted")
+        hooks = [{"eventName": ev, "command": h["command"], "trustStatus": trust}
+                 for ev, gs in d.get("hooks", {}).items() for g in gs for h in g.get("hooks", [])]
+        print(json.dumps({"id": 2, "result": {"data": [{"cwd": os.getcwd(), "hooks": hooks}]}}), flush=True)
+"#;
+
+fn fake_codex_path() -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("codex");
+        std::fs::write(&path, FAKE_CODEX).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    });
+    format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 fn doctor(home: &Path, project: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     agent_guard(home, project)
+        .env("PATH", fake_codex_path())
+        // Gemini CLI's own way to trust the folder (an_untrusted_gemini_folder_fails: without).
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
         .arg("doctor")
         .args(args)
         .args(["--timeout", "30"])
@@ -185,6 +225,56 @@ fn a_policy_that_denies_project_reads_fails_the_self_test() {
         .stdout(predicate::str::contains(
             "the guard would block everyday work",
         ));
+}
+
+#[test]
+fn a_timeout_shorter_than_the_approval_wait_fails() {
+    let (_fake_dir, fake) = fake_agent_guard(&deny_rm_with(CLAUDE_DENY));
+    let (home, project) = installed("claude", &fake);
+    let path = project.path().join(".claude/settings.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replacen("\"timeout\": 90", "\"timeout\": 30", 1);
+    std::fs::write(&path, text).unwrap();
+    doctor(home.path(), project.path(), &["claude"])
+        .code(1)
+        .stdout(predicate::str::contains(
+            "does not cover the approval wait (55 s)",
+        ));
+}
+
+#[test]
+fn an_untrusted_gemini_folder_fails() {
+    let (_fake_dir, fake) = fake_agent_guard(&deny_rm_with(CLAUDE_DENY));
+    let (home, project) = installed("gemini", &fake);
+    agent_guard(home.path(), project.path())
+        .args(["doctor", "gemini", "--timeout", "30"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("--skip-trust"));
+    let gemini = home.path().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    let trusted = serde_json::json!({ project.path().to_str().unwrap(): "TRUST_FOLDER" });
+    std::fs::write(gemini.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    agent_guard(home.path(), project.path())
+        .args(["doctor", "gemini", "--timeout", "30"])
+        .assert()
+        .stdout(predicate::str::contains("Gemini CLI trusts this folder"));
+}
+
+#[test]
+fn an_untrusted_codex_hook_fails() {
+    let (_fake_dir, fake) = fake_agent_guard(&deny_rm_with(CLAUDE_DENY));
+    let (home, project) = installed("codex", &fake);
+    agent_guard(home.path(), project.path())
+        .env("PATH", fake_codex_path())
+        .env("FAKE_CODEX_TRUST", "untrusted")
+        .args(["doctor", "codex", "--timeout", "30"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "Codex skips the agent-guard hooks",
+        ))
+        .stdout(predicate::str::contains("/hooks"));
 }
 
 #[test]

@@ -26,6 +26,8 @@ fn read_json(path: &Path) -> Value {
 }
 
 /// Every handler command of `event` in a settings document.
+/// The commands of `event`'s handlers, without the fail-closed wrapper that judging events get
+/// (`the_judging_events_fail_closed` checks it).
 fn commands(doc: &Value, event: &str) -> Vec<String> {
     doc["hooks"][event]
         .as_array()
@@ -33,6 +35,10 @@ fn commands(doc: &Value, event: &str) -> Vec<String> {
         .iter()
         .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
         .filter_map(|h| h["command"].as_str().map(str::to_owned))
+        .map(|c| match c.split_once(" || { s=$?;") {
+            Some((plain, _)) => plain.to_owned(),
+            None => c,
+        })
         .collect()
 }
 
@@ -238,7 +244,8 @@ fn init_creates_missing_settings_with_no_backup() {
     let doc = read_json(&path);
     let handler = &doc["hooks"]["BeforeTool"][0]["hooks"][0];
     assert_eq!(doc["hooks"]["BeforeTool"][0]["matcher"], ".*");
-    assert_eq!(handler["timeout"], 30000, "Gemini counts milliseconds");
+    // Gemini counts milliseconds; the approval wait (55 s) fits inside.
+    assert_eq!(handler["timeout"], 90000);
     assert_eq!(handler["name"], "agent-guard");
     assert!(!project.path().join(".gemini/settings.json.bak").exists());
 }
@@ -284,16 +291,48 @@ fn init_keeps_an_existing_policy() {
 }
 
 #[test]
-fn init_from_a_cargo_build_writes_plain_agent_guard() {
+fn init_from_a_cargo_build_writes_its_absolute_path_and_warns() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("agent-guard");
     init(home.path(), project.path())
         .arg("claude")
         .assert()
         .success()
-        .stdout(predicate::str::contains("runs `agent-guard claude-hook"));
+        .stdout(predicate::str::contains("cargo clean"));
     let doc = read_json(&project.path().join(".claude/settings.json"));
-    assert!(commands(&doc, "PreToolUse")[0].starts_with("agent-guard claude-hook --policy /"));
+    // A bare `agent-guard` is not on the client's PATH: Claude Code then ran the call.
+    assert!(
+        commands(&doc, "PreToolUse")[0]
+            .starts_with(&format!("{} claude-hook --policy /", exe.display())),
+        "{doc}"
+    );
+}
+
+#[test]
+fn the_judging_events_fail_closed() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    init(home.path(), project.path())
+        .args(["claude", "--binary", "/nonexistent/agent-guard"])
+        .assert()
+        .success();
+    let doc = read_json(&project.path().join(".claude/settings.json"));
+    let pre = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    // The missing program is a refusal (exit 2 with a reason), not a call that runs.
+    let out = std::process::Command::new("sh")
+        .args(["-c", pre])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{pre}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the call is refused"));
+    let stop = doc["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(!stop.contains("exit 2"), "{stop}");
 }
 
 #[test]

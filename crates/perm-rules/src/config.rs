@@ -22,7 +22,7 @@ pub const ENV_MODE: &str = "AGENT_PERMISSIONS_MODE";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DefaultDecision {
-    /// No match -> Allow (the seed's behaviour).
+    /// No match -> Allow (the seed's behaviour; must be written: a policy without `default` asks).
     Allow,
     /// No match -> Ask.
     Ask,
@@ -219,9 +219,11 @@ impl PermissionChecker {
             apply_env(&mut checker, &mut mode)?;
         }
         checker.set_mode(mode.unwrap_or_default());
+        // A policy that does not say is asked, not allowed: fail closed (issue 27: a policy
+        // without `default` allowed every call no rule named).
         checker.set_default(match default {
-            Some(DefaultDecision::Ask) => Decision::Ask,
-            _ => Decision::Allow,
+            Some(DefaultDecision::Allow) => Decision::Allow,
+            Some(DefaultDecision::Ask) | None => Decision::Ask,
         });
         Ok(checker)
     }
@@ -286,5 +288,18 @@ mod tests {
         );
         let bad: HashMap<String, String> = [(ENV_MODE.to_owned(), "yolo".to_owned())].into();
         assert!(PermissionChecker::from_config(&[], &bad).is_err());
+    }
+
+    #[test]
+    fn a_policy_without_default_asks() {
+        let env = HashMap::new();
+        let layer = |text: &str| ConfigLayer::parse(Origin::Project, "p", text).unwrap();
+        let c = PermissionChecker::from_config(&[layer("[permissions]\nallow = [\"ls\"]")], &env)
+            .unwrap();
+        assert_eq!(c.default_decision(), Decision::Ask);
+        let c =
+            PermissionChecker::from_config(&[layer("[permissions]\ndefault = \"allow\"")], &env)
+                .unwrap();
+        assert_eq!(c.default_decision(), Decision::Allow);
     }
 }

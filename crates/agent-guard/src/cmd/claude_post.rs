@@ -1,10 +1,9 @@
 //! Redacting secrets from a tool's response, for every client's after-tool event.
 //!
-//! Claude Code cannot replace the output of its built-in tools from a hook (only
-//! `updatedMCPToolOutput` for MCP tools exists). So when the response of a built-in tool
-//! holds a secret, the hook answers `decision: "block"` with a reason, which Claude Code feeds
-//! back to the model, plus the redacted text as `additionalContext`; for an `mcp__*` tool it
-//! also sends the redacted response as `updatedMCPToolOutput`, which does replace it. Codex and
+//! Claude Code replaces a tool's output with `hookSpecificOutput.updatedToolOutput` (an MCP
+//! tool's with `updatedMCPToolOutput`); a `decision: "block"` alone would still hand the raw
+//! output to the model (seen in the real client, tests/clients). So the hook answers the
+//! redacted response, same shape, in that field, with a note as `additionalContext`. Codex and
 //! Gemini CLI answer with the redacted text as their block/deny reason.
 
 use serde_json::{Value, json};
@@ -72,23 +71,22 @@ pub(crate) fn post_tool_use(
         return Ok(json!({}));
     };
     let tool = &input.tool_name;
-    let reason = format!(
+    // `updatedToolOutput` replaces what the model sees (a `decision: block` would not: the
+    // raw output still reaches it). It keeps the response's shape, so the tool's own fields
+    // stay; MCP tools read `updatedMCPToolOutput`.
+    let note = format!(
         "agent-guard: the output of `{tool}` contained secrets ({} redacted: {}); \
-         do not repeat, store or use them; the redacted output follows as additional context",
+         do not repeat, store or use them",
         r.count, r.kinds
     );
-    let mut specific = json!({
-        "hookEventName": "PostToolUse",
-        "additionalContext": format!("redacted output of `{tool}`:\n{}", r.text),
-    });
-    if tool.starts_with("mcp__")
-        && let Some(obj) = specific.as_object_mut()
-    {
-        obj.insert("updatedMCPToolOutput".to_owned(), r.value);
-    }
-    Ok(json!({
-        "decision": "block",
-        "reason": reason,
-        "hookSpecificOutput": specific,
-    }))
+    let field = if tool.starts_with("mcp__") {
+        "updatedMCPToolOutput"
+    } else {
+        "updatedToolOutput"
+    };
+    let mut specific = serde_json::Map::new();
+    specific.insert("hookEventName".to_owned(), json!("PostToolUse"));
+    specific.insert("additionalContext".to_owned(), json!(note));
+    specific.insert(field.to_owned(), r.value);
+    Ok(json!({ "hookSpecificOutput": specific }))
 }

@@ -505,6 +505,23 @@ fn our_handlers(spec: &ClientSpec, settings: &Value, event: &EventSpec) -> Vec<H
         .collect()
 }
 
+/// The approval wait of a hook command (`--approve-wait-secs`, else the default).
+fn approve_wait_of(command: &str) -> u64 {
+    let words = shell_words(command);
+    let mut iter = words.iter();
+    while let Some(w) = iter.next() {
+        let value = match w.strip_prefix("--approve-wait-secs") {
+            Some("") => iter.next().map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => continue,
+        };
+        if let Some(n) = value.and_then(|v| v.parse().ok()) {
+            return n;
+        }
+    }
+    super::init::DEFAULT_APPROVE_WAIT_SECS
+}
+
 /// The `--policy` argument of a hook command.
 fn policy_of(command: &str) -> Option<String> {
     let words = shell_words(command);
@@ -597,11 +614,29 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
             .iter()
             .filter_map(|h| h.timeout)
             .find(|t| spec.unit == TimeoutUnit::Millis && *t < 1000.0);
+        // An approval wait the client's timeout cuts short: the hook is killed, decides
+        // nothing, and the call runs (Codex, Gemini CLI).
+        let short_wait = handlers.iter().filter(|_| event.judges).find_map(|h| {
+            let secs = match spec.unit {
+                TimeoutUnit::Seconds => h.timeout?,
+                TimeoutUnit::Millis => h.timeout? / 1000.0,
+            };
+            let wait = approve_wait_of(&h.command);
+            (secs < (wait + 5) as f64).then_some((secs, wait))
+        });
         if let Some(m) = narrow.first() {
             checks.push(Check::fail(
                 event.name,
                 format!(
                     "the matcher `{m}` sends only some tools to the guard; the others run unjudged"
+                ),
+                init_fix.clone(),
+            ));
+        } else if let Some((secs, wait)) = short_wait {
+            checks.push(Check::fail(
+                event.name,
+                format!(
+                    "the hook timeout ({secs} s) does not cover the approval wait ({wait} s) and an answer: an unanswered ask times out, and the call runs"
                 ),
                 init_fix.clone(),
             ));
@@ -628,6 +663,24 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
         }
     }
 
+    if spec.name == ClientName::Codex {
+        codex_trust(&scope.project, &commands, timeout, &mut checks);
+    }
+    if spec.name == ClientName::Gemini && !scope.user {
+        let trust_env = std::env::var("GEMINI_CLI_TRUST_WORKSPACE").ok();
+        let trusted = super::init::home().is_ok_and(|home| {
+            super::client_trust::gemini_trusts(&home, &scope.project, trust_env.as_deref())
+        });
+        if trusted {
+            checks.push(Check::ok("trust", "Gemini CLI trusts this folder"));
+        } else {
+            checks.push(Check::fail(
+                "trust",
+                "Gemini CLI does not trust this folder: it runs no project hook here, and `gemini --skip-trust` runs without them, silently",
+                "trust the folder in Gemini CLI (or install with `agent-guard init gemini --user`, which --skip-trust keeps)",
+            ));
+        }
+    }
     for command in &commands {
         let program_ok = match hook_program_status(command, &scope.project) {
             ProgramStatus::Resolves => {
@@ -669,6 +722,43 @@ fn check_client(spec: &ClientSpec, scope: &Scope, timeout: Duration) -> Vec<Chec
         }
     }
     checks
+}
+
+/// Whether Codex runs our hooks: it skips a new or edited one, silently, until it is trusted.
+fn codex_trust(project: &Path, ours: &[String], timeout: Duration, checks: &mut Vec<Check>) {
+    match super::client_trust::codex_hooks(project, timeout) {
+        Err(why) => checks.push(Check::fail(
+            "trust",
+            format!("cannot ask Codex whether it runs the hooks: {why}"),
+            "put codex on PATH and run doctor again, or check `/hooks` in Codex",
+        )),
+        Ok(hooks) => {
+            let ours: Vec<_> = hooks.iter().filter(|h| ours.contains(&h.command)).collect();
+            let skipped: Vec<&str> = ours
+                .iter()
+                .filter(|h| !h.runs())
+                .map(|h| h.event.as_str())
+                .collect();
+            if ours.is_empty() {
+                checks.push(Check::fail(
+                    "trust",
+                    "Codex lists none of the agent-guard hooks for this project",
+                    "check the project is trusted in Codex, then open `/hooks`",
+                ));
+            } else if skipped.is_empty() {
+                checks.push(Check::ok("trust", "Codex trusts every agent-guard hook"));
+            } else {
+                checks.push(Check::fail(
+                    "trust",
+                    format!(
+                        "Codex skips the agent-guard hooks for {} until they are trusted: every call runs unguarded",
+                        skipped.join(", ")
+                    ),
+                    "open `/hooks` in Codex and trust the agent-guard hooks",
+                ));
+            }
+        }
+    }
 }
 
 /// The policy named by `command`: exists and lints clean. Returns whether it does.
@@ -994,6 +1084,19 @@ mod tests {
             ClientName::Codex,
             Some("^(Bash|apply_patch)$")
         ));
+    }
+
+    #[test]
+    fn approve_wait_argument() {
+        assert_eq!(approve_wait_of("/a/agent-guard claude-hook"), 55);
+        assert_eq!(
+            approve_wait_of("/a/agent-guard claude-hook --approve-wait-secs 10"),
+            10
+        );
+        assert_eq!(
+            approve_wait_of("/a/agent-guard claude-hook --approve-wait-secs=99"),
+            99
+        );
     }
 
     #[test]

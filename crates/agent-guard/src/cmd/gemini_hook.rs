@@ -4,7 +4,8 @@
 //! of the answer. `BeforeTool` is judged by the one composed guard (`allow` is no output: it
 //! approves nothing in Gemini anyway); `AfterTool` replaces an output holding secrets with the
 //! redacted text (`decision: deny` with the text as reason); every other event is exit 0 with
-//! no output. A crash answers deny with exit 2.
+//! no output. A crash answers deny with exit 2. An ask in a headless `gemini -p` session, which
+//! would wait forever, is a deny.
 
 use std::process::ExitCode;
 
@@ -44,6 +45,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
 
 struct Gemini;
 
+/// The flags that make `gemini` a headless session.
+const HEADLESS_FLAGS: &[&str] = &["-p", "--prompt"];
+
 impl Protocol for Gemini {
     fn client(&self) -> Client {
         Client::Gemini
@@ -62,6 +66,14 @@ impl Protocol for Gemini {
                 let j = hook::judge(self.client(), event, args)?;
                 Ok(match j.verdict.decision {
                     Decision::Allow => Answer::silent(),
+                    // `gemini -p` waits forever for the confirmation an ask needs.
+                    Decision::Ask if super::headless::client_has_flag("gemini", HEADLESS_FLAGS) => {
+                        Answer::json(json!({"decision": "deny", "reason": format!(
+                            "{} (refused: this is a headless `gemini -p` session, where nobody \
+                             can confirm; run it interactively, or allow it in the policy)",
+                            j.reason()
+                        )}))
+                    }
                     d => Answer::json(json!({"decision": d.as_str(), "reason": j.reason()})),
                 })
             }

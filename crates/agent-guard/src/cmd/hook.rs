@@ -49,13 +49,13 @@ pub(crate) struct HookArgs {
     /// http://HOST:PORT) and wait for a person's answer there; anything but an allow denies.
     #[arg(long, value_name = "URL", env = "AGENT_GUARD_APPROVE_VIA")]
     pub approve_via: Option<String>,
-    /// The approval server's token file (default: AGENT_GUARD_SERVE_TOKEN, then
-    /// ~/.agent-guard/serve.token).
+    /// The approval server's token file (default: ~/.agent-guard/serve.token); it must be
+    /// yours and 0600. Never an environment variable: the agent's tools inherit those.
     #[arg(long, value_name = "FILE", env = "AGENT_GUARD_SERVE_TOKEN_FILE")]
     pub approve_token_file: Option<PathBuf>,
-    /// Seconds to wait for that answer: keep it under the client's hook timeout (Claude Code
-    /// and Codex give a command hook 60 s unless its `timeout` says more).
-    #[arg(long, value_name = "SECS", default_value_t = 55)]
+    /// Seconds to wait for that answer: keep it under the hook timeout `init` writes (`doctor`
+    /// checks it).
+    #[arg(long, value_name = "SECS", default_value_t = super::init::DEFAULT_APPROVE_WAIT_SECS)]
     pub approve_wait_secs: u64,
 }
 
@@ -209,24 +209,33 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
 
 /// Runs a hook: reads stdin, answers, and never fails open.
 pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
+    let started = std::time::Instant::now();
     install_crash_answer(protocol);
     // Each wait on the database (a lock another process holds, a server that does not answer)
     // costs at most this, so a hook answers long before its client's timeout; what could not
     // be read is refused.
     perm_hooks::set_lock_wait(HOOK_LOCK_WAIT);
+    let (tx, rx) = std::sync::mpsc::channel();
     let worker = std::thread::Builder::new()
         .name("hook".to_owned())
         .stack_size(HOOK_STACK)
-        .spawn(move || answer_stdin(protocol, &args));
+        .spawn(move || {
+            let _ = tx.send(answer_stdin(protocol, &args));
+        });
     let answer = match worker {
-        Ok(handle) => match handle.join() {
-            Ok(answer) => answer,
-            Err(_) => crash(protocol, "the guard panicked"),
-        },
+        // Answered before the client's deadline, whatever the judgement waits for.
+        Ok(_) => super::hook_deadline::await_answer(
+            protocol.client(),
+            started,
+            || EVENT_NAME.get().cloned(),
+            &rx,
+            |reason| crash(protocol, reason),
+        ),
         Err(e) => crash(protocol, &format!("cannot start the hook thread: {e}")),
     };
     emit(&answer);
-    ExitCode::from(answer.exit)
+    // The judging thread may still be stuck (a slow mount): leave without waiting for it.
+    std::process::exit(i32::from(answer.exit))
 }
 
 fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {

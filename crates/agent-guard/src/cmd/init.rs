@@ -35,13 +35,26 @@ The policy (--policy, default .agent-guard/policy.toml in the project, or
 ~/.config/agent-guard/policy.toml with --user) gets a copy of the shipped example when it does
 not exist. The hook command names the policy by absolute path.
 
-The program written is this executable's absolute path, so the hook does not depend on the
-client's PATH; when this executable runs from a cargo target directory (a build that `cargo
-clean` deletes), plain `agent-guard` is written instead, resolved on PATH. --binary overrides.
+The program written is this executable's absolute path (or --binary, a bare name resolved on
+PATH now), so the hook does not depend on the client's PATH. The events that judge a call run it
+fail-closed: if the program is missing or dies (any exit but 0 or 2), the shell wrapper answers
+exit 2 with a reason, which every client reads as a refusal.
+
+--uninstall removes what init wrote: the agent-guard handlers and whatever held only them
+(a settings file init created is deleted). The policy file is kept.
 
 Exit status:
-  0  installed (or, with --dry-run, the change was printed)
+  0  installed or uninstalled (or, with --dry-run, the change was printed)
   2  bad arguments, or a settings file that is not JSON (it is left untouched)";
+
+/// How long a hook waits for a person's answer on the approval page by default
+/// (`--approve-wait-secs`).
+pub(crate) const DEFAULT_APPROVE_WAIT_SECS: u64 = 55;
+
+/// The timeout written for the events that judge a call: the approval wait fits inside it
+/// with room to answer, so an unanswered ask is refused by the hook, never timed out (a
+/// client runs the call when its hook times out). `doctor` checks the installed one.
+pub(crate) const JUDGE_TIMEOUT_SECS: u64 = DEFAULT_APPROVE_WAIT_SECS + 35;
 
 /// The clients `init` and `doctor` know.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +88,10 @@ pub(crate) struct Args {
     /// Print what would change; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Remove what init wrote: the agent-guard handlers, and the groups, events and `hooks`
+    /// object left empty by that (the policy file is kept: it may hold your edits).
+    #[arg(long, conflicts_with_all = ["policy", "binary"])]
+    pub uninstall: bool,
 }
 
 /// How a client counts hook timeouts.
@@ -133,13 +150,13 @@ static CLAUDE: ClientSpec = ClientSpec {
         EventSpec {
             name: "PreToolUse",
             matcher: Some("*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         EventSpec {
             name: "PermissionRequest",
             matcher: Some("*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         EventSpec {
@@ -177,7 +194,7 @@ static CODEX: ClientSpec = ClientSpec {
         EventSpec {
             name: "PreToolUse",
             matcher: Some(".*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         // Codex asks here for sandbox escalations and network access: a deny refuses the
@@ -185,7 +202,7 @@ static CODEX: ClientSpec = ClientSpec {
         EventSpec {
             name: "PermissionRequest",
             matcher: Some(".*"),
-            timeout: 30,
+            timeout: JUDGE_TIMEOUT_SECS,
             judges: true,
         },
         EventSpec {
@@ -211,7 +228,7 @@ static GEMINI: ClientSpec = ClientSpec {
         EventSpec {
             name: "BeforeTool",
             matcher: Some(".*"),
-            timeout: 30_000,
+            timeout: JUDGE_TIMEOUT_SECS * 1000,
             judges: true,
         },
         EventSpec {
@@ -222,8 +239,9 @@ static GEMINI: ClientSpec = ClientSpec {
         },
     ],
     handler_name: true,
-    note: "Gemini CLI holds a new or changed project hook as untrusted until you confirm it \
-               at the next start.",
+    note: "Gemini CLI runs a project's hooks only in a folder it trusts (trust it at the next \
+               start); `gemini --skip-trust` drops them silently, so for headless runs install \
+               with --user, whose hooks it keeps.",
 };
 
 impl ClientSpec {
@@ -383,21 +401,29 @@ pub(crate) fn home() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The program to write into the hook: see AFTER_HELP.
+/// The program to write into the hook: always an absolute path (see AFTER_HELP).
 fn hook_program(binary: Option<&Path>) -> anyhow::Result<String> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    if let Some(binary) = binary {
-        // A bare name stays a PATH lookup; a path becomes absolute.
-        if binary.components().count() == 1 && !binary.has_root() {
-            return Ok(binary.display().to_string());
-        }
-        return Ok(absolutize(&cwd, binary).display().to_string());
-    }
-    let exe = std::env::current_exe().context("cannot find this executable's path")?;
-    if in_cargo_target_dir(&exe) {
-        return Ok("agent-guard".to_owned());
-    }
-    Ok(exe.display().to_string())
+    let program = match binary {
+        // A bare name is looked up on this PATH now: the client's PATH may differ.
+        Some(b) if b.components().count() == 1 && !b.has_root() => on_path(b)
+            .with_context(|| format!("`{}` is not on PATH; pass its path", b.display()))?,
+        Some(b) => absolutize(&cwd, b),
+        None => std::env::current_exe().context("cannot find this executable's path")?,
+    };
+    Ok(program.display().to_string())
+}
+
+/// The first executable file named `name` in a PATH directory.
+fn on_path(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Whether `exe` lives in a cargo target directory (which carries cargo's `CACHEDIR.TAG`).
@@ -415,6 +441,21 @@ fn hook_command(program: &str, subcommand: &str, policy: &Path) -> String {
         shell_quote(&policy.display().to_string())
     )
 }
+
+/// `command` made to fail closed, for the events that judge a call. Claude Code and Codex run
+/// the call when a hook exits with anything but 0 or 2 (a missing program is 127, a killed one
+/// 137) and Gemini CLI does on exit 1: every such exit becomes exit 2 with a reason on stderr,
+/// which all three read as a refusal. Exit 0 and 2 pass through with the guard's own answer.
+pub(crate) fn fail_closed(command: &str) -> String {
+    format!(
+        "{command} || {{ s=$?; [ $s -eq 2 ] || echo '{FAIL_CLOSED_REASON}' \"(exit $s)\" >&2; exit 2; }}"
+    )
+}
+
+/// What the model and the user read when the hook program is missing or dies (single-quoted
+/// in the wrapper: no quote, backtick or dollar in it).
+pub(crate) const FAIL_CLOSED_REASON: &str = "agent-guard: the hook program is missing or died, \
+     so the call is refused; reinstall it with agent-guard init, check it with agent-guard doctor";
 
 // --- An order-preserving JSON value -------------------------------------------------------
 //
@@ -563,7 +604,12 @@ fn our_group(spec: &ClientSpec, event: &EventSpec, command: &str) -> Json {
     if spec.handler_name {
         handler.push(("name".to_owned(), json_str("agent-guard")));
     }
-    handler.push(("command".to_owned(), json_str(command)));
+    let command = if event.judges {
+        fail_closed(command)
+    } else {
+        command.to_owned()
+    };
+    handler.push(("command".to_owned(), json_str(&command)));
     handler.push(("timeout".to_owned(), Json::Number(event.timeout.into())));
     let mut group = Vec::new();
     if let Some(m) = event.matcher {
@@ -655,6 +701,82 @@ fn merged_settings(
         merge_event(spec, groups, our_group(spec, event, command));
     }
     Ok(doc)
+}
+
+/// The settings without our handlers: every agent-guard handler of `spec` goes, and so does
+/// each group, event list and `hooks` object that held only ours. Everything else stays.
+fn without_ours(spec: &ClientSpec, mut doc: Json) -> Json {
+    let Json::Object(top) = &mut doc else {
+        return doc;
+    };
+    let Some((_, Json::Object(events))) = top.iter_mut().find(|(k, _)| k == "hooks") else {
+        return doc;
+    };
+    for (_, groups) in events.iter_mut() {
+        let Json::Array(list) = groups else { continue };
+        let before = list.len();
+        list.retain_mut(|group| {
+            let Some(Json::Array(handlers)) = group_hooks_mut(group) else {
+                return true;
+            };
+            let had = handlers.len();
+            handlers.retain(|h| !spec.is_our_handler(&h.to_value()));
+            !(handlers.is_empty() && had > 0)
+        });
+        // Mark an event list we emptied (a list that was empty already is the user's).
+        if list.is_empty() && before > 0 {
+            *groups = Json::Null;
+        }
+    }
+    events.retain(|(_, v)| *v != Json::Null);
+    if events.is_empty() {
+        top.retain(|(k, _)| k != "hooks");
+    }
+    doc
+}
+
+/// `init --uninstall`: removes what init wrote, with the same backup and diff.
+fn uninstall(spec: &ClientSpec, path: &Path, dry_run: bool) -> anyhow::Result<ExitCode> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("{}: does not exist, nothing to remove", path.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read `{}`", path.display())),
+    };
+    let doc = serde_json::from_str::<Json>(&text)
+        .with_context(|| format!("`{}` is not JSON; it was left untouched", path.display()))?;
+    let doc = without_ours(spec, doc);
+    let mut new = serde_json::to_string_pretty(&doc)?;
+    new.push('\n');
+    if new == text {
+        println!("{}: no agent-guard hook, nothing to remove", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", diff(&text, &new, &path.display().to_string()));
+    if dry_run {
+        println!("dry run: {} would be written", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    if doc == Json::Object(Vec::new()) {
+        // init created the file for its hooks alone: nothing of the user's is left in it.
+        std::fs::remove_file(&target)
+            .with_context(|| format!("cannot remove `{}`", path.display()))?;
+        println!(
+            "removed {} (only agent-guard's hooks were in it)",
+            path.display()
+        );
+    } else {
+        let backup = backup_path(path);
+        std::fs::copy(path, &backup)
+            .with_context(|| format!("cannot back up `{}`", path.display()))?;
+        println!("backup: {}", backup.display());
+        write_atomically(&target, &new)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A line diff of `old` and `new`, unified-style with three lines of context.
@@ -772,6 +894,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
     let spec = ClientSpec::of(args.client);
     let scope = Scope::resolve(args.project.as_deref(), args.user)?;
+    if args.uninstall {
+        return uninstall(spec, &spec.settings_path(&scope.base), args.dry_run);
+    }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let policy = match &args.policy {
         Some(p) => absolutize(&cwd, p),
@@ -829,9 +954,10 @@ fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
             policy.display()
         );
     }
-    if program == "agent-guard" {
+    if in_cargo_target_dir(Path::new(&program)) {
         println!(
-            "note: the hook runs `agent-guard` from PATH; make sure the client's PATH has it (or pass --binary)"
+            "note: the hook runs `{program}`, a build that `cargo clean` deletes (the hook then \
+             refuses every call); install agent-guard and run init again from the installed copy"
         );
     }
     if spec.name == ClientName::Gemini
@@ -924,7 +1050,7 @@ mod tests {
         assert_eq!(groups[0]["hooks"][0]["command"], "fmt");
         assert_eq!(
             groups[1]["hooks"][0]["command"],
-            "/new/agent-guard claude-hook --policy /p"
+            fail_closed("/new/agent-guard claude-hook --policy /p")
         );
         assert_eq!(groups[1]["matcher"], "*");
         assert_eq!(groups[2]["hooks"][0]["command"], "logger");
@@ -948,7 +1074,7 @@ mod tests {
         assert_eq!(groups[0]["hooks"][0]["command"], "logger");
         assert_eq!(
             groups[1]["hooks"][0]["command"],
-            "agent-guard claude-hook --policy /p"
+            fail_closed("agent-guard claude-hook --policy /p")
         );
     }
 
@@ -1002,6 +1128,76 @@ mod tests {
         assert!(!d.contains(" a\n"), "{d}");
         assert!(d.contains(" e\n"), "{d}");
         assert_eq!(diff(old, old, "f"), "");
+    }
+
+    fn sh(command: &str) -> std::process::Output {
+        std::process::Command::new("sh")
+            .args(["-c", command])
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_wrapper_refuses_when_the_program_is_missing_or_dies() {
+        for dead in [
+            "/nonexistent/agent-guard claude-hook",
+            "sh -c 'kill -9 $$'",
+            "sh -c 'exit 1'",
+        ] {
+            let out = sh(&fail_closed(dead));
+            assert_eq!(out.status.code(), Some(2), "{dead}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("the call is refused"), "{dead}: {err}");
+        }
+        // The guard's own answers pass through: exit 0 with its JSON, exit 2 with its reason.
+        let out = sh(&fail_closed("echo '{}'"));
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "{}\n");
+        let out = sh(&fail_closed("sh -c 'echo no >&2; exit 2'"));
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "no\n");
+    }
+
+    #[test]
+    fn only_judging_events_are_wrapped() {
+        let out = merge(
+            ClientName::Claude,
+            "{}",
+            "/a/agent-guard claude-hook --policy /p",
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let pre = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        let stop = doc["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert!(pre.contains("exit 2"), "{pre}");
+        // A Stop answered with exit 2 would keep Claude going.
+        assert_eq!(stop, "/a/agent-guard claude-hook --policy /p");
+    }
+
+    #[test]
+    fn uninstall_removes_exactly_what_init_wrote() {
+        let spec = ClientSpec::of(ClientName::Claude);
+        let existing = r#"{"zeta": 1, "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "other-tool check"}]}], "Notification": []}}"#;
+        let installed = merge(
+            ClientName::Claude,
+            existing,
+            "/a/agent-guard claude-hook --policy /p",
+        );
+        let doc: Json = serde_json::from_str(&installed).unwrap();
+        let back = serde_json::to_string(&without_ours(spec, doc).to_value()).unwrap();
+        let want: serde_json::Value = serde_json::from_str(existing).unwrap();
+        assert_eq!(back, want.to_string());
+        // A file init created holds nothing afterwards.
+        let installed = merge(
+            ClientName::Claude,
+            "{}",
+            "/a/agent-guard claude-hook --policy /p",
+        );
+        let doc: Json = serde_json::from_str(&installed).unwrap();
+        assert_eq!(without_ours(spec, doc), Json::Object(Vec::new()));
     }
 
     #[test]

@@ -141,20 +141,6 @@ const RUNS_ANYTHING: &[&str] = &[
     "sudo", "doas", "su", "npx", "busybox", "find", "parallel", "make",
 ];
 
-/// Claude Code's tool names, pointing to the guard's, for `did you mean`.
-const CLAUDE_NAMES: &[(&str, &str)] = &[
-    ("Bash", "run_bash"),
-    ("Read", "read_file"),
-    ("Write", "file_write"),
-    ("Edit", "file_edit"),
-    ("MultiEdit", "file_edit"),
-    ("Glob", "glob_files"),
-    ("Grep", "grep_files"),
-    ("WebFetch", "web_fetch"),
-    ("Task", "subagent"),
-    ("TodoWrite", "todo_write"),
-];
-
 const PATH_TOOLS: &[&str] = &[
     "read_file",
     "file_write",
@@ -331,19 +317,19 @@ fn unknown_tool(rule: &PermissionRule) -> Option<String> {
     if KNOWN_TOOLS.contains(&pattern) {
         return None;
     }
-    let hint = CLAUDE_NAMES
-        .iter()
-        .find(|(claude, _)| *claude == pattern)
-        .map(|(_, guard)| {
-            format!(
-                "; did you mean `{guard}`? (claude-hook maps Claude Code's `{pattern}` onto it)"
-            )
-        })
-        .unwrap_or_default();
-    Some(format!(
-        "`{pattern}` is not one of the guard's tools ({}){hint}",
-        KNOWN_TOOLS.join(", ")
-    ))
+    // A client's own name (`Bash`, `read_file`, `exec_command`) is applied as the guard tool
+    // the client table maps it onto; one the clients disagree on is refused when loaded.
+    match agent_core::clients::rule_tool(pattern) {
+        Ok(Some(_)) => None,
+        Err(guards) => Some(format!(
+            "`{pattern}` is a tool name the clients map onto different guard tools ({}); the policy is refused until the rule names one",
+            guards.join(", ")
+        )),
+        Ok(None) => Some(format!(
+            "`{pattern}` is not one of the guard's tools ({}) nor a client's",
+            KNOWN_TOOLS.join(", ")
+        )),
+    }
 }
 
 fn outside_roots(rule: &PermissionRule, roots: &[PathBuf], home: Option<&Path>) -> Option<String> {
