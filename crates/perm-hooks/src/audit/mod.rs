@@ -362,7 +362,9 @@ fn push_pieces(secret: &str, pieces: &mut Vec<String>) {
 pub(crate) fn redact_any(scanner: &SecretScanner, text: &str) -> (String, Vec<String>) {
     let mut pieces = Vec::new();
     let mut current = std::borrow::Cow::Borrowed(text);
+    // Only escapes hide a boundary; text without a backslash is judged as it is, once.
     if text.starts_with(['{', '[', '"'])
+        && text.contains('\\')
         && let Ok(value) = serde_json::from_str::<serde_json::Value>(text)
     {
         let (masked, findings) = scanner.redact_json(&value);
@@ -629,7 +631,13 @@ pub fn chain_hash(prev: &str, row: &AuditRow) -> String {
             .as_bytes(),
     );
     let digest = h.finalize();
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        for nibble in [b >> 4, b & 15] {
+            out.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    out
 }
 
 /// The rows of a batch with their links, starting after `prev`.
