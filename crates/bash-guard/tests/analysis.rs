@@ -594,6 +594,96 @@ fn glob_words_are_judged_by_the_names_they_expand_to() {
     }
 }
 
+/// `rm -rf link/` follows the symlink: with the slash, rm removes the tree the link points to,
+/// so a link to the project (or the home, or `/`) is judged as that directory (issue 25).
+#[test]
+fn a_trailing_slash_on_a_symlink_removes_its_target() {
+    let f = fixture();
+    std::os::unix::fs::symlink(&f.root, f.root.join("link")).unwrap();
+    std::os::unix::fs::symlink("/", f.root.join("rootlink")).unwrap();
+    for command in ["rm -rf link/", "rm -r rootlink/", "chmod -R 777 link/"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Deny, "{command}: {v:?}");
+        assert!(
+            v.findings.iter().any(|x| x.code == "destroys_system"),
+            "{command}: {v:?}"
+        );
+    }
+    // Without the slash only the link itself goes.
+    for command in ["rm -rf link", "rm rootlink"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Ask, "{command}: {v:?}");
+    }
+}
+
+/// The tree readers of issue 29 item 4 consult the judge's `secrets_below`, as `grep -r` does:
+/// the guard's own state directory (`~/.agent-guard`) below a read-only home is refused.
+#[test]
+fn tree_readers_ask_the_judge_what_lies_below() {
+    struct StateJudge;
+    impl PathJudge for StateJudge {
+        fn judge(&self, _: &str, _: PathAccess, _: &Path) -> PathVerdict {
+            PathVerdict::Inside
+        }
+        fn secrets_below(&self, path: &str, cwd: &Path) -> Option<String> {
+            let abs = normalize(&cwd.join(path));
+            Path::new("/home/agent/.agent-guard")
+                .starts_with(&abs)
+                .then(|| "the guard's own state".to_owned())
+        }
+    }
+    let an = Analyzer::with_home(BashConfig::default(), Some(HOME.to_owned()));
+    for command in [
+        "tar cf - ~/.agent-guard",
+        "tar -c -f /dev/null /home/agent",
+        "git diff --no-index ~/.agent-guard /tmp/empty",
+        "zip -r /dev/null ~/.agent-guard",
+        "grep -r x ~/.agent-guard",
+    ] {
+        let v = an.analyze(command, Path::new("/work"), &StateJudge);
+        assert!(
+            v.findings.iter().any(|x| x.code == "reads_secrets_tree"),
+            "{command}: {v:?}"
+        );
+        assert_eq!(v.decision, Decision::Deny, "{command}");
+    }
+    let v = an.analyze("tar cf - src", Path::new("/work"), &StateJudge);
+    assert_ne!(v.decision, Decision::Deny, "{v:?}");
+}
+
+/// The analysis modules import one way (docs/architecture.md): a module names only modules of
+/// a lower layer, so the judges never reach back into the walk that calls them.
+#[test]
+fn analysis_modules_import_one_way() {
+    let layers: &[(&str, usize)] = &[
+        ("stores", 0),
+        ("vartable", 0),
+        ("walker", 1),
+        ("vars", 2),
+        ("awk", 2),
+        ("destination", 2),
+        ("builtins", 3),
+        ("classify", 4),
+        ("analyze", 5),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    for (module, rank) in layers {
+        let text = std::fs::read_to_string(src.join(format!("{module}.rs"))).unwrap();
+        for (other, other_rank) in layers {
+            if other != module
+                && other_rank >= rank
+                && (text.contains(&format!("crate::{other}::"))
+                    || text.contains(&format!("crate::{other};"))
+                    || text.contains(&format!("crate::{other}::{{")))
+            {
+                wrong.push(format!("{module} -> {other}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layering: {wrong:?}");
+}
+
 /// The benign corpus (`tests/data/benign.txt`): everyday read-only and query commands as
 /// developers type them, from the EXAMPLES sections of the manuals on a Debian machine, the
 /// tools' documentation and the allow-labelled cases of peer guards' suites. Friction is a
