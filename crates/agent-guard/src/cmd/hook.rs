@@ -24,8 +24,10 @@ use crate::policy::Policy;
 /// Hook input larger than this is refused rather than buffered without bound.
 pub(crate) const MAX_INPUT: u64 = 32 * 1024 * 1024;
 
-/// The longest one database wait may take in a hook process (a handful of waits at most).
-const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest one database wait may take in a hook process (a handful of waits at most; the
+/// deadline wrapper bounds their sum). Parallel hooks of one agent wait on each other for
+/// milliseconds; a held lock costs a few seconds and a deny.
+const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The stack the judging thread runs on: room for bash-guard's nesting cap many times over.
 const HOOK_STACK: usize = 256 * 1024 * 1024;
