@@ -90,9 +90,10 @@ impl Policy {
         let text = std::fs::read_to_string(path).map_err(|e| Error::Policy {
             message: format!("cannot read policy file `{}`: {e}", path.display()),
         })?;
-        let doc: PolicyDoc = toml::from_str(&text).map_err(|err| Error::Policy {
+        let mut doc: PolicyDoc = toml::from_str(&text).map_err(|err| Error::Policy {
             message: format!("bad policy file `{}`: {err}", path.display()),
         })?;
+        doc.hooks.anchor(path);
         Ok(Policy {
             path: Some(path.to_owned()),
             text,
