@@ -49,6 +49,9 @@ pub struct GuardBuilder {
     ledger_from_audit: bool,
     extra_tools: Vec<Arc<dyn AgentTool>>,
     max_file_size: usize,
+    auto: crate::auto::AutoConfig,
+    auto_transport: Option<Arc<dyn crate::auto::AutoTransport>>,
+    auto_state_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for GuardBuilder {
@@ -107,6 +110,9 @@ impl GuardBuilder {
             ledger_from_audit: false,
             extra_tools: Vec::new(),
             max_file_size: crate::tools::DEFAULT_MAX_FILE_SIZE,
+            auto: crate::auto::AutoConfig::default(),
+            auto_transport: None,
+            auto_state_dir: None,
         }
     }
 
@@ -204,6 +210,22 @@ impl GuardBuilder {
         self.ledger_from_audit = on;
         self
     }
+    /// Auto mode (the `[auto]` table); off without an `endpoint`.
+    pub fn auto(mut self, config: crate::auto::AutoConfig) -> Self {
+        self.auto = config;
+        self
+    }
+    /// How auto mode reaches its model (default: HTTP to the configured endpoint).
+    pub fn auto_transport(mut self, transport: Arc<dyn crate::auto::AutoTransport>) -> Self {
+        self.auto_transport = Some(transport);
+        self
+    }
+    /// Where auto mode keeps its per-session answers and refusal counts (default:
+    /// [`crate::auto::default_state_dir`]).
+    pub fn auto_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.auto_state_dir = Some(dir.into());
+        self
+    }
     /// An extra tool.
     pub fn tool(mut self, tool: Arc<dyn AgentTool>) -> Self {
         self.extra_tools.push(tool);
@@ -256,7 +278,8 @@ impl GuardBuilder {
         let audit = match self.audit {
             Some(log) => Some(log),
             None if self.hooks.audit => {
-                let target = audit_target(&self.cwd, &self.hooks.audit_db_path());
+                let target =
+                    audit_target(&self.cwd, &self.hooks.audit_db_path().map_err(hooks_err)?);
                 let log = AuditLog::open(&target).await.map_err(hooks_err)?;
                 if ledger.is_none() && self.ledger_from_audit {
                     ledger = Some(Arc::new(
@@ -346,6 +369,22 @@ impl GuardBuilder {
         if let Some(ledger) = ledger {
             executor = executor.with_ledger(ledger, &self.limits);
         }
+        if self.auto.enabled() {
+            let auto_err = |message: String| Error::Config {
+                layer: "auto",
+                message,
+            };
+            self.auto.validate().map_err(auto_err)?;
+            let transport = match self.auto_transport {
+                Some(t) => t,
+                None => http_transport(&self.auto).map_err(auto_err)?,
+            };
+            let state = self.auto_state_dir.or_else(crate::auto::default_state_dir);
+            let scanner = self.hooks.secret_scanner().map_err(hooks_err)?;
+            executor = executor.with_auto(crate::auto::AutoMode::new(
+                self.auto, transport, state, scanner,
+            ));
+        }
         Ok(Guard {
             executor,
             sandbox,
@@ -359,17 +398,27 @@ impl GuardBuilder {
     }
 }
 
-/// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (its
-/// directory created).
+#[cfg(feature = "openai")]
+fn http_transport(
+    config: &crate::auto::AutoConfig,
+) -> Result<Arc<dyn crate::auto::AutoTransport>, String> {
+    Ok(Arc::new(crate::auto::HttpTransport::new(config)?))
+}
+
+#[cfg(not(feature = "openai"))]
+fn http_transport(
+    _: &crate::auto::AutoConfig,
+) -> Result<Arc<dyn crate::auto::AutoTransport>, String> {
+    Err("`[auto]` needs agent-core's `openai` feature (an HTTP client)".to_owned())
+}
+
+/// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (the open
+/// creates its directory, private).
 fn audit_target(cwd: &Path, p: &Path) -> PathBuf {
-    let target = perm_hooks::AuditTarget::parse(p).resolve(cwd);
-    if let perm_hooks::AuditTarget::Sqlite(file) = &target
-        && let Some(dir) = file.parent()
-    {
-        // A missing directory is reported by the open that follows.
-        let _ = std::fs::create_dir_all(dir);
-    }
-    target.as_ref().to_path_buf()
+    perm_hooks::AuditTarget::parse(p)
+        .resolve(cwd)
+        .as_ref()
+        .to_path_buf()
 }
 
 impl Guard {

@@ -68,8 +68,8 @@ impl Protocol for Codex {
                 Ok(match j.verdict.decision {
                     Decision::Deny => Answer::json(deny(j.reason())),
                     Decision::Ask => Answer::json(deny(format!(
-                        "{} Codex cannot ask for approval, so agent-guard denies what it would ask about: \
-                         a person can allow this deliberately with an allow rule in the policy, or run it themselves.{}",
+                        "{} Codex cannot ask for approval, so agent-guard denies what it would ask about \
+                         (a person can run it themselves).{}",
                         hook::reason(&j.verdict),
                         j.allow_once
                             .as_deref()
@@ -93,6 +93,9 @@ impl Protocol for Codex {
                 }})))
             }
             "PostToolUse" => {
+                if let Err(e) = hook::record_run(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
                 let policy = Policy::load(args.policy.as_deref())?;
                 let Some(response) = &event.tool_response else {
                     return Ok(Answer::silent());
@@ -109,6 +112,12 @@ impl Protocol for Codex {
                     }))),
                     None => Ok(Answer::silent()),
                 }
+            }
+            "Stop" => {
+                if let Err(e) = hook::record_stop(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
             }
             _ => Ok(Answer::silent()),
         }
