@@ -75,7 +75,17 @@ fn ci(root: &Path) -> anyhow::Result<()> {
         ],
         &[],
     )?;
-    let output = cargo_tee(root, &["test", "--workspace"])?;
+    // Hooks run by the tests without an explicit audit database write to the guard's state
+    // directory: give the run a fresh one instead of the user's (an older schema left there
+    // would be refused, and the user's log is not the tests' to fill).
+    let state = root.join("target/ci-state");
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).context("cannot create target/ci-state")?;
+    let output = cargo_tee(
+        root,
+        &["test", "--workspace"],
+        &[("AGENT_GUARD_STATE_DIR", &state.display().to_string())],
+    )?;
     let ignored = ignored::parse(&output);
     println!("ignored tests: {}", ignored.count);
     for test in &ignored.tests {
@@ -213,11 +223,12 @@ fn mutants(root: &Path, rest: &[String]) -> anyhow::Result<()> {
 }
 
 /// Runs cargo, echoing its stdout as it comes and returning it (stderr is passed through).
-fn cargo_tee(root: &Path, args: &[&str]) -> anyhow::Result<String> {
+fn cargo_tee(root: &Path, args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<String> {
     println!("$ cargo {}", args.join(" "));
     let mut child = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
         .current_dir(root)
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;

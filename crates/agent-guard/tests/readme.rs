@@ -49,6 +49,11 @@ fn every_readme_command_works_as_written() {
         "the README lost its main command: {commands:?}"
     );
     assert!(commands.iter().any(|c| c == "cargo xtask ci"));
+    // The README's fleet example uses a fixed SQLite file: one left by an earlier run (maybe of
+    // an older schema, which every command refuses) is not what a newcomer starts from.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("/tmp/agent-guard-fleet.db{suffix}"));
+    }
     let mut ran = 0;
     for command in &commands {
         if command.starts_with("cargo xtask") || command.starts_with("cargo install") {
