@@ -2,6 +2,7 @@
 //! long commands. Run `cargo xtask help` for the list.
 
 mod bench_exec;
+mod bench_startup;
 mod ignored;
 mod tidy;
 
@@ -19,7 +20,10 @@ chores:
           tidy, bench smoke (each benchmark run once)
   bench   run the criterion benchmarks (extra arguments go to `cargo bench`);
           `bench exec [--runs N]`: whole-process `agent-guard exec -- true` vs `bash -c true`,
-          paired, release build
+          paired, release build;
+          `bench startup [--runs N]`: a hook call vs `cat` of its event (with and
+          without an audit database), `exec -- true` vs bubblewrap (or unshare), paired,
+          wall and CPU ratios, release build
   fuzz    run a fuzz target for a while: cargo xtask fuzz <crate> <target> [seconds]
   mutants cargo-mutants on the security paths (perm-rules precedence.rs and mode.rs,
           fs-sandbox sandbox.rs), by hand, not in CI; extra arguments go to cargo-mutants.
@@ -116,6 +120,11 @@ fn bench(root: &Path, rest: &[String]) -> anyhow::Result<()> {
         && first == "exec"
     {
         return bench_exec::run(root, more);
+    }
+    if let Some((first, more)) = rest.split_first()
+        && first == "startup"
+    {
+        return bench_startup::run(root, more);
     }
     let mut args = vec!["bench", "--workspace"];
     args.extend(rest.iter().map(String::as_str));

@@ -29,6 +29,21 @@ audit = false
 /// A 200-character command of the kind agents send.
 const TYPICAL: &str = "git diff --stat HEAD~3 -- src/ && ls -la src/components | grep -v test | head -n 20; grep -rn 'TODO' src/lib.rs src/main.rs | sort | uniq -c | sort -rn | head -5 && echo done";
 
+/// 16 KiB of ordinary deployment YAML: names, images, ports, no secret.
+fn yaml_16k() -> String {
+    let mut out = String::from("apiVersion: apps/v1\nkind: Deployment\n");
+    let mut i = 0;
+    while out.len() < 16 * 1024 {
+        out.push_str(&format!(
+            "- name: service-{i}\n  image: registry.example.com/team/service-{i}:1.{i}.0\n  ports: [{}]\n  env:\n    - name: LOG_LEVEL\n      value: info\n",
+            8000 + i
+        ));
+        i += 1;
+    }
+    out.truncate(16 * 1024);
+    out
+}
+
 fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
@@ -57,6 +72,12 @@ fn bench(c: &mut Criterion) {
     let file = root.join("src/lib.rs");
     g.bench_function("read_sandbox_check_alone", |b| {
         b.iter(|| guard.sandbox().check(&file, fs_sandbox::Op::Read))
+    });
+    // A non-source file is sniffed with the redaction's detectors before the read is allowed.
+    let config = root.join("deploy.yaml");
+    std::fs::write(&config, yaml_16k()).unwrap();
+    g.bench_function("read_sniffed_16k_check_alone", |b| {
+        b.iter(|| guard.sandbox().check(&config, fs_sandbox::Op::Read))
     });
     let read_args = read.args.clone();
     g.bench_function("read_rules_alone", |b| {

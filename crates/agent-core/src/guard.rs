@@ -217,16 +217,22 @@ impl GuardBuilder {
 
     /// Composes the stack. Opens the audit database when `[hooks] audit` is on.
     pub async fn build(self) -> Result<Guard, Error> {
-        let sandbox = Arc::new(Sandbox::from_config(&self.sandbox, &self.cwd).map_err(|e| {
-            Error::Config {
-                layer: "sandbox",
-                message: e.to_string(),
-            }
-        })?);
         let hooks_err = |e: perm_hooks::Error| Error::Config {
             layer: "hooks",
             message: e.to_string(),
         };
+        // Files are sniffed with the redaction's detectors before a read is allowed.
+        let sniffer = crate::DetectorSniffer::new(self.hooks.secret_scanner().map_err(hooks_err)?);
+        let sandbox = Arc::new(
+            self.sandbox
+                .builder(&self.cwd)
+                .content_sniffer(Arc::new(sniffer))
+                .build()
+                .map_err(|e| Error::Config {
+                    layer: "sandbox",
+                    message: e.to_string(),
+                })?,
+        );
         let mut hooks = HookRegistry::new();
         for (hook, options) in self.hooks.command_hooks().map_err(hooks_err)? {
             hooks.register_with(hook, options);

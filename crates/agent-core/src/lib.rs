@@ -18,6 +18,7 @@ mod policy;
 mod registry;
 mod runtime;
 mod schema;
+mod sniff;
 mod tool;
 pub mod tools;
 mod verdict;
@@ -46,6 +47,7 @@ pub use registry::ToolRegistry;
 pub use runtime::{
     AgentRuntime, BgNotificationQueue, CompactionRequest, RuntimeConfig, StopReason, TurnOutcome,
 };
+pub use sniff::{DetectorSniffer, PROJECT_TOLERATED};
 pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use tools::{SubagentRequest, SubagentSpawner};
 pub use verdict::{

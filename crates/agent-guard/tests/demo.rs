@@ -178,3 +178,52 @@ fn run_rejects_a_malformed_script_with_exit_2() {
     assert!(err.contains("bad script"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Issue 29: the runtime's `run_bash` passed descriptors >= 3 on too (a write outside every
+/// root through fd 7), and nothing capped what one run wrote in all.
+#[test]
+fn the_runtimes_bash_inherits_no_descriptor_and_is_stopped_past_its_write_cap() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let target = outside.path().join("through-fd-7");
+    std::fs::write(
+        tmp.path().join("policy.toml"),
+        "[bash.exec]\nmax_written_bytes = 8388608\n",
+    )
+    .unwrap();
+    let script = tmp.path().join("s.json");
+    let calls = serde_json::json!({"prompt": "go", "turns": [
+        {"tool_calls": [
+            {"id": "1", "name": "run_bash",
+             "arguments": {"command": "python3 -c 'import os; os.write(7, b\"pwned\")'"}},
+            {"id": "2", "name": "run_bash",
+             "arguments": {"command": "for i in $(seq 16); do head -c 4194304 /dev/zero > f$i; done; sleep 20; echo finished"}}]},
+        {"content": "done"}]});
+    std::fs::write(&script, calls.to_string()).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
+    // fd 7 open without close-on-exec in the process that starts `run`.
+    let shell = format!(
+        "exec 7>'{target}'; exec '{bin}' run --json --approve yes --policy '{dir}/policy.toml' \
+         --script '{script}' --cwd '{dir}' --audit-db '{dir}/audit.db'",
+        target = target.display(),
+        bin = bin.display(),
+        dir = tmp.path().display(),
+        script = script.display(),
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&shell)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(std::fs::read(&target).unwrap(), b"", "{v}");
+    let fd = find(&v, "run_bash", "os.write");
+    assert!(fd.to_string().contains("Bad file descriptor"), "{fd}");
+    let big = find(&v, "run_bash", "head -c");
+    let text = big["content"].as_str().unwrap();
+    assert!(
+        text.contains("max_written_bytes") && !text.contains("finished"),
+        "{big}"
+    );
+}

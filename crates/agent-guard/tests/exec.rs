@@ -94,3 +94,68 @@ fn timeout_is_reported() {
     assert_eq!(v["timed_out"], true, "{v}");
     assert_eq!(code, 124);
 }
+
+/// Issue 29: a descriptor the caller left open (`7>file`, file outside every root) reached the
+/// confined command, which wrote through it. The command starts with 0-2 only now.
+#[test]
+fn an_inherited_descriptor_does_not_reach_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let target = outside.path().join("through-fd-7");
+    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
+    // The parent shell opens fd 7 without close-on-exec, as any caller's redirect would.
+    let script = format!(
+        "exec 7>'{target}'; exec '{bin}' exec --json --yes --root '{dir}' --cwd '{dir}' -- \
+         \"python3 -c 'import os; os.write(7, b\\\"pwned\\\")'; ls /proc/self/fd\"",
+        target = target.display(),
+        bin = bin.display(),
+        dir = dir.path().display(),
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"", "{v}");
+    assert!(
+        v["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Bad file descriptor"),
+        "{v}"
+    );
+    assert_eq!(v["confinement"]["inherited_fds_closed"], true, "{v}");
+    // `ls` itself holds one descriptor on the directory it lists: 0-2 and that one.
+    let fds: Vec<&str> = v["stdout"].as_str().unwrap().split_whitespace().collect();
+    assert_eq!(fds, ["0", "1", "2", "3"], "{v}");
+}
+
+/// Issue 29: nothing capped the bytes a run wrote in all (5 GiB in one run, each file under
+/// `RLIMIT_FSIZE`). A run past `max_written_bytes` is stopped; one under it is not.
+#[test]
+fn a_run_that_writes_past_its_cap_is_stopped() {
+    // On the target dir's file system: tmpfs is memory (the memory cap's), not disk.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[bash.exec]\nmax_written_bytes = 8388608\n").unwrap();
+    let policy = policy.display().to_string();
+    // Files of 4 MiB each, under the per-file cap, 64 MiB in all: the run must not reach the end.
+    let many = "for i in $(seq 16); do head -c 4194304 /dev/zero > f$i; done; sleep 20; echo done";
+    let (v, _) = exec(dir.path(), &["--yes", "--policy", &policy], many);
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(v["write_cap_exceeded"], true, "{v}");
+    assert_ne!(v["stdout"], "done\n", "{v}");
+    assert!(v["bytes_written"].as_u64().unwrap() > 8388608, "{v}");
+    let (v, code) = exec(
+        dir.path(),
+        &["--yes", "--policy", &policy],
+        "head -c 1048576 /dev/zero > small; echo done",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["write_cap_exceeded"], false, "{v}");
+    assert_eq!(v["stdout"], "done\n", "{v}");
+}

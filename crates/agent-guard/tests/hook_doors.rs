@@ -330,14 +330,32 @@ fn credentials_an_agent_could_use_against_the_guard_or_the_host_are_sensitive() 
 }
 
 #[test]
-fn protected_files_are_protected_as_a_case_insensitive_filesystem_names_them() {
+fn protected_files_are_protected_as_the_filesystem_names_them() {
     let fx = fixture();
+    // Does the project's filesystem fold case? (`.Claude` IS `.claude` only where it does.)
+    std::fs::write(fx.project.join("fold-probe"), "").unwrap();
+    let folds = fx.project.join("FOLD-PROBE").exists();
     for rel in [
         ".ENVRC",
         ".Claude/settings.json",
         ".GIT/config",
-        ".claude\u{200b}/settings.json",
+        ".Husky/pre-commit",
     ] {
+        let abs = in_project(&fx, rel);
+        let want = if folds { "deny" } else { "allow" };
+        assert_eq!(
+            door(
+                &fx,
+                "claude-hook",
+                "Write",
+                json!({"file_path": abs, "content": "x"})
+            ),
+            want,
+            "{rel}"
+        );
+    }
+    // The exact spellings are protected everywhere.
+    for rel in [".envrc", ".claude/settings.json", ".husky/pre-commit"] {
         let abs = in_project(&fx, rel);
         assert_eq!(
             door(

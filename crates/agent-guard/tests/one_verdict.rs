@@ -51,6 +51,10 @@ fn calls() -> Vec<(&'static str, Value, &'static str, Value)> {
         read("/etc/shadow"),
         read("~/.ssh/id_rsa"),
         read("{P}/missing/../src/main.rs"),
+        // Judged by content: a key under an ordinary name, its public half, a registry login.
+        read("{P}/deploy/prod-access"),
+        read("{P}/deploy/prod-access.pub"),
+        read("{P}/deploy/registry.json"),
         read("{P}/../outside.txt"),
         write("{P}/notes/new.md"),
         write("{P}/.git/config"),
@@ -103,6 +107,22 @@ fn project() -> tempfile::TempDir {
     std::fs::write(p.join(".env.example"), "TOKEN=\n").unwrap();
     std::fs::write(p.join(".git/config"), "[core]\n").unwrap();
     std::fs::write(p.join(".mcp.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(p.join("deploy")).unwrap();
+    std::fs::write(
+        p.join("deploy/prod-access"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("deploy/prod-access.pub"),
+        "ssh-ed25519 AAAAC3Nza u@h\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("deploy/registry.json"),
+        "{\"auths\":{\"ghcr.io\":{\"auth\":\"Ym90OnM0TXBsZVBhc3N3b3JkMTIz\"}}}\n",
+    )
+    .unwrap();
     std::os::unix::fs::symlink(p.join(".env"), p.join("secret_link")).unwrap();
     std::os::unix::fs::symlink("/etc", p.join("etc_link")).unwrap();
     std::os::unix::fs::symlink(p.join(".git"), p.join("git_link")).unwrap();
@@ -283,6 +303,20 @@ fn every_door_agrees(mode: &str) {
         sensitive_allowed.is_empty(),
         "{mode}: sensitive reads allowed: {sensitive_allowed:?}"
     );
+    // Content decides: the key and the registry login are refused as secrets, the public
+    // half is read.
+    for (i, (_, input)) in claude.iter().enumerate() {
+        let text = input.to_string();
+        if text.contains("deploy/prod-access\"") || text.contains("registry.json") {
+            assert_eq!(
+                runtime[i],
+                ("deny".to_owned(), Some("sensitive_path".to_owned())),
+                "{mode}: {text}"
+            );
+        } else if text.contains("prod-access.pub") {
+            assert_eq!(runtime[i].0, "allow", "{mode}: {text}");
+        }
+    }
 }
 
 #[test]

@@ -585,6 +585,22 @@ const OPAQUE: &[&str] = &[
     "traces",
 ];
 
+/// Whether a yq expression calls `load(...)`, `load_str(...)` or another `load_*` operator,
+/// which read the file they name (a field such as `.download_url` does not).
+fn yq_loads(expr: &str) -> bool {
+    expr.match_indices("load").any(|(i, _)| {
+        let before = expr.get(..i).and_then(|b| b.chars().next_back());
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+            return false;
+        }
+        let rest = expr.get(i + 4..).unwrap_or("");
+        let rest = rest.strip_prefix('_').map_or(rest, |r| {
+            r.trim_start_matches(|c: char| c.is_ascii_alphanumeric())
+        });
+        rest.trim_start().starts_with('(')
+    })
+}
+
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let before = w.findings.len();
@@ -678,10 +694,14 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     }
     // A jq program that imports or includes a module reads a file named inside the program
     // (`import "/home/u/.docker/config" as $c;` loads that JSON), which the table cannot see.
-    if name == "jq"
+    // The Go yq's `load("FILE")` (and its `load_str`, `load_xml` ...) reads FILE the same way.
+    if matches!(name, "jq" | "yq")
         && args.iter().any(|a| {
             let t = a.text.as_str();
-            t.contains("import") || t.contains("include") || t.contains("modulemeta")
+            t.contains("import")
+                || t.contains("include")
+                || t.contains("modulemeta")
+                || (name == "yq" && yq_loads(t))
         })
     {
         w.add(
@@ -793,6 +813,18 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         return;
     }
     let dyn_args = args.iter().any(|a| a.dynamic);
+    // The command table decides for the commands it describes; a `fallback` entry only for the
+    // forms it claims (`cargo metadata`, `top -b`), the rest left to the lists below.
+    if !matches!(name, "find" | "sed")
+        && !PRIVILEGE.contains(&name)
+        && let Some(spec) = crate::table::spec(name)
+        && crate::table::claims(spec, args)
+    {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command(w, name, spec, args, sub);
+    }
     if PRIVILEGE.contains(&name) {
         w.add(
             Decision::Deny,
@@ -987,6 +1019,21 @@ fn special(
                 )
         });
     match name {
+        // An interactive program's own `--version` or `--help` only prints (`vim --version`,
+        // `psql --help`); its short forms mean other things (`vim -v` is Vi mode).
+        _ if INTERACTIVE.contains(&name)
+            && !args.is_empty()
+            && args
+                .iter()
+                .all(|a| !a.dynamic && matches!(a.text.as_str(), "--version" | "--help")) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` only prints its version or help"),
+            );
+        }
         _ if only_version && (INTERPRETERS.contains(&name) || BUILD.contains(&name)) => {
             w.add(
                 Decision::Allow,
@@ -1652,6 +1699,26 @@ fn table_judge(
                 format!("`{opt}` of `{name}` has no value"),
             );
         }
+        // `KIND=PATH` (E): the path is what follows the `=`; a bare KIND names no file.
+        let target = match target.filter(|_| e.kind_path) {
+            Some(v) => {
+                if let Some((_, path)) = v.text.split_once('=') {
+                    let named = Decoded {
+                        text: path.to_owned(),
+                        ..v.clone()
+                    };
+                    if e.read {
+                        w.path(&named, PathAccess::Read, sub, &format!("`{opt}` file"));
+                    }
+                    if e.write {
+                        w.path(&named, PathAccess::Write, sub, &format!("`{opt}` output"));
+                        wrote = true;
+                    }
+                }
+                None
+            }
+            None => target,
+        };
         if let Some(v) = target.filter(|_| takes_value) {
             if e.data_file
                 && let Some(file) = crate::table::data_file(&v.text).filter(|f| !f.is_empty())
@@ -2489,7 +2556,7 @@ fn writer(
         "sed" => return sed(w, args, sub, dyn_args),
         _ => {}
     }
-    if let Some(spec) = crate::table::spec(name) {
+    if let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback) {
         if dyn_args {
             dynamic_args(w, sub, name);
         }

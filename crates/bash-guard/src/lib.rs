@@ -40,6 +40,13 @@ pub mod tidy {
         crate::vars::VAR_EFFECTS.iter().map(|e| e.pattern).collect()
     }
 
+    /// The long option names of a command's table entry (its top level), for the test that
+    /// compares them with the program's own `--help`; `None` when the table has no entry.
+    pub fn long_options(command: &str) -> Option<Vec<String>> {
+        let spec = crate::table::spec(command)?;
+        Some(spec.opts.iter().filter_map(|o| o.long.clone()).collect())
+    }
+
     /// Every `(command, option)` of the command table whose option has an effect (reads,
     /// writes, runs, lists files, keeps running, asks ...: anything but only giving a
     /// pattern), written as `--long` or `-s`; primaries as `-name`, keys as `key`.

@@ -62,6 +62,11 @@ pub(crate) struct Effects {
     /// `D`: the value is data that names a file to read when it says so (`curl -d @FILE`,
     /// `-F name=@FILE` or `name=<FILE`, `--data-urlencode name@FILE`).
     pub data_file: bool,
+    /// `B`: the option selects the batch or query form a `fallback` entry claims (`top -b`).
+    pub batch: bool,
+    /// `E`: the value may be `KIND=PATH`; only the part after the first `=` is the path the
+    /// option's R or W speak of (`rustc --print cfg=out.txt`), and only when there is one.
+    pub kind_path: bool,
 }
 
 impl Effects {
@@ -171,6 +176,14 @@ pub(crate) struct CommandSpec {
     pub modes: HashMap<String, Mode>,
     /// An expression grammar after the operands (`find`): its primaries.
     pub primaries: Vec<Primary>,
+    /// The command is also on one of classify.rs's lists; the table decides only the forms
+    /// [`claims`] finds (a listed subcommand, a `B` option).
+    pub fallback: bool,
+    /// Options are long names after one dash (`go list -json`, `ip -br a`).
+    pub dash_long: bool,
+    /// An operand `@FILE` is a file of more arguments (binutils, gcc): read through this
+    /// option, whose effects make the file judged and the command ask.
+    pub response: Option<OptSpec>,
 }
 
 /// One primary of an expression grammar (`find -newer FILE`, `find -exec CMD ;`).
@@ -259,6 +272,12 @@ struct RawCommand {
     modes: HashMap<String, RawMode>,
     #[serde(default)]
     primaries: Vec<String>,
+    #[serde(default)]
+    fallback: bool,
+    #[serde(default)]
+    dash_long: bool,
+    #[serde(default)]
+    response_files: bool,
 }
 
 /// Parses effect letters.
@@ -286,6 +305,8 @@ fn parse_effects(spec: &str, text: &str) -> Result<Effects, String> {
             'I' => effects.in_place = true,
             'Z' => effects.system = true,
             'D' => effects.data_file = true,
+            'B' => effects.batch = true,
+            'E' => effects.kind_path = true,
             other => return Err(format!("`{spec}`: unknown effect `{other}`")),
         }
     }
@@ -645,7 +666,47 @@ fn parse_spec(
             .iter()
             .map(|p| parse_primary(p).map_err(|e| format!("`{name}`: {e}")))
             .collect::<Result<Vec<_>, _>>()?,
+        fallback: r.fallback,
+        dash_long: r.dash_long,
+        response: r.response_files.then(|| OptSpec {
+            short: Some('@'),
+            long: None,
+            arity: Arity::Required,
+            effects: Effects {
+                read: true,
+                file_list: true,
+                ..Effects::default()
+            },
+        }),
     })
+}
+
+/// Whether the table decides this use of a `fallback` command (always, for any other): a
+/// subcommand it lists (and that subcommand claims the rest), or a `B` option; with neither
+/// option nor operand, a reading entry that has no `B` option (`terraform state`).
+pub(crate) fn claims(spec: &CommandSpec, args: &[Decoded]) -> bool {
+    if !spec.fallback {
+        return true;
+    }
+    let p = interpret(spec, args);
+    if p.opts.iter().any(|g| g.spec.effects.batch) {
+        return true;
+    }
+    match p.operands.split_first() {
+        Some((first, rest)) if !first.dynamic => spec
+            .subs
+            .get(first.text.as_str())
+            .is_some_and(|sub| claims(sub, rest)),
+        Some(_) => false,
+        // Bare: a command with subcommands prints its help or status (`timedatectl`); one
+        // without needs its B option (`top` alone is interactive). An option the table does
+        // not know leaves the command to its list (`mount -a`).
+        None => {
+            spec.class == Class::Read
+                && p.unknown.is_empty()
+                && (!spec.subs.is_empty() || !spec.opts.iter().any(|o| o.effects.batch))
+        }
+    }
 }
 
 /// The whole compiled table, for the tidy checks that list every entry; `None` if any entry
@@ -679,9 +740,36 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         "sha1sum" | "sha224sum" | "sha384sum" | "sha512sum" | "b2sum" | "shasum" | "cksum"
         | "sum" => "sha256sum",
         "base32" => "base64",
+        "pip3" => "pip",
+        "podman" => "docker",
+        "dir" | "vdir" => "ls",
+        // The compressed-file wrappers take their tool's options (zgrep passes them to grep).
+        "zgrep" | "zegrep" | "zfgrep" | "bzgrep" | "bzegrep" | "bzfgrep" | "xzgrep" | "xzegrep"
+        | "xzfgrep" | "lzgrep" | "lzegrep" | "lzfgrep" | "zstdgrep" => "grep",
+        "zdiff" | "bzdiff" | "xzdiff" | "lzdiff" => "diff",
+        "zcmp" | "bzcmp" | "xzcmp" | "lzcmp" => "cmp",
+        "hd" => "hexdump",
+        "lzma" => "xz",
+        "unlzma" => "unxz",
+        "lzcat" => "xzcat",
+        "bunzip2" => "bzip2",
+        "uncompress" => "gunzip",
+        "unzstd" | "zstdmt" => "zstd",
+        "pkgconf" => "pkg-config",
+        "tomlq" | "xq-python" => "yq",
+        // LLVM's binutils accept the GNU tools' options (an option only LLVM has asks).
+        "llvm-readelf" => "readelf",
+        "llvm-objdump" => "objdump",
+        "llvm-nm" => "nm",
+        "llvm-size" => "size",
+        "llvm-strings" => "strings",
+        "llvm-cxxfilt" => "c++filt",
+        "llvm-addr2line" => "addr2line",
         other => other,
     };
-    static SPECS: OnceLock<Vec<OnceLock<Option<CommandSpec>>>> = OnceLock::new();
+    // Boxed: the slots are allocated for every command on the first lookup of a process, so
+    // each is one pointer, not a whole spec; the table can grow without the start-up growing.
+    static SPECS: OnceLock<Vec<OnceLock<Option<Box<CommandSpec>>>>> = OnceLock::new();
     let index = generated::COMMANDS
         .binary_search_by(|(entry, _)| (*entry).cmp(key))
         .ok()?;
@@ -695,9 +783,9 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
         .get(index)?
         .get_or_init(|| {
             let value = toml::Value::Table(toml::from_str(text).ok()?);
-            parse_command(entry, value, groups()?).ok()
+            parse_command(entry, value, groups()?).ok().map(Box::new)
         })
-        .as_ref()
+        .as_deref()
 }
 
 /// One option as the interpreter read it.
@@ -761,6 +849,17 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
     while let Some(a) = args.get(i) {
         i += 1;
         let t = a.text.as_str();
+        if let Some(resp) = &spec.response
+            && !a.dynamic
+            && let Some(file) = t.strip_prefix('@')
+        {
+            let values = vec![Decoded {
+                text: file.to_owned(),
+                ..a.clone()
+            }];
+            p.opts.push(Given { spec: resp, values });
+            continue;
+        }
         if only_operands || a.dynamic || t == "-" || !t.starts_with('-') {
             p.operands.push(a.clone());
             // Without permutation (POSIX, git's `+` mode) the first operand ends the options.
@@ -771,7 +870,11 @@ pub(crate) fn interpret<'a>(spec: &'a CommandSpec, args: &[Decoded]) -> Parsed<'
             only_operands = true;
             continue;
         }
-        if let Some(body) = t.strip_prefix("--") {
+        // `-json`, `-chdir=DIR`: one dash before a long name where the spec says so.
+        let long_body = t
+            .strip_prefix("--")
+            .or_else(|| t.strip_prefix('-').filter(|_| spec.dash_long));
+        if let Some(body) = long_body {
             let (name, attached) = match body.split_once('=') {
                 Some((n, v)) => (n, Some(v)),
                 None => (body, None),
@@ -967,6 +1070,19 @@ mod tests {
         );
         assert!(spec("no-such-command").is_none());
         assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
+    }
+
+    #[test]
+    fn a_lookup_slot_is_one_pointer() {
+        // What the first lookup allocates per command, whatever the table's size.
+        assert_eq!(
+            std::mem::size_of::<OnceLock<Option<Box<CommandSpec>>>>(),
+            std::mem::size_of::<usize>() * 2
+        );
+        println!(
+            "an unboxed slot would be {} bytes",
+            std::mem::size_of::<OnceLock<Option<CommandSpec>>>()
+        );
     }
 
     #[test]

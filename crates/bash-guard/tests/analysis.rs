@@ -593,3 +593,70 @@ fn glob_words_are_judged_by_the_names_they_expand_to() {
         assert_eq!(v.decision, Decision::Allow, "{command}: {v:?}");
     }
 }
+
+/// The benign corpus (`tests/data/benign.txt`): everyday read-only and query commands as
+/// developers type them, from the EXAMPLES sections of the manuals on a Debian machine, the
+/// tools' documentation and the allow-labelled cases of peer guards' suites. Friction is a
+/// defect: at most 2% may ask, and none may be denied.
+#[test]
+fn benign_corpus_friction_is_low() {
+    let f = fixture();
+    let text = include_str!("data/benign.txt");
+    let mut asked = Vec::new();
+    let mut denied = Vec::new();
+    let mut n = 0usize;
+    for (line, command) in text.lines().enumerate() {
+        if command.starts_with('#') || command.trim().is_empty() {
+            continue;
+        }
+        n += 1;
+        let v = f.check(command);
+        let why = v
+            .findings
+            .iter()
+            .filter(|x| x.decision != Decision::Allow)
+            .map(|x| format!("{} {}: {}", x.decision, x.code, x.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+        match v.decision {
+            Decision::Allow => {}
+            Decision::Ask => {
+                asked.push(format!("benign.txt:{}: `{command}` asks ({why})", line + 1))
+            }
+            Decision::Deny => {
+                denied.push(format!(
+                    "benign.txt:{}: `{command}` denied ({why})",
+                    line + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        n >= 1000,
+        "the benign corpus has {n} commands, fewer than 1000"
+    );
+    let share = |k: usize| 100.0 * k as f64 / n as f64;
+    println!(
+        "benign corpus: {n} commands, {} asked ({:.2}%), {} denied ({:.2}%)",
+        asked.len(),
+        share(asked.len()),
+        denied.len(),
+        share(denied.len())
+    );
+    for o in asked.iter().chain(&denied) {
+        println!("  {o}");
+    }
+    assert!(
+        denied.is_empty(),
+        "{} benign commands denied:\n{}",
+        denied.len(),
+        denied.join("\n")
+    );
+    assert!(
+        asked.len() * 50 <= n,
+        "{} of {n} benign commands ask ({:.2}%, above 2%):\n{}",
+        asked.len(),
+        share(asked.len()),
+        asked.join("\n")
+    );
+}

@@ -57,6 +57,40 @@ fn bench(c: &mut Criterion) {
             b.iter(|| std::fs::canonicalize(black_box(&path)).map(|p| p.starts_with(&root)))
         });
     }
+    // Content: a project source file is not sniffed; a 16 KiB configuration file is (the
+    // crate's own key-block sniffer; agent-core's evaluate bench has the detector one), in the
+    // project and in a read-only root.
+    std::fs::write(root.join("lib.rs"), "pub fn f() {}\n").unwrap();
+    let config: String = (0..)
+        .map(|i| format!("service-{i}:\n  image: registry.example.com/s{i}:1.0\n  port: {i}\n"))
+        .take_while({
+            let mut len = 0;
+            move |line: &String| {
+                len += line.len();
+                len <= 16 * 1024
+            }
+        })
+        .collect();
+    std::fs::write(root.join("deploy.yaml"), &config).unwrap();
+    let ro = tempfile::tempdir().unwrap();
+    let ro_root = std::fs::canonicalize(ro.path()).unwrap();
+    std::fs::write(ro_root.join("deploy.yaml"), &config).unwrap();
+    let with_ro = Sandbox::builder(&root)
+        .root(&root, Access::ReadWrite)
+        .root(&ro_root, Access::ReadOnly)
+        .build()
+        .unwrap();
+    for (name, path, sb) in [
+        ("read_source_not_sniffed", root.join("lib.rs"), &sandbox),
+        ("read_sniff_16k_project", root.join("deploy.yaml"), &sandbox),
+        (
+            "read_sniff_16k_read_only_root",
+            ro_root.join("deploy.yaml"),
+            &with_ro,
+        ),
+    ] {
+        group.bench_function(name, |b| b.iter(|| sb.check(black_box(&path), Op::Read)));
+    }
     // What a short-lived process (one hook call) pays: build the sandbox, then judge its first
     // path (the sensitive and protected sets compile on first use), or only its directory.
     let short = root.join("short.txt");

@@ -29,6 +29,8 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use crate::error::SandboxError;
+use crate::head::read_small_text;
+use crate::roles::{self, Named};
 
 /// The protected patterns used unless the builder or the config replaces them.
 ///
@@ -105,6 +107,59 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     ".pdbrc",
     ".pryrc",
     ".irbrc",
+    ".gdbinit",
+    ".lldbinit",
+    // direnv: `.envrc` sources these (`source_env_if_exists .envrc.local`).
+    ".envrc.*",
+    // Other agents' hooks and plugins, loaded from the project: GitHub Copilot CLI's hooks,
+    // OpenCode's plugins and config (its MCP servers are commands).
+    "**/.github/hooks/**",
+    "**/.opencode/**",
+    "opencode.json",
+    "opencode.jsonc",
+    // Version managers run their hooks, tasks and plugins when a shell enters the directory.
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    "**/.mise/**",
+    ".tool-versions",
+    // A VS Code workspace file carries settings, tasks and launch configurations.
+    "*.code-workspace",
+];
+
+/// The literal first component [`HOME_PROTECTED`] patterns are anchored at (a path below a
+/// home is matched as `~/<rest>`).
+const HOME_MARK: &str = "~";
+
+/// What is protected below a home directory inside a writable root (the agent started in `~`),
+/// relative to the home: the places every desktop session, shell and editor reads and runs at
+/// its next start. Directories on the agent's `PATH` inside a writable root are protected too
+/// (a program put there replaces a command the person types).
+pub const HOME_PROTECTED: &[&str] = &[
+    ".config/systemd/user/**",
+    ".config/autostart/**",
+    ".config/environment.d/**",
+    ".local/share/applications/**",
+    ".local/bin/**",
+    ".bashrc.d/**",
+    ".bash_aliases",
+    ".inputrc",
+    ".xprofile",
+    ".xsessionrc",
+    ".xinitrc",
+    ".pam_environment",
+    ".tmux.conf",
+    ".vimrc",
+    ".vim/**",
+    ".config/nvim/**",
+    ".emacs",
+    ".emacs.d/**",
+    ".config/gdb/**",
+    ".config/git/**",
+    ".ssh/rc",
+    ".config/containers/**",
+    ".docker/**",
 ];
 
 /// What is protected inside a directory that IS a git directory, relative to it.
@@ -120,6 +175,10 @@ pub const GIT_DIR_PROTECTED: &[&str] = &[
     "worktrees/*/commondir",
 ];
 
+/// How much of a git config or pointer file is read (a FIFO or a device is never opened: see
+/// `head.rs`).
+const CONFIG_BYTES: usize = 1024 * 1024;
+
 /// Above this many entries a directory is not listed; its names are looked up one by one.
 const SCAN_CAP: usize = 4096;
 
@@ -131,6 +190,8 @@ struct DirFacts {
     dot_git: bool,
     /// The protected directory names in it that are symlinks.
     linked: Vec<String>,
+    /// It holds an `.envrc` (direnv loads it, and what it names).
+    envrc: bool,
 }
 
 /// A compiled list of root-relative patterns.
@@ -196,10 +257,18 @@ impl Patterns {
     /// The pattern `relative` matches, as spelled or as a case-insensitive filesystem reads it
     /// (see [`fold_name`]): on macOS (APFS, HFS+), Windows, or an ext4 `casefold` directory
     /// `.Claude/settings.json` and `.ENVRC` ARE `.claude/settings.json` and `.envrc`, and HFS+
-    /// also ignores zero-width code points (`.claude\u{200b}`). Folding on every filesystem
-    /// fails closed: nobody needs to write `.ENVRC` on a case-sensitive one.
+    /// also ignores zero-width code points (`.claude\u{200b}`).
     pub(crate) fn matching(&self, relative: &Path) -> Option<&str> {
+        self.matching_as(relative, true)
+    }
+
+    /// [`matching`](Patterns::matching), folding only when `fold` says the filesystem does
+    /// ([`folds`]): on a case-sensitive one `.Husky/` is not `.husky/`, and no tool reads it.
+    pub(crate) fn matching_as(&self, relative: &Path, fold: bool) -> Option<&str> {
         let first = self.set.matches(relative).into_iter().next().or_else(|| {
+            if !fold {
+                return None;
+            }
             let spelled = relative.to_string_lossy();
             let folded = fold_name(&spelled);
             (folded != spelled)
@@ -208,6 +277,56 @@ impl Patterns {
         })?;
         self.owners.get(first).map(String::as_str)
     }
+}
+
+/// `statfs` magic numbers of filesystems that compare names without case (FAT, exFAT, NTFS,
+/// SMB, HFS+) or whose folding the kernel cannot know (FUSE: ntfs-3g, ciopfs; fail closed).
+pub(crate) const FOLDING_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x4d44, "vfat"),
+    (0x2011_bab0, "exfat"),
+    (0x5346_544e, "ntfs"),
+    (0x7366_746e, "ntfs3"),
+    (0xff53_4d42, "cifs"),
+    (0xfe53_4d42, "smb2"),
+    (0x517b, "smb"),
+    (0x482b, "hfsplus"),
+    (0x6573_5546, "fuse"),
+];
+
+/// The inode flag of an ext4/f2fs directory whose names are case-folded (`chattr +F`).
+const FS_CASEFOLD_FL: u32 = 0x4000_0000;
+
+/// Whether names in `dir` (or its deepest existing ancestor) are compared without case:
+/// always on macOS; on Linux when its filesystem folds or the directory has the casefold flag.
+/// A directory that cannot be examined folds (fail closed).
+pub(crate) fn folds(dir: &Path) -> bool {
+    if cfg!(target_os = "macos") {
+        return true;
+    }
+    let mut at = Some(dir);
+    while let Some(dir) = at {
+        match rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => {
+                let Ok(fs) = rustix::fs::fstatfs(&fd) else {
+                    return true;
+                };
+                #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+                let kind = i64::from(fs.f_type as i64) & 0xffff_ffff;
+                if FOLDING_FILESYSTEMS.iter().any(|(magic, _)| *magic == kind) {
+                    return true;
+                }
+                return rustix::fs::ioctl_getflags(&fd)
+                    .is_ok_and(|flags| flags.bits() & FS_CASEFOLD_FL != 0);
+            }
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => at = dir.parent(),
+            Err(_) => return true,
+        }
+    }
+    true
 }
 
 /// Code points HFS+ ignores in names (git's `is_hfs_dotgit` list: zero-width joiners,
@@ -234,6 +353,14 @@ pub(crate) struct Protected {
     git_dir: Patterns,
     /// Literal directory names the patterns protect below (`.claude` from `**/.claude/**`).
     linkable_dirs: Vec<String>,
+    /// The home forms and [`HOME_PROTECTED`] relative to them.
+    homes: Vec<PathBuf>,
+    home_patterns: Patterns,
+    /// The agent's `PATH` directories (absolute entries, canonical).
+    path_dirs: Vec<PathBuf>,
+    /// What the system, global and XDG git config and the homes' symlinked startup files name
+    /// (see `roles.rs`).
+    named: Vec<Named>,
 }
 
 impl Protected {
@@ -242,8 +369,26 @@ impl Protected {
         Patterns::globs(patterns).map(drop)
     }
 
+    #[cfg(test)]
     pub(crate) fn compile(patterns: &[String]) -> Result<Self, SandboxError> {
+        Self::compile_for(patterns, &[], &[], &[])
+    }
+
+    /// [`compile`](Protected::compile), with the home directories and `PATH` directories whose
+    /// layouts are protected when a writable root contains them.
+    pub(crate) fn compile_for(
+        patterns: &[String],
+        homes: &[PathBuf],
+        path_dirs: &[PathBuf],
+        git_configs: &[PathBuf],
+    ) -> Result<Self, SandboxError> {
         let names = Patterns::compile(patterns)?;
+        let home_patterns = Patterns::compile(
+            &HOME_PROTECTED
+                .iter()
+                .map(|p| format!("{HOME_MARK}/{p}"))
+                .collect::<Vec<_>>(),
+        )?;
         let git_dir = Patterns::compile(
             &GIT_DIR_PROTECTED
                 .iter()
@@ -263,24 +408,70 @@ impl Protected {
                 linkable_dirs.push(first.to_owned());
             }
         }
+        let home = homes.first().map(PathBuf::as_path);
+        let mut named: Vec<Named> = git_configs
+            .iter()
+            .flat_map(|config| roles::git_named(config, None, home))
+            .collect();
+        for home in homes {
+            let startup = |relative: &Path| {
+                names.matching(relative).is_some()
+                    || home_patterns
+                        .matching(&Path::new(HOME_MARK).join(relative))
+                        .is_some()
+            };
+            named.extend(roles::dotfile_targets(home, &startup));
+        }
         Ok(Protected {
             names,
             git_dir,
             linkable_dirs,
+            homes: homes.to_vec(),
+            home_patterns,
+            path_dirs: path_dirs.to_vec(),
+            named,
         })
     }
 
     /// Why a write to `physical` (inside `root`) is refused, if it is; `views` are the other
     /// names the path had on the way (absolute, lexical).
     pub(crate) fn judge(&self, physical: &Path, views: &[PathBuf], root: &Path) -> Option<String> {
-        if let Some(pattern) = self.names.matching(relative_to(physical, root)) {
+        let fold = physical.parent().is_none_or(folds);
+        if let Some(pattern) = self.names.matching_as(relative_to(physical, root), fold) {
             return Some(pattern.to_owned());
+        }
+        for home in &self.homes {
+            if let Ok(below) = physical.strip_prefix(home)
+                && let Some(pattern) = self
+                    .home_patterns
+                    .matching_as(&Path::new(HOME_MARK).join(below), fold)
+            {
+                return Some(format!(
+                    "{pattern} (the home directory `{}` is inside the root)",
+                    home.display()
+                ));
+            }
+        }
+        if let Some(named) = self.named.iter().find(|n| n.covers(physical)) {
+            return Some(named.why.clone());
+        }
+        // A PATH directory that holds the root itself is the person's setup, not a place to
+        // guard: protecting it would protect the whole project.
+        if let Some(dir) = self
+            .path_dirs
+            .iter()
+            .find(|d| physical.starts_with(d) && !root.starts_with(d))
+        {
+            return Some(format!(
+                "a directory on the agent's PATH (`{}`): a program there replaces a command",
+                dir.display()
+            ));
         }
         for view in views {
             if view.components().any(|c| c == Component::ParentDir) || !view.starts_with(root) {
                 continue;
             }
-            if let Some(pattern) = self.names.matching(relative_to(view, root)) {
+            if let Some(pattern) = self.names.matching_as(relative_to(view, root), fold) {
                 return Some(format!("{pattern} (named `{}`)", view.display()));
             }
         }
@@ -289,12 +480,29 @@ impl Protected {
         while let Some(dir) = ancestor {
             let inside = dir.starts_with(root);
             let facts = self.facts(dir, inside);
+            // direnv: what the `.envrc` of a directory above the file loads.
+            if inside
+                && facts.envrc
+                && let Some(named) = roles::envrc_named(&dir.join(".envrc"))
+                    .into_iter()
+                    .find(|n| n.covers(physical))
+            {
+                return Some(named.why);
+            }
             // Rule 5: the first repository above the file may move its hooks (`core.hooksPath`).
             if !repo_seen
                 && facts.dot_git
                 && let Some(git) = git_dir_of_work_tree(dir)
             {
                 repo_seen = true;
+                // What the repository's own config names: included files, fsmonitor.
+                let home = self.homes.first().map(PathBuf::as_path);
+                if let Some(named) = roles::git_named(&git.join("config"), Some(dir), home)
+                    .into_iter()
+                    .find(|n| n.covers(physical))
+                {
+                    return Some(named.why);
+                }
                 if let Some(hooks) = hooks_path(&git, dir)
                     && physical.starts_with(&hooks)
                 {
@@ -306,7 +514,7 @@ impl Protected {
                 }
             }
             if facts.git_dir
-                && let Some(pattern) = self.git_dir.matching(relative_to(physical, dir))
+                && let Some(pattern) = self.git_dir.matching_as(relative_to(physical, dir), fold)
             {
                 return Some(format!(
                     "{pattern} of the git directory `{}`",
@@ -345,6 +553,7 @@ impl Protected {
             git_dir: is_git_dir(dir),
             dot_git: std::fs::symlink_metadata(dir.join(".git")).is_ok(),
             linked,
+            envrc: inside_root && std::fs::symlink_metadata(dir.join(".envrc")).is_ok(),
         }
     }
 
@@ -358,6 +567,7 @@ impl Protected {
         let mut entries = Dir::new(fd).ok()?;
         let (mut head, mut objects, mut refs, mut commondir, mut dot_git) =
             (false, false, false, false, false);
+        let mut envrc = false;
         let mut linked = Vec::new();
         let mut count = 0usize;
         while let Some(entry) = entries.read() {
@@ -382,6 +592,7 @@ impl Protected {
                 b"refs" => refs = followed(FileType::Directory),
                 b"commondir" => commondir = followed(FileType::RegularFile),
                 b".git" => dot_git = true,
+                b".envrc" => envrc = true,
                 _ => {}
             }
             if let Some(linkable) = self.linkable_dirs.iter().find(|l| l.as_bytes() == name) {
@@ -399,6 +610,7 @@ impl Protected {
             git_dir: head && ((objects && refs) || commondir),
             dot_git,
             linked,
+            envrc,
         })
     }
 
@@ -435,7 +647,7 @@ fn git_dir_of_work_tree(dir: &Path) -> Option<PathBuf> {
     if meta.is_dir() {
         return std::fs::canonicalize(&dot_git).ok();
     }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let text = read_small_text(&dot_git, CONFIG_BYTES)?;
     let target = text.strip_prefix("gitdir:")?.trim();
     std::fs::canonicalize(dir.join(target)).ok()
 }
@@ -444,13 +656,12 @@ fn git_dir_of_work_tree(dir: &Path) -> Option<PathBuf> {
 /// resolved (relative values are relative to the work tree top). Only the repository's own
 /// config is read (and the common dir's, for a worktree).
 fn hooks_path(git: &Path, top: &Path) -> Option<PathBuf> {
-    let common = std::fs::read_to_string(git.join("commondir"))
-        .ok()
+    let common = read_small_text(&git.join("commondir"), CONFIG_BYTES)
         .and_then(|c| std::fs::canonicalize(git.join(c.trim())).ok())
         .unwrap_or_else(|| git.to_owned());
     let mut value = None;
     for config in [common.join("config"), git.join("config.worktree")] {
-        if let Ok(text) = std::fs::read_to_string(&config)
+        if let Some(text) = read_small_text(&config, CONFIG_BYTES)
             && let Some(found) = core_hooks_path(&text)
         {
             value = Some(found);
@@ -669,7 +880,145 @@ mod tests {
         (".pdbrc", ".pdbrc", "pdbrc.py"),
         (".pryrc", ".pryrc", "pryrc.rb"),
         (".irbrc", ".irbrc", "irbrc.rb"),
+        (".gdbinit", "tools/.gdbinit", "gdbinit.md"),
+        (".lldbinit", ".lldbinit", "lldbinit.txt"),
+        (".envrc.*", ".envrc.local", "envrc.md"),
+        (
+            "**/.github/hooks/**",
+            ".github/hooks/pre-tool.json",
+            ".github/workflows/ci.yml",
+        ),
+        ("**/.opencode/**", ".opencode/plugin/x.ts", "opencode.md"),
+        ("opencode.json", "opencode.json", "opencode.md"),
+        ("opencode.jsonc", "web/opencode.jsonc", "opencode.jsonc.bak"),
+        ("mise.toml", "mise.toml", "mise.md"),
+        (".mise.toml", ".mise.toml", "mise.toml.bak"),
+        ("mise.local.toml", "mise.local.toml", "mise.local.md"),
+        (".mise.local.toml", "svc/.mise.local.toml", "local.toml"),
+        ("**/.mise/**", ".mise/tasks/build", "mise-notes.txt"),
+        (".tool-versions", ".tool-versions", "tool-versions.md"),
+        (
+            "*.code-workspace",
+            "app.code-workspace",
+            "code-workspace.md",
+        ),
     ];
+
+    /// One example below a home directory per [`HOME_PROTECTED`] entry, and a near miss.
+    const HOME_EXAMPLES: &[(&str, &str, &str)] = &[
+        (
+            ".config/systemd/user/**",
+            ".config/systemd/user/evil.service.d/override.conf",
+            ".config/systemd/README",
+        ),
+        (
+            ".config/autostart/**",
+            ".config/autostart/x.desktop",
+            ".config/autostart.md",
+        ),
+        (
+            ".config/environment.d/**",
+            ".config/environment.d/10-path.conf",
+            ".config/environment.md",
+        ),
+        (
+            ".local/share/applications/**",
+            ".local/share/applications/firefox.desktop",
+            ".local/share/recently-used.xbel",
+        ),
+        (".local/bin/**", ".local/bin/git", ".local/lib/x"),
+        (".bashrc.d/**", ".bashrc.d/50-agent.sh", ".bashrc.md"),
+        (".bash_aliases", ".bash_aliases", "proj/.bash_aliases"),
+        (".inputrc", ".inputrc", "proj/.inputrc"),
+        (".xprofile", ".xprofile", "proj/.xprofile"),
+        (".xsessionrc", ".xsessionrc", "proj/.xsessionrc"),
+        (".xinitrc", ".xinitrc", "proj/.xinitrc"),
+        (
+            ".pam_environment",
+            ".pam_environment",
+            "proj/.pam_environment",
+        ),
+        (".tmux.conf", ".tmux.conf", "proj/.tmux.conf"),
+        (".vimrc", ".vimrc", "proj/.vimrc"),
+        (".vim/**", ".vim/plugin/x.vim", "proj/.vim/x"),
+        (
+            ".config/nvim/**",
+            ".config/nvim/init.lua",
+            ".config/nvim.md",
+        ),
+        (".emacs", ".emacs", "proj/.emacs"),
+        (".emacs.d/**", ".emacs.d/init.el", "proj/.emacs.d/init.el"),
+        (".config/gdb/**", ".config/gdb/gdbinit", ".config/gdb.md"),
+        (".config/git/**", ".config/git/config", ".config/gitk"),
+        (".ssh/rc", ".ssh/rc", ".ssh/rc.bak"),
+        (
+            ".config/containers/**",
+            ".config/containers/containers.conf",
+            ".config/containers.md",
+        ),
+        (".docker/**", ".docker/cli-plugins/docker-x", "docker.md"),
+    ];
+
+    #[test]
+    fn every_home_pattern_has_an_example_below_a_home_only() {
+        let home = PathBuf::from("/home/u");
+        let root = PathBuf::from("/home/u");
+        let p = Protected::compile_for(&[], std::slice::from_ref(&home), &[], &[]).unwrap();
+        for pattern in HOME_PROTECTED {
+            let Some((_, hit, miss)) = HOME_EXAMPLES.iter().find(|(p, _, _)| p == pattern) else {
+                panic!("no example for the home pattern {pattern}");
+            };
+            let verdict = p.judge(&home.join(hit), &[], &root);
+            assert!(
+                verdict.as_deref().is_some_and(|v| v.contains(pattern)),
+                "{hit}: {verdict:?}"
+            );
+            assert_eq!(p.judge(&home.join(miss), &[], &root), None, "{miss}");
+            // Not below a home: a project's file of that name is ordinary.
+            assert_eq!(
+                p.judge(&PathBuf::from("/srv/p").join(hit), &[], &root),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn case_folds_only_where_the_filesystem_folds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("probe"), "").unwrap();
+        let folding = root.join("PROBE").exists();
+        assert_eq!(folds(&root), folding);
+        assert_eq!(folds(&root.join("missing/deeper")), folding);
+        let p = Protected::compile(
+            &DEFAULT_PROTECTED
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert!(
+            p.judge(&root.join(".husky/pre-commit"), &[], &root)
+                .is_some()
+        );
+        assert_eq!(
+            p.judge(&root.join(".Husky/pre-commit"), &[], &root)
+                .is_some(),
+            folding
+        );
+    }
+
+    #[test]
+    fn path_directories_inside_a_root_are_protected() {
+        let bin = PathBuf::from("/home/u/p/tools/bin");
+        let p = Protected::compile_for(&[], &[], std::slice::from_ref(&bin), &[]).unwrap();
+        let root = Path::new("/home/u/p");
+        assert!(p.judge(&bin.join("ls"), &[], root).is_some());
+        assert_eq!(p.judge(Path::new("/home/u/p/tools/x"), &[], root), None);
+        // A PATH entry holding the root itself protects nothing.
+        let p = Protected::compile_for(&[], &[], &[PathBuf::from("/home/u")], &[]).unwrap();
+        assert_eq!(p.judge(Path::new("/home/u/p/a.txt"), &[], root), None);
+    }
 
     #[test]
     fn every_default_pattern_has_a_passing_example_and_near_miss() {

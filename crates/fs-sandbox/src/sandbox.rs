@@ -1,6 +1,6 @@
 //! Roots, the builder and the physical path check.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
@@ -11,10 +11,13 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
 use rustix::io::Errno;
 
 use crate::config::SandboxConfig;
+use crate::content::{ContentSniffer, KeyBlockSniffer, SniffScope, plainly_source};
 use crate::error::SandboxError;
+use crate::head::{Head, SNIFF_BYTES, head_of_fd, read_head};
 use crate::lazy::OnFirstUse;
 use crate::protected::{DEFAULT_PROTECTED, Protected};
 use crate::sensitive::{Sensitive, home_forms};
+use crate::stores::Located;
 
 /// How many symlinks one resolution may follow, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINKS: u32 = 40;
@@ -145,6 +148,8 @@ pub struct SandboxBuilder {
     sensitive: Vec<String>,
     home: Option<PathBuf>,
     mode: ResolveMode,
+    sniffer: Option<Arc<dyn ContentSniffer>>,
+    env: Option<HashMap<String, OsString>>,
 }
 
 /// Directories that are never a read-write root: as one, every system file would be "inside
@@ -217,6 +222,27 @@ impl SandboxBuilder {
         self
     }
 
+    /// The detectors a file's content is sniffed with before a read is allowed (default:
+    /// [`KeyBlockSniffer`], private key blocks only; agent-core wires in the redaction's).
+    pub fn content_sniffer(mut self, sniffer: Arc<dyn ContentSniffer>) -> Self {
+        self.sniffer = Some(sniffer);
+        self
+    }
+
+    /// The environment whose variables locate credential stores ([`RELOCATIONS`](crate::RELOCATIONS),
+    /// XDG base directories; default: this process's, which a hook inherits from its agent).
+    pub fn env<K: Into<String>, V: Into<OsString>>(
+        mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        self.env = Some(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        );
+        self
+    }
+
     /// Chooses how the race-free opens resolve paths (default [`ResolveMode::Auto`]).
     pub fn resolve_mode(mut self, mode: ResolveMode) -> Self {
         self.mode = mode;
@@ -281,6 +307,28 @@ impl SandboxBuilder {
         let home = self.home.or_else(std::env::home_dir);
         let homes = home_forms(home.as_deref());
         Sensitive::validate(&self.sensitive, &homes)?;
+        let env = self.env;
+        let lookup = |var: &str| match &env {
+            Some(map) => map.get(var).cloned(),
+            None => std::env::var_os(var),
+        };
+        let located: Vec<Located> = crate::stores::locate(&lookup, &cwd, home.as_deref())
+            .into_iter()
+            .flat_map(physical_forms)
+            .collect();
+        // Relative PATH entries (`.`, `node_modules/.bin`) are skipped: they would make the
+        // whole project a PATH directory.
+        let path_dirs: Vec<PathBuf> = lookup("PATH")
+            .map(|path| {
+                std::env::split_paths(&path)
+                    .filter(|d| d.is_absolute())
+                    .filter_map(|d| std::fs::canonicalize(d).ok())
+                    .filter(|d| d != Path::new("/"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let homes_for_protected = homes.clone();
+        let git_configs = crate::stores::git_config_files(&lookup, home.as_deref());
         let use_openat2 = match self.mode {
             ResolveMode::Walk => false,
             ResolveMode::Openat2 => true,
@@ -289,13 +337,39 @@ impl SandboxBuilder {
         Ok(Sandbox {
             cwd,
             roots,
-            protected: OnFirstUse::new(self.protected, |patterns| Protected::compile(patterns)),
-            sensitive: OnFirstUse::new((self.sensitive, homes), |(extra, homes)| {
-                Sensitive::compile(extra, homes)
-            }),
+            protected: OnFirstUse::new(
+                (self.protected, homes_for_protected, path_dirs, git_configs),
+                |(patterns, homes, path_dirs, git_configs)| {
+                    Protected::compile_for(patterns, homes, path_dirs, git_configs)
+                },
+            ),
+            sensitive: OnFirstUse::new(
+                (self.sensitive, homes, located),
+                |(extra, homes, located)| Sensitive::compile_located(extra, homes, located.clone()),
+            ),
             use_openat2,
             dev_null: dev_root(),
+            sniffer: self.sniffer.unwrap_or_else(|| Arc::new(KeyBlockSniffer)),
         })
+    }
+}
+
+/// A located store as given and, when it differs, as the kernel resolves it (the judgement
+/// compares physical paths).
+fn physical_forms(located: Located) -> Vec<Located> {
+    let real = std::fs::canonicalize(&located.path).ok().or_else(|| {
+        let parent = std::fs::canonicalize(located.path.parent()?).ok()?;
+        Some(parent.join(located.path.file_name()?))
+    });
+    match real {
+        Some(real) if real != located.path => vec![
+            Located {
+                path: real,
+                ..located.clone()
+            },
+            located,
+        ],
+        _ => vec![located],
     }
 }
 
@@ -327,6 +401,13 @@ fn probe_openat2(root: Option<&Root>) -> bool {
     .is_ok()
 }
 
+/// What the sensitive table compiles from: the policy's patterns, the home forms, the stores
+/// the environment moved.
+type SensitiveInput = (Vec<String>, Vec<PathBuf>, Vec<Located>);
+
+/// What the protected list compiles from: the patterns, the home forms, the `PATH` directories.
+type ProtectedInput = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
+
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
 /// `Send + Sync`; share it in an `Arc`.
@@ -335,12 +416,14 @@ pub struct Sandbox {
     cwd: PathBuf,
     roots: Vec<Root>,
     /// Compiled when the first write is judged (see `lazy.rs`).
-    protected: OnFirstUse<Vec<String>, Protected>,
+    protected: OnFirstUse<ProtectedInput, Protected>,
     /// Compiled when the first path is judged.
-    sensitive: OnFirstUse<(Vec<String>, Vec<PathBuf>), Sensitive>,
+    sensitive: OnFirstUse<SensitiveInput, Sensitive>,
     pub(crate) use_openat2: bool,
     /// `/dev`, to open `/dev/null` beneath; not a root.
     dev_null: Option<Root>,
+    /// Judges a file's content before a read (see `content.rs`).
+    sniffer: Arc<dyn ContentSniffer>,
 }
 
 /// The outcome of resolving a path physically.
@@ -369,6 +452,8 @@ impl Sandbox {
             sensitive: Vec::new(),
             home: None,
             mode: ResolveMode::Auto,
+            sniffer: None,
+            env: None,
         }
     }
 
@@ -478,7 +563,29 @@ impl Sandbox {
                 what: what.to_owned(),
             });
         }
+        // A hard link of a store is the store, whatever it is called.
+        if let Some((FileType::RegularFile, nlink)) = resolved.meta
+            && nlink > 1
+        {
+            let found = match self.sensitive.get() {
+                Ok(table) => table.identity(&resolved.path),
+                Err(_) => Some(crate::sensitive::UNCOMPILED),
+            };
+            if let Some(what) = found {
+                return Err(SandboxError::Sensitive {
+                    path: resolved.path,
+                    what: format!("{what} (a hard link of it)"),
+                });
+            }
+        }
+        let regular_read =
+            op == Op::Read && matches!(resolved.meta, Some((FileType::RegularFile, _)));
         let Some(root) = self.containing_root(&resolved.path) else {
+            // Outside every root a read is a person's call (ask), but never one that hands
+            // over a secret: a key under an ordinary name is refused as what it is.
+            if regular_read {
+                self.sniff(&resolved.path, None)?;
+            }
             // `/dev/null` reads nothing and swallows writes: allowed for reading and writing
             // wherever the roots are, opened beneath `/dev` (never listed as a root, so the
             // confinement compiled from `roots()` does not grow).
@@ -516,6 +623,11 @@ impl Sandbox {
                 kind: file_type_name(file_type),
             });
         }
+        // A read-only root is outside the project (dotfiles, toolchains): everything in it is
+        // sniffed; in the project, what is not plainly source.
+        if regular_read && (root.access() == Access::ReadOnly || !plainly_source(&resolved.path)) {
+            self.sniff(&resolved.path, Some(root))?;
+        }
         if op == Op::Write {
             if root.access() == Access::ReadOnly {
                 return Err(SandboxError::ReadOnlyRoot {
@@ -552,6 +664,55 @@ impl Sandbox {
             root: root.clone(),
             exists: resolved.exists,
         })
+    }
+
+    /// Refuses `physical` (a regular file, resolved) when its head holds a secret. A file the
+    /// guard may not read is no leak (the reader cannot read it either); any other failure to
+    /// read it is a refusal (fail closed).
+    /// Inside a root the file is opened beneath the root's fd as the tools open it (no symlink,
+    /// no mount crossed, no PATH_MAX limit).
+    fn sniff(&self, physical: &Path, root: Option<&Root>) -> Result<(), SandboxError> {
+        let scope = match root.map(Root::access) {
+            Some(Access::ReadWrite) => SniffScope::Project,
+            Some(Access::ReadOnly) | None => SniffScope::Outside,
+        };
+        let head = match root {
+            Some(root) => {
+                let checked = SandboxPath {
+                    path: physical.to_owned(),
+                    root: root.clone(),
+                    exists: true,
+                };
+                let fd = self.open_beneath(
+                    &checked,
+                    OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK,
+                    Mode::empty(),
+                );
+                match fd {
+                    Ok(fd) => head_of_fd(&fd, SNIFF_BYTES),
+                    Err(SandboxError::Io { source, .. }) => Err(source),
+                    Err(err) => return Err(err),
+                }
+            }
+            None => read_head(physical, SNIFF_BYTES),
+        };
+        match head {
+            Ok(Head::Bytes(head)) => match self.sniffer.secret_in(&head, scope) {
+                Some(detector) => Err(SandboxError::Sensitive {
+                    path: physical.to_owned(),
+                    what: format!("a file holding a secret (the `{detector}` detector found one)"),
+                }),
+                None => Ok(()),
+            },
+            Ok(Head::Missing) => Ok(()),
+            // Swapped for something else since it was resolved.
+            Ok(Head::NotRegular(kind)) => Err(SandboxError::SpecialFile {
+                resolved: physical.to_owned(),
+                kind: file_type_name(kind),
+            }),
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+            Err(err) => Err(SandboxError::io("read the head of", physical, err)),
+        }
     }
 
     /// `path` joined to the cwd with `.`, `//` and a trailing `/` dropped (`..` kept).

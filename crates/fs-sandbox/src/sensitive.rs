@@ -22,12 +22,15 @@
 //! (fail closed); a `.pem` that does not exist yet, or holds only certificates and public keys,
 //! is not.
 
-use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use std::collections::HashMap;
+
+use crate::head::{Head, SNIFF_BYTES, read_head};
 use crate::lazy::OnFirstUse;
+use crate::stores::Located;
 
 use crate::error::SandboxError;
 
@@ -42,6 +45,9 @@ pub enum SensitiveWhen {
     /// token-long user name: `https://ghp_...@github.com`) or cannot be read; a missing file
     /// is not. A repository's `.git/config` is ordinary until a remote embeds one.
     HoldsUrlCredential,
+    /// Unless its content is plainly a document of another kind that shares the extension
+    /// (a Keynote `.key` is a zip archive); missing or unreadable counts as sensitive.
+    UnlessDocument,
 }
 
 /// One entry of the sensitive-path table.
@@ -257,6 +263,16 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "~/.config/git/credentials",
     ),
     always(
+        "~/.config/containers/auth.json",
+        "container registry credentials (podman, buildah, skopeo)",
+        "~/.config/containers/auth.json",
+    ),
+    always(
+        "~/.config/glab-cli/config.yml",
+        "the GitLab CLI's token",
+        "~/.config/glab-cli/config.yml",
+    ),
+    always(
         "~/.config/github-copilot/**",
         "GitHub Copilot OAuth tokens",
         "~/.config/github-copilot/apps.json",
@@ -312,6 +328,32 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "a browser profile (saved passwords, cookies)",
         "~/.config/chromium/Default/Cookies",
     ),
+    // The same browsers installed as snaps or flatpaks keep their profiles elsewhere.
+    always(
+        "~/snap/firefox/common/.mozilla/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/snap/firefox/common/.mozilla/firefox/abc.default/logins.json",
+    ),
+    always(
+        "~/snap/chromium/common/chromium/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/snap/chromium/common/chromium/Default/Login Data",
+    ),
+    always(
+        "~/.var/app/org.mozilla.firefox/.mozilla/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.var/app/org.mozilla.firefox/.mozilla/firefox/abc.default/key4.db",
+    ),
+    always(
+        "~/.var/app/com.google.Chrome/config/google-chrome/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.var/app/com.google.Chrome/config/google-chrome/Default/Cookies",
+    ),
+    always(
+        "~/.var/app/org.chromium.Chromium/config/chromium/**",
+        "a browser profile (saved passwords, cookies)",
+        "~/.var/app/org.chromium.Chromium/config/chromium/Default/Login Data",
+    ),
     // Credential files that may sit in a project as well as in the home directory.
     always(".npmrc", "an npm token", "/p/.npmrc"),
     always(".pypirc", "a PyPI token", "~/.pypirc"),
@@ -339,7 +381,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "an SSH private key",
         "/p/keys/id_ed25519_sk",
     ),
-    always("*.key", "a private key", "/p/tls/server.key"),
+    SensitivePattern {
+        pattern: "*.key",
+        what: "a private key",
+        example: "/p/tls/server.key",
+        when: SensitiveWhen::UnlessDocument,
+    },
     always("*.p12", "a PKCS#12 key bundle", "/p/cert.p12"),
     always("*.pfx", "a PKCS#12 key bundle", "/p/cert.pfx"),
     always("*.keystore", "a Java keystore", "/p/release.keystore"),
@@ -490,9 +537,6 @@ pub(crate) const OTHER_HOMES: &[&str] = &["/root", "/home/*", "/Users/*"];
 /// What a policy-added pattern is called in messages.
 const POLICY_WHAT: &str = "a path the policy marks sensitive";
 
-/// How many leading bytes of a `.pem` file are searched for a private key block.
-const PEM_SNIFF_BYTES: u64 = 64 * 1024;
-
 /// The table, each set compiled the first time a match needs it (see `lazy.rs`): a directory
 /// check needs only `trees`, a tree reader only `anchored`.
 #[derive(Debug)]
@@ -507,6 +551,11 @@ pub(crate) struct Sensitive {
     except: OnFirstUse<Vec<Glob>, GlobSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
+    /// Stores where the environment moved them (see `stores.rs`), physical paths.
+    located: Vec<Located>,
+    /// (device, inode) of every store file the table can name at a fixed place, gathered the
+    /// first time a file with more than one link is judged.
+    identities: OnFirstUse<(Vec<PathBuf>, Vec<Located>), Identities>,
 }
 
 /// One kind of pattern in two sets: absolute globs, and the `~/` patterns relative to a home,
@@ -642,7 +691,17 @@ impl Sensitive {
 
     /// Reads the default table plus `extra` policy patterns against the home forms: every glob
     /// is parsed here (a bad pattern is an error now), each set compiles on first use.
+    #[cfg(test)]
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
+        Self::compile_located(extra, homes, Vec::new())
+    }
+
+    /// [`compile`](Sensitive::compile), with the stores the environment moved.
+    pub(crate) fn compile_located(
+        extra: &[String],
+        homes: &[PathBuf],
+        located: Vec<Located>,
+    ) -> Result<Self, SandboxError> {
         // (globs, metas) for the absolute and the home-relative sets of each kind.
         let mut files = (Vec::new(), Vec::new());
         let mut trees = (Vec::new(), Vec::new());
@@ -692,7 +751,39 @@ impl Sensitive {
             homes: homes.to_vec(),
             except: OnFirstUse::new(except, build_set),
             anchored: OnFirstUse::new(anchored, build_anchored),
+            identities: OnFirstUse::new((homes.to_vec(), located.clone()), |(homes, located)| {
+                Ok(store_identities(homes, located))
+            }),
+            located,
         })
+    }
+
+    /// What store `absolute` is by identity: a regular file with more than one link that is
+    /// a hard link of a store file (the same device and inode as one).
+    pub(crate) fn identity(&self, absolute: &Path) -> Option<&'static str> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(absolute).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        match self.identities.get() {
+            Ok(ids) => ids.get(&(meta.dev(), meta.ino())).copied(),
+            Err(_) => Some(UNCOMPILED),
+        }
+    }
+
+    /// The store the environment moved that `absolute` is in or is.
+    fn located_at(&self, absolute: &Path) -> Option<&'static str> {
+        self.located
+            .iter()
+            .find(|l| {
+                if l.tree {
+                    absolute.starts_with(&l.path)
+                } else {
+                    absolute == l.path
+                }
+            })
+            .map(|l| l.what)
     }
 
     /// What sensitive location lies at or below the directory `absolute` (`/` holds
@@ -707,6 +798,9 @@ impl Sensitive {
                 _ => None,
             })
             .collect();
+        if let Some(moved) = self.located.iter().find(|l| l.path.starts_with(absolute)) {
+            return Some(moved.what);
+        }
         let Ok(anchored) = self.anchored.get() else {
             return Some(UNCOMPILED);
         };
@@ -763,6 +857,9 @@ impl Sensitive {
     /// resolution); the filesystem is consulted only after a pattern matched (is it a directory,
     /// does a `.pem` hold a private key).
     pub(crate) fn matching(&self, absolute: &Path) -> Option<&'static str> {
+        if let Some(what) = self.located_at(absolute) {
+            return Some(what);
+        }
         // One candidate (basename, extension) shared by the absolute sets, one per home the
         // path is below for the home sets.
         let candidate = Candidate::new(absolute);
@@ -771,7 +868,9 @@ impl Sensitive {
         let Some(tree_hits) = self.trees.hits(&candidate, &rests) else {
             return Some(UNCOMPILED);
         };
-        if let Some((_, what)) = tree_hits.into_iter().min_by_key(|(order, _)| *order) {
+        if let Some((_, what)) = tree_hits.into_iter().min_by_key(|(order, _)| *order)
+            && !is_public_half(absolute)
+        {
             return Some(what);
         }
         // A file pattern never matches a directory: until the file set is compiled anyway, one
@@ -810,35 +909,142 @@ impl Sensitive {
                         return Some(what);
                     }
                 }
+                SensitiveWhen::UnlessDocument => {
+                    if !is_document(absolute) {
+                        return Some(what);
+                    }
+                }
             }
         }
         None
     }
 }
 
-/// Whether a file holds a private key block; unreadable counts as yes (fail closed).
-fn holds_private_key(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return true;
-    };
-    let mut head = Vec::new();
-    if file.take(PEM_SNIFF_BYTES).read_to_end(&mut head).is_err() {
-        return true;
+/// Store files by (device, inode).
+type Identities = HashMap<(u64, u64), &'static str>;
+
+/// How many entries of a store directory are looked at for identities.
+const IDENTITY_CAP: usize = 512;
+
+/// (device, inode) of the store files at fixed places: each literal `~/` or `/` entry below
+/// the builder's homes, the files of literal store trees (two levels down) and the located
+/// stores.
+fn store_identities(homes: &[PathBuf], located: &[Located]) -> HashMap<(u64, u64), &'static str> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut places: Vec<(PathBuf, bool, &'static str)> = Vec::new();
+    for entry in DEFAULT_SENSITIVE {
+        let (rest, tree) = match entry.pattern.strip_suffix("/**") {
+            Some(dir) => (dir, true),
+            None => (entry.pattern, false),
+        };
+        if rest.contains(['*', '?', '[', '{', '\\']) {
+            continue;
+        }
+        if let Some(below) = rest.strip_prefix("~/") {
+            places.extend(homes.iter().map(|h| (h.join(below), tree, entry.what)));
+        } else if rest.starts_with('/') {
+            places.push((PathBuf::from(rest), tree, entry.what));
+        }
     }
-    head.windows(b"PRIVATE KEY".len())
-        .any(|w| w == b"PRIVATE KEY")
+    places.extend(located.iter().map(|l| (l.path.clone(), l.tree, l.what)));
+    let mut ids = HashMap::new();
+    let mut seen = 0usize;
+    let add = |path: &Path, what: &'static str, ids: &mut HashMap<(u64, u64), &'static str>| {
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.is_file()
+        {
+            ids.entry((meta.dev(), meta.ino())).or_insert(what);
+        }
+    };
+    for (path, tree, what) in places {
+        if !tree {
+            add(&path, what, &mut ids);
+            continue;
+        }
+        let mut dirs = vec![(path, 0u8)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > IDENTITY_CAP {
+                    return ids;
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() && depth < 2 {
+                    dirs.push((entry.path(), depth + 1));
+                } else if kind.is_file() {
+                    add(&entry.path(), what, &mut ids);
+                }
+            }
+        }
+    }
+    ids
 }
+
+/// Leading bytes of document formats that share an extension with key files.
+pub(crate) const DOCUMENT_MAGIC: &[(&[u8], &str)] = &[
+    (
+        b"PK\x03\x04",
+        "a zip archive (Keynote, OpenDocument, Office)",
+    ),
+    (b"%PDF-", "a PDF document"),
+];
+
+/// Whether `path` is a regular file whose head is a document format ([`DOCUMENT_MAGIC`]).
+fn is_document(path: &Path) -> bool {
+    match read_head(path, 8) {
+        Ok(Head::Bytes(head)) => DOCUMENT_MAGIC
+            .iter()
+            .any(|(magic, _)| head.starts_with(magic)),
+        _ => false,
+    }
+}
+
+/// Whether `path` is the public half of a key pair: a regular `.pub` file with no private key
+/// block in it (`~/.ssh/id_ed25519.pub` is handed out on purpose; a private key renamed
+/// `.pub` is still a key).
+fn is_public_half(path: &Path) -> bool {
+    let public = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pub"));
+    public
+        && matches!(read_head(path, SNIFF_BYTES), Ok(Head::Bytes(head)) if !private_key_in(&head))
+}
+
+/// Whether a file holds a private key block; unreadable or not a regular file counts as yes
+/// (fail closed; a FIFO is never opened).
+fn holds_private_key(path: &Path) -> bool {
+    match read_head(path, SNIFF_BYTES) {
+        Ok(Head::Bytes(head)) => private_key_in(&head),
+        Ok(Head::Missing) => false,
+        _ => true,
+    }
+}
+
+/// Whether `head` holds a private key block of any format the guard knows.
+pub(crate) fn private_key_in(head: &[u8]) -> bool {
+    PRIVATE_KEY_MARKERS
+        .iter()
+        .any(|marker| memchr::memmem::find(head, marker.as_bytes()).is_some())
+}
+
+/// What starts a private key in a text file: PEM blocks of every kind (`PRIVATE KEY`, `RSA
+/// PRIVATE KEY`, `OPENSSH PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`, PGP's `PRIVATE KEY BLOCK`),
+/// PuTTY's key files and age identities.
+pub(crate) const PRIVATE_KEY_MARKERS: &[&str] =
+    &["PRIVATE KEY", "PuTTY-User-Key-File-", "AGE-SECRET-KEY-1"];
 
 /// Whether a file holds a URL whose user part is a credential; unreadable counts as yes.
 fn holds_url_credential(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return true;
-    };
-    let mut head = Vec::new();
-    if file.take(PEM_SNIFF_BYTES).read_to_end(&mut head).is_err() {
-        return true;
+    match read_head(path, SNIFF_BYTES) {
+        Ok(Head::Bytes(head)) => url_credential_in(&String::from_utf8_lossy(&head)),
+        Ok(Head::Missing) => false,
+        _ => true,
     }
-    url_credential_in(&String::from_utf8_lossy(&head))
 }
 
 /// Shortest user name (with no password) taken for a token: `git@` and `alice@` are names,
@@ -996,6 +1202,11 @@ mod tests {
                     std::fs::write(&p, "-----BEGIN PRIVATE KEY-----\nMII\n").unwrap();
                     p
                 }
+                SensitiveWhen::UnlessDocument => {
+                    let p = dir.path().join("server.key");
+                    std::fs::write(&p, "-----BEGIN PRIVATE KEY-----\nMII\n").unwrap();
+                    p
+                }
                 SensitiveWhen::HoldsUrlCredential => {
                     let p = dir.path().join(".git/config");
                     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
@@ -1106,7 +1317,12 @@ mod tests {
         // `/etc/shadow` has no dot-name on the way; `~/.ssh` has.
         assert!(t.below(Path::new("/etc"), false).is_some());
         assert!(t.below(Path::new("/"), false).is_some());
-        assert_eq!(t.below(Path::new("/home/u"), false), None);
+        // Below the home, only the snap browser profile has no dot-name on its way.
+        assert_eq!(
+            t.below(Path::new("/home/u"), false),
+            Some("a browser profile (saved passwords, cookies)")
+        );
+        assert_eq!(t.below(Path::new("/home/u/src"), false), None);
         assert!(t.below(Path::new("/home/u/.ssh"), false).is_some());
         assert!(t.below(Path::new("/home/u"), true).is_some());
     }
@@ -1128,6 +1344,28 @@ mod tests {
         assert!(t.matching(&home.join(".ssh")).is_some());
         assert_eq!(t.matching(&home.join("proj/.env")), None, "a venv");
         assert_eq!(t.matching(&home.join("proj/.env/bin/python")), None);
+    }
+
+    #[test]
+    fn public_halves_and_documents_named_like_keys_are_not_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        let t = Sensitive::compile(&[], &home_forms(Some(&home))).unwrap();
+        let public = home.join(".ssh/id_ed25519.pub");
+        std::fs::write(&public, "ssh-ed25519 AAAAC3Nza u@h\n").unwrap();
+        assert_eq!(t.matching(&public), None);
+        std::fs::write(&public, "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+        assert!(t.matching(&public).is_some(), "a key renamed .pub");
+        assert!(t.matching(&home.join(".ssh/known_hosts")).is_some());
+        let talk = home.join("talk.key");
+        std::fs::write(&talk, b"PK\x03\x04\x14\x00").unwrap();
+        assert_eq!(t.matching(&talk), None, "a Keynote file");
+        std::fs::write(&talk, "-----BEGIN EC PRIVATE KEY-----\n").unwrap();
+        assert!(t.matching(&talk).is_some());
+        std::fs::write(&talk, "3f9a0c1b2d").unwrap();
+        assert!(t.matching(&talk).is_some(), "a raw key (Rails master.key)");
+        assert!(t.matching(&home.join("new.key")).is_some(), "not there yet");
     }
 
     #[test]

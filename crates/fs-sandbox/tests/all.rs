@@ -14,6 +14,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fs_sandbox::{Access, Op, ResolveMode, Sandbox, SandboxConfig, WriteMode};
+
+#[path = "all/content.rs"]
+mod content;
+#[path = "all/home.rs"]
+mod home;
+#[path = "all/stores.rs"]
+mod stores;
 use proptest::prelude::*;
 
 /// `base/{proj (rw), proj-evil, ro (read-only root), outside}` with links inside `proj`.

@@ -249,6 +249,12 @@ impl AgentTool for RunBashTool {
                 result.timeout.as_secs()
             ));
         }
+        if result.write_cap_exceeded {
+            out.push_str(&format!(
+                "\n[stopped: wrote more than {} bytes (bash.exec max_written_bytes)]",
+                self.config.exec.max_written_bytes
+            ));
+        }
         match result.exit_code {
             Some(0) => Ok(ToolOutput::text(out)),
             Some(code) => Err(ToolError::Failed(format!("exit code {code}\n{out}"))),

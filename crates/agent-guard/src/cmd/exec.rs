@@ -267,6 +267,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 result.timeout.as_secs()
             );
         }
+        if result.write_cap_exceeded {
+            eprintln!(
+                "agent-guard: stopped after writing {} bytes (the cap is [bash.exec] \
+                 max_written_bytes = {})",
+                result.bytes_written,
+                request
+                    .confinement
+                    .as_ref()
+                    .and_then(|c| c.max_written)
+                    .unwrap_or_default()
+            );
+        }
     }
     Ok(ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)))
 }

@@ -46,8 +46,8 @@ pub(crate) struct HookArgs {
     /// http://HOST:PORT) and wait for a person's answer there; anything but an allow denies.
     #[arg(long, value_name = "URL", env = "AGENT_GUARD_APPROVE_VIA")]
     pub approve_via: Option<String>,
-    /// The approval server's token file (default: AGENT_GUARD_SERVE_TOKEN, then
-    /// ~/.agent-guard/serve.token).
+    /// The approval server's token file (default: ~/.agent-guard/serve.token); it must be
+    /// yours and 0600. Never an environment variable: the agent's tools inherit those.
     #[arg(long, value_name = "FILE", env = "AGENT_GUARD_SERVE_TOKEN_FILE")]
     pub approve_token_file: Option<PathBuf>,
     /// Seconds to wait for that answer: keep it under the hook timeout `init` writes (`doctor`
@@ -206,20 +206,29 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
 
 /// Runs a hook: reads stdin, answers, and never fails open.
 pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
+    let started = std::time::Instant::now();
     install_crash_answer(protocol);
+    let (tx, rx) = std::sync::mpsc::channel();
     let worker = std::thread::Builder::new()
         .name("hook".to_owned())
         .stack_size(HOOK_STACK)
-        .spawn(move || answer_stdin(protocol, &args));
+        .spawn(move || {
+            let _ = tx.send(answer_stdin(protocol, &args));
+        });
     let answer = match worker {
-        Ok(handle) => match handle.join() {
-            Ok(answer) => answer,
-            Err(_) => crash(protocol, "the guard panicked"),
-        },
+        // Answered before the client's deadline, whatever the judgement waits for.
+        Ok(_) => super::hook_deadline::await_answer(
+            protocol.client(),
+            started,
+            || EVENT_NAME.get().cloned(),
+            &rx,
+            |reason| crash(protocol, reason),
+        ),
         Err(e) => crash(protocol, &format!("cannot start the hook thread: {e}")),
     };
     emit(&answer);
-    ExitCode::from(answer.exit)
+    // The judging thread may still be stuck (a slow mount): leave without waiting for it.
+    std::process::exit(i32::from(answer.exit))
 }
 
 fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {

@@ -16,6 +16,7 @@ pub(crate) mod explain;
 pub(crate) mod gemini_hook;
 mod headless;
 mod hook;
+mod hook_deadline;
 pub(crate) mod init;
 pub(crate) mod lint;
 pub(crate) mod path;

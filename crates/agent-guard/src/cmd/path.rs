@@ -58,6 +58,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     for root in args.read_only_roots {
         builder = builder.root(root, Access::ReadOnly);
     }
+    // Sniffed with the same detectors as every other door's reads.
+    let scanner = policy.doc.hooks.secret_scanner()?;
+    builder = builder.content_sniffer(std::sync::Arc::new(agent_core::DetectorSniffer::new(
+        scanner,
+    )));
     let sandbox: Sandbox = builder.build().map_err(|err| {
         anyhow::anyhow!(
             "bad sandbox configuration ({}): {err}",

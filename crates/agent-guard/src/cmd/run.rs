@@ -40,7 +40,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "yes|no|prompt|URL", default_value = "no")]
     pub approve: ApproveMode,
     /// The approval server's token file, with --approve http://... (default:
-    /// AGENT_GUARD_SERVE_TOKEN, then ~/.agent-guard/serve.token).
+    /// ~/.agent-guard/serve.token; it must be yours and 0600).
     #[arg(long, value_name = "FILE")]
     pub approve_token_file: Option<PathBuf>,
     /// An OpenAI-compatible chat-completions endpoint (e.g. http://127.0.0.1:8080/v1) to use

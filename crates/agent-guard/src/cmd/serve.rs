@@ -9,9 +9,10 @@
 pub(crate) mod api;
 pub(crate) mod broker;
 pub(crate) mod client;
+pub(crate) mod listen;
 pub(crate) mod wire;
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,31 +59,23 @@ pub(crate) struct Args {
     /// The audit log `GET /api/audit` and the page's "recent decisions" read.
     #[arg(long, value_name = "FILE")]
     pub audit_db: Option<PathBuf>,
+    /// Open connections at most; a connection past it is closed at once.
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub max_connections: usize,
+    /// Seconds a connection may take to send a request head, and may stay idle between
+    /// requests, before it is closed (a held request or the event stream is not idle).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub header_timeout_secs: u64,
+    /// Requests a second with the token (bursts of ten times that); without it, a tenth.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub rate_limit: u32,
 }
 
-/// 32 random bytes from the kernel, as hex.
-fn random_token() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("cannot read random bytes for the token from /dev/urandom")?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Reads the token, or creates the file with a new one (0600, parent 0700).
+/// Reads the token, or creates the file with a new one (0600, parent 0700). An existing file
+/// must be this user's own and private ([`wire::check_private`]).
 fn token(path: &Path) -> anyhow::Result<String> {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
     if path.exists() {
-        let mode = std::fs::metadata(path)
-            .with_context(|| format!("cannot stat `{}`", path.display()))?
-            .permissions()
-            .mode();
-        anyhow::ensure!(
-            mode & 0o077 == 0,
-            "the token file `{}` is readable by others (mode {:o}); `chmod 600` it",
-            path.display(),
-            mode & 0o777
-        );
         return wire::read_token(path);
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -92,7 +85,7 @@ fn token(path: &Path) -> anyhow::Result<String> {
             .create(dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;
     }
-    let token = random_token()?;
+    let token = wire::random_hex(32)?;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -111,10 +104,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.listen
     );
     anyhow::ensure!(args.timeout_secs > 0, "--timeout-secs must be at least 1");
+    anyhow::ensure!(
+        args.max_connections > 0 && args.header_timeout_secs > 0 && args.rate_limit > 0,
+        "--max-connections, --header-timeout-secs and --rate-limit must be at least 1"
+    );
     let token_file = args
         .token_file
         .clone()
-        .unwrap_or_else(wire::default_token_file);
+        .map_or_else(wire::default_token_file, Ok)?;
     let token = token(&token_file)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -130,6 +127,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             broker: Arc::clone(&broker),
             token: Arc::from(token.as_str()),
             audit_db: args.audit_db.clone(),
+            rate: Arc::new(listen::RateLimits::new(args.rate_limit)),
+        };
+        let limits = listen::ConnLimits {
+            max_connections: args.max_connections,
+            header_timeout: Duration::from_secs(args.header_timeout_secs),
         };
         // The first line is for scripts and tests (the port when --listen asked for port 0).
         // Written, not `println!`: a reader that closed our stdout must not stop the server.
@@ -142,14 +144,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         let _ = out.flush();
         drop(out);
-        tokio::select! {
-            r = axum::serve(listener, api::router(app)) => r.context("the server stopped")?,
-            _ = tokio::signal::ctrl_c() => {
-                // Waiting calls get a deny now; the long-lived event streams are simply cut.
-                broker.stop_all();
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
+        let stop = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        listen::serve(listener, api::router(app), limits, stop).await;
+        // Waiting calls get a deny now; the long-lived event streams are simply cut.
+        broker.stop_all();
+        tokio::time::sleep(Duration::from_millis(200)).await;
         Ok(ExitCode::SUCCESS)
     })
 }

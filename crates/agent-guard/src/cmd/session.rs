@@ -33,8 +33,7 @@ pub(crate) enum ApproveMode {
     /// Ask through an approval server (`agent-guard serve`) at this `http://` URL.
     Http {
         url: String,
-        /// The server's token file (default: `AGENT_GUARD_SERVE_TOKEN`, then
-        /// ~/.agent-guard/serve.token).
+        /// The server's token file (default: ~/.agent-guard/serve.token).
         token_file: Option<PathBuf>,
     },
 }

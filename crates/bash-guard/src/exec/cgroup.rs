@@ -221,7 +221,7 @@ impl PidsCgroup {
             .map(|s| s.trim().to_string())
     }
 
-    fn pids(&self) -> Vec<Pid> {
+    pub(crate) fn pids(&self) -> Vec<Pid> {
         std::fs::read_to_string(self.procs_file())
             .unwrap_or_default()
             .lines()

@@ -7,6 +7,7 @@ mod output;
 mod profile;
 mod sys;
 mod trampoline;
+mod written;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -66,6 +67,9 @@ pub struct ExecConfig {
     pub max_processes: u32,
     /// Largest file a confined run may write, in bytes (1 GiB).
     pub max_file_size_bytes: u64,
+    /// Bytes a confined run may write to storage, all its files and processes together (4 GiB);
+    /// the run is stopped past it. Sampled every 100 ms from the kernel's per-process count.
+    pub max_written_bytes: u64,
     /// CPU seconds a confined run may use (120).
     pub cpu_time_secs: u64,
     /// Memory a confined run may use, all its processes together, in bytes (4 GiB): a memory
@@ -155,6 +159,7 @@ impl Default for ExecConfig {
             .collect(),
             max_processes: 256,
             max_file_size_bytes: 1 << 30,
+            max_written_bytes: 4 << 30,
             cpu_time_secs: 120,
             memory_max_bytes: 4 << 30,
             join_cgroup_v1: true,
@@ -178,6 +183,8 @@ pub struct Confinement {
     pub max_processes: Option<u32>,
     /// `RLIMIT_FSIZE` in bytes.
     pub max_file_size: Option<u64>,
+    /// Bytes the whole run may write to storage before it is stopped.
+    pub max_written: Option<u64>,
     /// `RLIMIT_CPU`.
     pub cpu_time: Option<Duration>,
     /// Memory cap of the whole run in bytes (memory cgroup, else `RLIMIT_AS`).
@@ -202,6 +209,7 @@ impl Confinement {
             block_network: true,
             max_processes: Some(config.max_processes),
             max_file_size: Some(config.max_file_size_bytes),
+            max_written: Some(config.max_written_bytes),
             cpu_time: Some(Duration::from_secs(config.cpu_time_secs)),
             memory_max: Some(config.memory_max_bytes),
             isolate: config.isolate_processes,
@@ -289,6 +297,9 @@ pub struct ConfinementReport {
     pub capabilities_dropped: bool,
     /// The seccomp filters are installed.
     pub seccomp: bool,
+    /// The command started with descriptors 0-2 only: every other one the runner's process held
+    /// (its own, or one its caller left open) was closed at `exec`.
+    pub inherited_fds_closed: bool,
     /// Toolchain directories made readable and executable.
     pub toolchains: Vec<PathBuf>,
     /// Other notes (limits that failed, a missing report).
@@ -318,6 +329,10 @@ pub struct ExecResult {
     pub timed_out: bool,
     /// The cancellation token fired.
     pub cancelled: bool,
+    /// The run wrote more than its confinement's `max_written` and was stopped.
+    pub write_cap_exceeded: bool,
+    /// Bytes the run's processes wrote to storage, as last sampled (0 when not measured).
+    pub bytes_written: u64,
     /// The effective timeout.
     pub timeout: Duration,
     /// Wall time of the run.
@@ -623,10 +638,18 @@ impl Runner {
 
         let mut timed_out = false;
         let mut cancelled = false;
+        let mut write_cap_exceeded = false;
+        let write_cap = request.confinement.as_ref().and_then(|c| c.max_written);
+        let mut meter = written::WriteMeter::default();
+        let root = child.id().and_then(|id| i32::try_from(id).ok());
         let status: Option<ExitStatus> = tokio::select! {
             st = child.wait() => st.ok(),
             () = tokio::time::sleep(timeout) => { timed_out = true; None }
             () = cancel.cancelled() => { cancelled = true; None }
+            () = watch_writes(&mut meter, write_cap, cgroup, root) => {
+                write_cap_exceeded = true;
+                None
+            }
         };
         let status = match status {
             Some(st) => Some(st),
@@ -672,6 +695,7 @@ impl Runner {
                     report.pid_max = applied.pid_max;
                     report.capabilities_dropped = applied.capabilities_dropped;
                     report.seccomp = applied.seccomp;
+                    report.inherited_fds_closed = applied.descriptors_closed;
                     report.notes.extend(applied.isolation_errors);
                     report.notes.extend(applied.notes);
                     if let Some(reason) = applied.refused {
@@ -714,6 +738,8 @@ impl Runner {
             stderr_dropped_bytes: stderr.dropped_bytes,
             timed_out,
             cancelled,
+            write_cap_exceeded,
+            bytes_written: meter.total(),
             timeout,
             duration: started.elapsed(),
             confinement: report,
@@ -730,6 +756,35 @@ fn read_report(mut pipe: std::io::PipeReader) -> Option<trampoline::Applied> {
     let mut buf = Vec::new();
     pipe.read_to_end(&mut buf).ok()?;
     serde_json::from_slice(&buf).ok()
+}
+
+/// Returns once the run has written more than `cap` bytes; never when there is no cap. The run's
+/// processes are its cgroup's, else the spawned process and its descendants.
+async fn watch_writes(
+    meter: &mut written::WriteMeter,
+    cap: Option<u64>,
+    cgroup: Option<&PidsCgroup>,
+    root: Option<i32>,
+) {
+    let Some(cap) = cap else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(written::POLL).await;
+        let pids: Vec<i32> = match (cgroup, root) {
+            (Some(cg), _) => cg
+                .pids()
+                .into_iter()
+                .map(Pid::as_raw_nonzero)
+                .map(|p| p.get())
+                .collect(),
+            (None, Some(root)) => written::descendants(root),
+            (None, None) => Vec::new(),
+        };
+        if meter.sample(&pids) > cap {
+            return;
+        }
+    }
 }
 
 fn signal_group(pgid: Option<Pid>, cgroup: Option<&PidsCgroup>, sig: Signal) {

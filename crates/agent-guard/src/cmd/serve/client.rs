@@ -17,23 +17,15 @@ use anyhow::Context as _;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Decision, NewRequest, Report, Resolution, WireStep};
+use super::wire::{Decision, NewRequest, Report, Resolution, Shown, WireStep};
 
-/// Where the client finds the server's token: an explicit file, `AGENT_GUARD_SERVE_TOKEN`, or
-/// the default token file.
+/// Where the client finds the server's token: an explicit file, else the default token file.
+/// Never the environment: the agent's tools inherit it (`printenv` is a read-only command).
 pub(crate) fn client_token(file: Option<&std::path::Path>) -> anyhow::Result<String> {
     if let Some(f) = file {
         return super::wire::read_token(f);
     }
-    if let Ok(t) = std::env::var("AGENT_GUARD_SERVE_TOKEN") {
-        let t = t.trim().to_owned();
-        anyhow::ensure!(
-            t.len() >= 16,
-            "AGENT_GUARD_SERVE_TOKEN is shorter than 16 characters"
-        );
-        return Ok(t);
-    }
-    let f: PathBuf = super::wire::default_token_file();
+    let f: PathBuf = super::wire::default_token_file()?;
     super::wire::read_token(&f)
         .with_context(|| "no token for the approval server (use --approve-token-file)")
 }
@@ -56,7 +48,10 @@ impl ApprovalClient {
             parsed.scheme() == "http" && parsed.host().is_some(),
             "the approval server URL must be `http://HOST:PORT`, not `{url}`"
         );
+        // Never through a proxy: `http_proxy` would carry the token and the answer through
+        // whatever it names, loopback included.
         let http = reqwest::Client::builder()
+            .no_proxy()
             .connect_timeout(Duration::from_secs(5))
             .build()
             .context("cannot build the HTTP client")?;
@@ -72,8 +67,40 @@ impl ApprovalClient {
         format!("{}{path}", self.base)
     }
 
+    /// Makes whatever listens at the address prove that it holds the token (`GET /challenge`
+    /// with a fresh nonce) before the token is sent to it: a process squatting on the port while
+    /// the server is down gets neither the token nor a say.
+    pub(crate) async fn authenticate_server(&self) -> Result<(), String> {
+        let nonce = super::wire::random_hex(32).map_err(|e| e.to_string())?;
+        let resp = self
+            .http
+            .get(self.url(&format!("/challenge?nonce={nonce}")))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the approval server `{}`: {e}", self.base))?;
+        let body: serde_json::Value = resp.json().await.unwrap_or_default();
+        let proof = body
+            .get("proof")
+            .and_then(|p| p.as_str())
+            .unwrap_or_default();
+        let expected = super::wire::challenge_proof(&self.token, &nonce);
+        if !super::wire::same(proof.as_bytes(), expected.as_bytes()) {
+            return Err(format!(
+                "whatever listens at `{}` did not prove it holds the approval server's token: it \
+                 is not your `agent-guard serve` (or not with this token file); nothing was sent \
+                 to it",
+                self.base
+            ));
+        }
+        Ok(())
+    }
+
     /// Fails clearly when the server is down or the token is wrong, before a session starts.
     pub(crate) async fn check(&self) -> anyhow::Result<()> {
+        self.authenticate_server()
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
         let resp = self
             .http
             .get(self.url("/api/sessions"))
@@ -94,8 +121,14 @@ impl ApprovalClient {
         Ok(())
     }
 
-    /// Posts an Ask and waits for its resolution. `Err` is the reason nobody could answer.
+    /// Posts an Ask and waits for its resolution. `Err` is the reason nobody could answer. The
+    /// server is authenticated first, and its answer must carry its proof over this request's
+    /// fresh nonce and the digest of exactly what this client asked about.
     pub(crate) async fn ask(&self, req: &NewRequest) -> Result<Resolution, String> {
+        self.authenticate_server().await?;
+        let mut req = req.clone();
+        req.nonce = super::wire::random_hex(32).map_err(|e| e.to_string())?;
+        let req = &req;
         let resp = self
             .http
             .post(self.url("/api/requests"))
@@ -119,16 +152,31 @@ impl ApprovalClient {
                 self.base
             )
         })?;
-        serde_json::from_slice(&body).map_err(|e| {
+        let resolution: Resolution = serde_json::from_slice(&body).map_err(|e| {
             format!(
                 "the approval server `{}` sent a malformed answer: {e}",
                 self.base
             )
-        })
+        })?;
+        let digest = super::wire::digest(&req.tool, &req.args, &req.change);
+        let proof = super::wire::answer_proof(&self.token, &req.nonce, &resolution);
+        if resolution.digest != digest
+            || !super::wire::same(resolution.proof.as_bytes(), proof.as_bytes())
+        {
+            return Err(format!(
+                "the answer from `{}` is not the server's answer to this call (its proof or the \
+                 digest of what was approved does not match); it is ignored",
+                self.base
+            ));
+        }
+        Ok(resolution)
     }
 
     /// Best effort: a report that cannot be delivered changes no decision.
     pub(crate) async fn report(&self, report: &Report) {
+        if self.authenticate_server().await.is_err() {
+            return;
+        }
         let _ = self
             .http
             .post(self.url("/api/report"))
@@ -151,6 +199,9 @@ impl ApprovalClient {
     /// Follows the event stream and cancels `cancel` when `session` is cancelled on the
     /// server. Returns when the stream ends.
     pub(crate) async fn watch_cancel(&self, session: String, cancel: CancellationToken) {
+        if self.authenticate_server().await.is_err() {
+            return;
+        }
         let Ok(mut resp) = self
             .http
             .get(self.url("/api/events"))
@@ -232,7 +283,73 @@ pub(crate) fn new_request(request: &ApprovalRequest, client: &str, wait: Duratio
         message: request.message.clone(),
         steps: request.steps.iter().map(WireStep::from).collect(),
         wait_ms: Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+        change: named_files(&request.args, None),
+        nonce: String::new(),
     }
+}
+
+/// Largest file whose content is shown and bound (bigger ones are bound by a note that they
+/// could not be shown, so the answer cannot be given for them blind: the person sees the note).
+const MAX_SHOWN_FILE: u64 = 256 * 1024;
+/// At most this many named files are shown.
+const MAX_SHOWN_FILES: usize = 16;
+
+/// The files a command names, each with its content: what `sh run.sh`, `python3 tool.py` or
+/// `make -f build.mk` runs is in a file, and a person approving the command approves that
+/// content. Every word of the command that names an existing regular file counts (a class, not
+/// a list of interpreters: an argument that is not code only adds to what is shown).
+fn named_files(args: &serde_json::Value, cwd: Option<&std::path::Path>) -> Vec<Shown> {
+    let Some(command) = args.get("command").and_then(serde_json::Value::as_str) else {
+        return Vec::new();
+    };
+    let base = args
+        .get("working_dir")
+        .or_else(|| args.get("cwd"))
+        .and_then(serde_json::Value::as_str)
+        .map(std::path::PathBuf::from)
+        .or_else(|| cwd.map(std::path::Path::to_path_buf))
+        .or_else(|| std::env::current_dir().ok());
+    let mut out: Vec<Shown> = Vec::new();
+    for word in command.split(|c: char| c.is_whitespace() || ";|&()<>`".contains(c)) {
+        let word = word.trim_matches(|c| c == '\'' || c == '"');
+        if word.is_empty() || word.starts_with('-') || out.len() >= MAX_SHOWN_FILES {
+            continue;
+        }
+        let path = match &base {
+            Some(b) => b.join(word),
+            None => std::path::PathBuf::from(word),
+        };
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() || out.iter().any(|s| s.label == word) {
+            continue;
+        }
+        let text = if meta.len() > MAX_SHOWN_FILE {
+            // Not shown, but still bound: its hash is part of the digest.
+            let hash = std::fs::read(&path).map(|b| {
+                use sha2::Digest as _;
+                sha2::Sha256::digest(&b)
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect::<String>()
+            });
+            match hash {
+                Ok(h) => format!("({} bytes, too large to show here; sha256 {h})", meta.len()),
+                Err(e) => format!("(cannot be read: {e})"),
+            }
+        } else {
+            match std::fs::read(&path) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) => format!("(cannot be read: {e})"),
+            }
+        };
+        out.push(Shown {
+            label: word.to_owned(),
+            text,
+        });
+    }
+    out
 }
 
 #[async_trait::async_trait]
@@ -358,6 +475,8 @@ pub(crate) fn decide_hook_ask(
         message,
         steps: verdict.steps.iter().map(WireStep::from).collect(),
         wait_ms: Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+        change: hook_change(&verdict, event),
+        nonce: String::new(),
     };
     let answer = client_token(args.approve_token_file.as_deref())
         .map_err(|e| format!("{e:#}"))
@@ -382,6 +501,34 @@ pub(crate) fn decide_hook_ask(
         },
     );
     verdict
+}
+
+/// What a hook's person approves: the client's whole tool input (the judged call may be one
+/// file of a patch, one edit of several), and the files its command names.
+fn hook_change(verdict: &agent_core::Verdict, event: &crate::cmd::hook::Event) -> Vec<Shown> {
+    let mut change = Vec::new();
+    if let Some(input) = &event.tool_input {
+        let tool = event.tool_name.as_deref().unwrap_or("tool");
+        let text = match input
+            .get("command")
+            .or_else(|| input.get("patch"))
+            .or_else(|| input.get("input"))
+        {
+            // A patch or a command is text: shown as itself, not as an escaped JSON string.
+            Some(serde_json::Value::String(s))
+                if input.as_object().is_some_and(|o| o.len() == 1) =>
+            {
+                s.clone()
+            }
+            _ => serde_json::to_string_pretty(input).unwrap_or_default(),
+        };
+        change.push(Shown {
+            label: format!("{tool} input (all of it)"),
+            text,
+        });
+    }
+    change.extend(named_files(&verdict.final_args, event.cwd.as_deref()));
+    change
 }
 
 /// For the hooks: asks the server about one call and blocks until the answer (or `wait`).

@@ -1,0 +1,163 @@
+//! Issue 26 through the real binaries: stores located by the variables their programs read,
+//! hard links of stores, and secrets by content, through the three hooks and `agent-guard
+//! path`. The policy allows every read, so only the sandbox stands between a call and a store.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const POLICY: &str = r#"
+[permissions]
+default = "allow"
+allow = ["read_file", "Read"]
+[hooks]
+audit = false
+"#;
+
+const HOOKS: [(&str, &str, &str); 3] = [
+    ("claude-hook", "PreToolUse", "Read"),
+    ("codex-hook", "PreToolUse", "Read"),
+    ("gemini-hook", "BeforeTool", "read_file"),
+];
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    home: PathBuf,
+    policy: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let project = base.join("proj");
+    let home = base.join("home");
+    std::fs::create_dir_all(project.join("ci")).unwrap();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".aws/credentials"), "[default]\n").unwrap();
+    std::fs::write(project.join("ci/kube.yaml"), "apiVersion: v1\n").unwrap();
+    std::fs::hard_link(home.join(".aws/credentials"), project.join("notes.txt")).unwrap();
+    let policy = base.join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    Fixture {
+        _tmp: tmp,
+        project,
+        home,
+        policy,
+    }
+}
+
+/// The decision a client takes and everything the hook printed.
+fn door(
+    fx: &Fixture,
+    hook: (&str, &str, &str),
+    path: &str,
+    env: &[(&str, &str)],
+) -> (String, String) {
+    let (sub, event, tool) = hook;
+    let stdin = json!({
+        "session_id": "s1", "transcript_path": "/dev/null", "cwd": fx.project,
+        "hook_event_name": event, "tool_name": tool, "tool_input": {"file_path": path},
+        "tool_use_id": "t1", "turn_id": "u1",
+    });
+    let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+    cmd.arg(sub)
+        .arg("--policy")
+        .arg(&fx.policy)
+        .env("HOME", &fx.home)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("GEMINI_PROJECT_DIR")
+        .env_remove("KUBECONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.write_stdin(stdin.to_string()).output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.code() == Some(2) {
+        return ("deny".to_owned(), all);
+    }
+    assert_eq!(out.status.code(), Some(0), "{sub}: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.trim().is_empty() {
+        return ("allow".to_owned(), all);
+    }
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let hs = &v["hookSpecificOutput"];
+    let decision = hs["permissionDecision"]
+        .as_str()
+        .or(v["decision"].as_str())
+        .unwrap_or("allow")
+        .to_owned();
+    (decision, all)
+}
+
+fn path_code(fx: &Fixture, path: &str, env: &[(&str, &str)]) -> String {
+    let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+    cmd.args(["path", "--json", "--op", "read", path])
+        .current_dir(&fx.project)
+        .env("HOME", &fx.home)
+        .env_remove("KUBECONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["reasons"][0]["code"].as_str().unwrap_or("").to_owned()
+}
+
+#[test]
+fn a_store_moved_by_its_variable_is_refused_in_every_door() {
+    let fx = fixture();
+    let kube = fx.project.join("ci/kube.yaml").display().to_string();
+    let moved = [("KUBECONFIG", kube.as_str())];
+    for hook in HOOKS {
+        let (plain, _) = door(&fx, hook, &kube, &[]);
+        assert_eq!(
+            plain, "allow",
+            "{}: an ordinary file without the variable",
+            hook.0
+        );
+        let (decision, text) = door(&fx, hook, &kube, &moved);
+        assert_eq!(decision, "deny", "{}: {text}", hook.0);
+        assert!(text.contains("KUBECONFIG"), "{}: {text}", hook.0);
+    }
+    assert_eq!(path_code(&fx, &kube, &moved), "sensitive_path");
+    assert_ne!(path_code(&fx, &kube, &[]), "sensitive_path");
+}
+
+#[test]
+fn a_hard_link_of_a_store_is_refused_in_every_door() {
+    let fx = fixture();
+    let link = fx.project.join("notes.txt").display().to_string();
+    for hook in HOOKS {
+        let (decision, text) = door(&fx, hook, &link, &[]);
+        assert_eq!(decision, "deny", "{}: {text}", hook.0);
+        assert!(text.contains("hard link"), "{}: {text}", hook.0);
+    }
+    assert_eq!(path_code(&fx, &link, &[]), "sensitive_path");
+}
+
+#[test]
+fn a_key_outside_the_project_is_refused_not_asked() {
+    let fx = fixture();
+    let key = fx.home.join("backup-2024");
+    std::fs::write(&key, "-----BEGIN RSA PRIVATE KEY-----\nMII\n").unwrap();
+    let key = key.display().to_string();
+    for hook in HOOKS {
+        let (decision, text) = door(&fx, hook, &key, &[]);
+        assert_eq!(decision, "deny", "{}: {text}", hook.0);
+        assert!(text.contains("private-key"), "{}: {text}", hook.0);
+    }
+    assert_eq!(path_code(&fx, &key, &[]), "sensitive_path");
+}

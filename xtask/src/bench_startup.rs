@@ -1,0 +1,329 @@
+//! `cargo xtask bench startup`: whole-process start-up costs against the peers doing the same
+//! work, paired and side by side (absolute times are not stable on a shared machine).
+//!
+//! - A hook call (`sh -c 'agent-guard claude-hook < EVENT'`, as a client's command line runs
+//!   it) against its floor, a process that only reads the event (`sh -c 'cat EVENT'`), for a
+//!   Read and a Bash PreToolUse event, without and with a SQLite audit database.
+//! - `agent-guard exec -- true` against bubblewrap doing the clients' own sandbox set-up when
+//!   `bwrap` is installed, else against `unshare` with the same namespaces.
+//!
+//! Wall time is compared per run (median of the paired ratios); CPU time (user + system of
+//! every descendant, from the children's totals in /proc/self/stat) is compared as the sum
+//! over all runs of a case, since one run is below the kernel's tick. A timing figure, not a
+//! test: nothing here asserts a speed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+
+use crate::bench_exec::{load_average, median};
+
+/// CPU time (user + system) of every reaped descendant of this process so far: the
+/// `cutime` and `cstime` fields of /proc/self/stat, in clock ticks.
+fn children_cpu_ticks() -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").context("cannot read /proc/self/stat")?;
+    // The command name may hold spaces and parentheses: the fields start after the last `)`.
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .context("unexpected /proc/self/stat")?;
+    // Fields after the name start at field 3 (state); cutime and cstime are fields 16 and 17.
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let field = |n: usize| -> anyhow::Result<u64> {
+        fields
+            .get(n - 3)
+            .context("short /proc/self/stat")?
+            .parse::<u64>()
+            .context("unexpected /proc/self/stat field")
+    };
+    Ok(field(16)? + field(17)?)
+}
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 on Linux unless told).
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .unwrap_or(100.0)
+}
+
+/// One benchmarked command line, run through `sh -c` like a client's hook command.
+struct Case {
+    name: &'static str,
+    script: String,
+    wall_ms: Vec<f64>,
+    cpu_ticks: u64,
+}
+
+impl Case {
+    fn new(name: &'static str, script: String) -> Case {
+        Case {
+            name,
+            script,
+            wall_ms: Vec::new(),
+            cpu_ticks: 0,
+        }
+    }
+
+    fn run_once(&mut self, dir: &Path) -> anyhow::Result<(f64, u64)> {
+        let before = children_cpu_ticks()?;
+        let start = Instant::now();
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(&self.script)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .with_context(|| format!("cannot start `{}`", self.script))?;
+        let wall = start.elapsed();
+        let cpu = children_cpu_ticks()?.saturating_sub(before);
+        // A hook that denies exits 2; anything else but 0 means the case is broken.
+        if !matches!(status.code(), Some(0 | 2)) {
+            bail!("`{}` failed: {status}", self.script);
+        }
+        Ok((wall.as_secs_f64() * 1e3, cpu))
+    }
+}
+
+fn quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+fn event(dir: &Path, tool: &str, input: serde_like::Json) -> String {
+    format!(
+        r#"{{"session_id":"bench","transcript_path":"/dev/null","cwd":{cwd},"permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"{tool}","tool_input":{input}}}"#,
+        cwd = serde_like::string(&dir.display().to_string()),
+        input = input.0,
+    )
+}
+
+/// Just enough JSON writing for the events (xtask has no serde_json).
+mod serde_like {
+    pub(super) struct Json(pub(super) String);
+
+    pub(super) fn string(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    pub(super) fn object(pairs: &[(&str, &str)]) -> Json {
+        let body: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{}:{}", string(k), string(v)))
+            .collect();
+        Json(format!("{{{}}}", body.join(",")))
+    }
+}
+
+/// Runs every case `runs` times, rotating the order each round so no case always runs on a
+/// cache another one warmed.
+fn measure(cases: &mut [Case], dir: &Path, runs: usize) -> anyhow::Result<()> {
+    for case in cases.iter_mut() {
+        for _ in 0..3 {
+            case.run_once(dir)?;
+        }
+    }
+    let n = cases.len();
+    for round in 0..runs {
+        for k in 0..n {
+            let Some(case) = cases.get_mut((round + k) % n) else {
+                continue;
+            };
+            let (wall, cpu) = case.run_once(dir)?;
+            case.wall_ms.push(wall);
+            case.cpu_ticks += cpu;
+        }
+    }
+    Ok(())
+}
+
+/// The median over runs of `case`'s wall time divided by `floor`'s in the same round.
+fn paired_ratio(case: &Case, floor: &Case) -> f64 {
+    let mut ratios: Vec<f64> = case
+        .wall_ms
+        .iter()
+        .zip(&floor.wall_ms)
+        .map(|(a, b)| a / b)
+        .collect();
+    median(&mut ratios)
+}
+
+fn report(cases: &[Case], pairs: &[(&str, &str)], runs: usize, tick_ms: f64) {
+    let find = |name: &str| cases.iter().find(|c| c.name == name);
+    for case in cases {
+        let mut wall = case.wall_ms.clone();
+        println!(
+            "  {:<34} wall {:>7.3} ms   cpu {:>7.3} ms/run",
+            case.name,
+            median(&mut wall),
+            case.cpu_ticks as f64 * tick_ms / runs as f64
+        );
+    }
+    for (case, floor) in pairs {
+        if let (Some(c), Some(f)) = (find(case), find(floor)) {
+            let cpu = if f.cpu_ticks == 0 {
+                f64::NAN
+            } else {
+                c.cpu_ticks as f64 / f.cpu_ticks as f64
+            };
+            println!(
+                "  {case} / {floor}: wall {:.2}x (median of paired ratios), cpu {cpu:.2}x (totals)",
+                paired_ratio(c, f)
+            );
+        }
+    }
+}
+
+/// Runs the startup benchmark; `rest` may hold `--runs N` (default 200).
+pub(crate) fn run(root: &Path, rest: &[String]) -> anyhow::Result<()> {
+    let runs: usize = match rest {
+        [flag, n] if flag == "--runs" => n.parse().context("--runs takes a number")?,
+        [] => 200,
+        _ => bail!("usage: cargo xtask bench startup [--runs N]"),
+    };
+    crate::cargo(root, &["build", "--release", "-p", "agent-guard"], &[])?;
+    let exe = root.join("target/release/agent-guard");
+    let dir = std::env::temp_dir().join(format!("xtask-bench-startup-{}", std::process::id()));
+    let result = run_in(&exe, &dir, runs);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("src")).context("cannot create the bench project")?;
+    std::fs::write(project.join("src/lib.rs"), "pub fn f() {}\n")
+        .context("cannot write the bench project")?;
+    let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    };
+    let read_event = write(
+        "read.json",
+        &event(
+            &project,
+            "Read",
+            serde_like::object(&[(
+                "file_path",
+                &project.join("src/lib.rs").display().to_string(),
+            )]),
+        ),
+    )?;
+    let bash_event = write(
+        "bash.json",
+        &event(
+            &project,
+            "Bash",
+            serde_like::object(&[("command", "git status")]),
+        ),
+    )?;
+    let no_db = write(
+        "no-db.toml",
+        "[permissions]\ndefault = \"ask\"\nallow = [\"read_file\"]\n\n[hooks]\naudit = false\n",
+    )?;
+    let with_db = write(
+        "db.toml",
+        &format!(
+            "[permissions]\ndefault = \"ask\"\nallow = [\"read_file\"]\n\n[hooks]\naudit = true\naudit_db = {}\n",
+            serde_like::string(&dir.join("audit.db").display().to_string())
+        ),
+    )?;
+    let hook = |policy: &Path, ev: &Path| {
+        format!(
+            "{} claude-hook --policy {} < {}",
+            quote(exe),
+            quote(policy),
+            quote(ev)
+        )
+    };
+    let mut hooks = vec![
+        Case::new(
+            "cat Read event (floor)",
+            format!("cat {}", quote(&read_event)),
+        ),
+        Case::new("hook Read, no audit db", hook(&no_db, &read_event)),
+        Case::new("hook Bash, no audit db", hook(&no_db, &bash_event)),
+        Case::new("hook Read, SQLite audit db", hook(&with_db, &read_event)),
+        Case::new("hook Bash, SQLite audit db", hook(&with_db, &bash_event)),
+    ];
+    let tick_ms = 1e3 / clock_ticks();
+    let load_before = load_average();
+    measure(&mut hooks, &project, runs)?;
+    println!(
+        "hook calls, {runs} paired runs each; load average before {load_before}, after {}",
+        load_average()
+    );
+    let floor = "cat Read event (floor)";
+    report(
+        &hooks,
+        &[
+            ("hook Read, no audit db", floor),
+            ("hook Bash, no audit db", floor),
+            ("hook Read, SQLite audit db", floor),
+            ("hook Bash, SQLite audit db", floor),
+        ],
+        runs,
+        tick_ms,
+    );
+
+    let p = quote(&project);
+    let peer = if Command::new("bwrap")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        Case::new(
+            "bwrap (clients' sandbox set-up)",
+            format!(
+                "exec bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --proc /proc \
+                 --dev /dev --tmpfs /tmp --bind {p} {p} --cap-drop ALL -- bash -c true"
+            ),
+        )
+    } else {
+        Case::new(
+            "unshare (bwrap not installed)",
+            "exec unshare --pid --fork --mount-proc --net --ipc --mount bash -c true".to_owned(),
+        )
+    };
+    let peer_name = peer.name;
+    let mut exec = vec![
+        peer,
+        Case::new(
+            "agent-guard exec --yes -- true",
+            format!("exec {} exec --yes -- true", quote(exe)),
+        ),
+    ];
+    let load_before = load_average();
+    measure(&mut exec, &project, runs)?;
+    println!(
+        "confinement, {runs} paired runs each; load average before {load_before}, after {}",
+        load_average()
+    );
+    report(
+        &exec,
+        &[("agent-guard exec --yes -- true", peer_name)],
+        runs,
+        tick_ms,
+    );
+    println!("(wall: medians; cpu: user+system of every descendant, summed over runs)");
+    Ok(())
+}
