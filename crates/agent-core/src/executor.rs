@@ -148,6 +148,10 @@ struct Inner {
     home: Option<PathBuf>,
     kill: Option<KillSwitch>,
     ledger: Option<crate::ledger::Wired>,
+    auto: Option<Arc<crate::auto::AutoMode>>,
+    /// The user's own requests per session, as the runtime's loop was given them (auto mode
+    /// shows them to its model; never a tool result).
+    requests: Arc<RwLock<std::collections::HashMap<String, Vec<String>>>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -180,6 +184,8 @@ impl Executor {
                 home: None,
                 kill: None,
                 ledger: None,
+                auto: None,
+                requests: Arc::default(),
             }),
         }
     }
@@ -273,6 +279,37 @@ impl Executor {
             limits: runtime_limits::SessionLimits::from_config(limits),
         });
         self
+    }
+
+    /// With auto mode: a model resolves asks that are a known side effect.
+    pub fn with_auto(mut self, auto: crate::auto::AutoMode) -> Self {
+        Arc::make_mut(&mut self.inner).auto = Some(Arc::new(auto));
+        self
+    }
+
+    /// Auto mode, when configured.
+    pub fn auto(&self) -> Option<&Arc<crate::auto::AutoMode>> {
+        self.inner.auto.as_ref()
+    }
+
+    /// Records the user's own requests of `session` (the runtime's loop, at each turn), for
+    /// auto mode.
+    pub fn set_user_requests(&self, session: &str, requests: Vec<String>) {
+        let mut map = self
+            .inner
+            .requests
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.insert(session.to_owned(), requests);
+    }
+
+    pub(crate) fn user_requests(&self, session: &str) -> Vec<String> {
+        let map = self
+            .inner
+            .requests
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(session).cloned().unwrap_or_default()
     }
 
     /// The session ledger, when one is wired.
@@ -373,6 +410,22 @@ impl Executor {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         (session.rules().next().is_some()).then(|| session.check(name, Some(args)))
+    }
+
+    /// The first Allow rule, of the policy and then of the session, that matches the one
+    /// content `subject` of `tool` (a simple command of a bash call).
+    pub(crate) fn allow_rule_for(&self, tool: &str, subject: &str) -> Option<String> {
+        if let Some(rule) = self.checker().allow_rule_for(tool, subject) {
+            return Some(rule.text().to_owned());
+        }
+        let session = self
+            .inner
+            .session
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        session
+            .allow_rule_for(tool, subject)
+            .map(|r| r.text().to_owned())
     }
 
     pub(crate) fn tool_level(
@@ -757,6 +810,8 @@ fn guard_call(call: &ToolCall, ctx: &ToolContext, read_only: bool) -> Call {
         client: Vec::new(),
         // The loop keeps its limits in memory (the call screen); no session ledger.
         ledger: None,
+        // Auto mode reads the loop's requests from the executor (`set_user_requests`).
+        requests: None,
     }
 }
 

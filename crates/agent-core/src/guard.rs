@@ -49,6 +49,9 @@ pub struct GuardBuilder {
     ledger_from_audit: bool,
     extra_tools: Vec<Arc<dyn AgentTool>>,
     max_file_size: usize,
+    auto: crate::auto::AutoConfig,
+    auto_transport: Option<Arc<dyn crate::auto::AutoTransport>>,
+    auto_state_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for GuardBuilder {
@@ -107,6 +110,9 @@ impl GuardBuilder {
             ledger_from_audit: false,
             extra_tools: Vec::new(),
             max_file_size: crate::tools::DEFAULT_MAX_FILE_SIZE,
+            auto: crate::auto::AutoConfig::default(),
+            auto_transport: None,
+            auto_state_dir: None,
         }
     }
 
@@ -202,6 +208,22 @@ impl GuardBuilder {
     /// agent hooks); without an audit database there is no ledger.
     pub fn ledger_from_audit(mut self, on: bool) -> Self {
         self.ledger_from_audit = on;
+        self
+    }
+    /// Auto mode (the `[auto]` table); off without an `endpoint`.
+    pub fn auto(mut self, config: crate::auto::AutoConfig) -> Self {
+        self.auto = config;
+        self
+    }
+    /// How auto mode reaches its model (default: HTTP to the configured endpoint).
+    pub fn auto_transport(mut self, transport: Arc<dyn crate::auto::AutoTransport>) -> Self {
+        self.auto_transport = Some(transport);
+        self
+    }
+    /// Where auto mode keeps its per-session answers and refusal counts (default:
+    /// [`crate::auto::default_state_dir`]).
+    pub fn auto_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.auto_state_dir = Some(dir.into());
         self
     }
     /// An extra tool.
@@ -346,6 +368,22 @@ impl GuardBuilder {
         if let Some(ledger) = ledger {
             executor = executor.with_ledger(ledger, &self.limits);
         }
+        if self.auto.enabled() {
+            let auto_err = |message: String| Error::Config {
+                layer: "auto",
+                message,
+            };
+            self.auto.validate().map_err(auto_err)?;
+            let transport = match self.auto_transport {
+                Some(t) => t,
+                None => http_transport(&self.auto).map_err(auto_err)?,
+            };
+            let state = self.auto_state_dir.or_else(crate::auto::default_state_dir);
+            let scanner = self.hooks.secret_scanner().map_err(hooks_err)?;
+            executor = executor.with_auto(crate::auto::AutoMode::new(
+                self.auto, transport, state, scanner,
+            ));
+        }
         Ok(Guard {
             executor,
             sandbox,
@@ -357,6 +395,20 @@ impl GuardBuilder {
             cancellations: Arc::new(CancellationRegistry::new()),
         })
     }
+}
+
+#[cfg(feature = "openai")]
+fn http_transport(
+    config: &crate::auto::AutoConfig,
+) -> Result<Arc<dyn crate::auto::AutoTransport>, String> {
+    Ok(Arc::new(crate::auto::HttpTransport::new(config)?))
+}
+
+#[cfg(not(feature = "openai"))]
+fn http_transport(
+    _: &crate::auto::AutoConfig,
+) -> Result<Arc<dyn crate::auto::AutoTransport>, String> {
+    Err("`[auto]` needs agent-core's `openai` feature (an HTTP client)".to_owned())
 }
 
 /// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (its

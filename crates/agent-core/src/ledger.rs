@@ -135,6 +135,11 @@ pub const LIFTABLE_DENIES: &[(&str, &str, &str)] = &[
         "network",
         "a command using the network while it is blocked",
     ),
+    (
+        "auto-mode",
+        "auto-deny",
+        "auto mode's model refusing a known side effect",
+    ),
 ];
 
 /// Refusal codes of the catastrophic class: destruction of the system, the home directory or

@@ -2,6 +2,7 @@
 
 pub mod apply_patch;
 mod approver;
+pub mod auto;
 pub mod clients;
 mod context;
 mod error;
@@ -9,6 +10,7 @@ mod event;
 mod executor;
 mod guard;
 mod ledger;
+mod lift;
 mod model;
 pub mod network;
 #[cfg(feature = "openai")]
@@ -36,6 +38,10 @@ pub use executor::{
 };
 pub use guard::{Guard, GuardBuilder};
 pub use ledger::{CATASTROPHIC, LIFTABLE_DENIES, LedgerUse, SessionLedger, not_liftable_because};
+pub use lift::{
+    AskItem, AskKind, AskResolution, CONFIGURED_ASKS, STEP_ASK_KINDS, only_side_effects,
+    step_ask_kind,
+};
 pub use model::{
     AssistantMessage, Message, Model, ModelError, ModelRequest, ScriptedModel, ToolCall, Usage,
 };

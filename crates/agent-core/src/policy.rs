@@ -33,6 +33,9 @@ pub struct PolicyDoc {
     /// Layer 7: runtime limits.
     #[serde(default)]
     pub limits: runtime_limits::LimitsConfig,
+    /// Auto mode: a model resolves asks that are a known side effect.
+    #[serde(default)]
+    pub auto: crate::auto::AutoConfig,
 }
 
 /// A loaded policy: the parsed document and where it came from.
@@ -162,7 +165,8 @@ impl Policy {
             .sandbox(self.doc.sandbox.clone())
             .bash(self.bash_config(env))
             .hooks(self.doc.hooks.clone())
-            .limits(self.doc.limits.clone()))
+            .limits(self.doc.limits.clone())
+            .auto(self.doc.auto.clone()))
     }
 
     /// A name for the policy's source in messages.

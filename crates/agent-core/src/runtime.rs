@@ -18,6 +18,9 @@ use crate::event::{AgentEvent, EventSink};
 use crate::executor::{CallScreen, Executor, ToolCallResult};
 use crate::model::{AssistantMessage, Message, Model, ModelRequest};
 
+/// How a background task's output is marked when the loop hands it to the model.
+const BG_PREFIX: &str = "[background task]";
+
 /// Results of background tasks waiting to be shown to the model. They are injected as user
 /// messages right before the next model call; a background task never touches the
 /// conversation itself.
@@ -322,6 +325,20 @@ impl AgentRuntime {
         let limits = &self.config.limits;
         let hooks = self.executor.hooks();
         let started = std::time::Instant::now();
+        // Auto mode shows its model the user's own requests: the user messages the turn starts
+        // with, minus what the loop injected on the user's behalf (background task output).
+        if self.executor.auto().is_some() {
+            let requests = messages
+                .iter()
+                .filter_map(|m| match m {
+                    Message::User { content } if !content.starts_with(BG_PREFIX) => {
+                        Some(content.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            self.executor.set_user_requests(session_id, requests);
+        }
         hooks
             .session_start(&SessionStartContext {
                 session_id: session_id.to_owned(),
@@ -368,7 +385,7 @@ impl AgentRuntime {
                 forced = Some(iv);
             }
             for note in self.notifications.drain() {
-                messages.push(Message::user(format!("[background task] {note}")));
+                messages.push(Message::user(format!("{BG_PREFIX} {note}")));
             }
             if forced.is_none() {
                 let may_compact = !breaker.is_open(u64::from(step));

@@ -21,7 +21,6 @@
 
 use std::path::{Path, PathBuf};
 
-use bash_guard::Decision as BashDecision;
 use fs_sandbox::{Op, SandboxError};
 use perm_hooks::{PreToolUseContext, PreToolUseResult};
 use perm_rules::{
@@ -61,6 +60,9 @@ pub struct Call {
     pub client: Vec<ClientFinding>,
     /// How hook mode's session ledger sees the call (`None`: no ledger step).
     pub ledger: Option<crate::LedgerUse>,
+    /// Where the user's own requests of the session are (a client's transcript), for auto
+    /// mode; read only when the model is consulted. `None`: what the runtime recorded.
+    pub requests: Option<crate::auto::UserRequests>,
 }
 
 impl Call {
@@ -163,6 +165,19 @@ pub struct Verdict {
     /// The rules layer's resolution (P0-P8, before the mode).
     #[serde(skip)]
     pub resolution: Option<Resolution>,
+    /// Every ask of the call, each with its kind (a known side effect or cannot be reviewed)
+    /// and the allow rule that lifted it: bash-guard's per simple command, the other layers'
+    /// per step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub asks: Vec<crate::AskItem>,
+    /// Who turned an ask into this decision: allow rules, an allow-once grant, auto mode
+    /// (set by `evaluate`), or a person (set by the front end that asked one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<crate::AskResolution>,
+    /// For an ask: how a person can let such calls through with allow rules (only when rules
+    /// would: every ask standing is a known side effect), or why no rule can.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
 }
 
 impl Verdict {
@@ -177,6 +192,17 @@ impl Verdict {
             .find(|s| s.layer == "allow-once" && s.decision == self.decision)
         {
             return Some(grant);
+        }
+        if let Some(auto) = self
+            .steps
+            .iter()
+            .rev()
+            // An auto mode that had no answer leaves the ask's own reason deciding.
+            .find(|s| {
+                s.layer == "auto-mode" && s.decision == self.decision && s.decision != Decision::Ask
+            })
+        {
+            return Some(auto);
         }
         if let Some(mode) = self.steps.iter().rev().find(|s| s.layer == "mode") {
             return Some(mode);
@@ -221,12 +247,12 @@ impl Verdict {
     /// Hooks leave such a call to the client's own permission flow.
     pub fn decided_by_default(&self) -> bool {
         self.decision == Decision::Allow
-            // A person's answer (an allow-once grant, an allow on the approval page) is
-            // explicit, not the default: the client must not ask again.
+            // A person's answer (an allow-once grant, an allow on the approval page) or auto
+            // mode's is explicit, not the default: the client must not ask again.
             && !self
                 .steps
                 .iter()
-                .any(|s| PERSON_LAYERS.contains(&s.layer))
+                .any(|s| PERSON_LAYERS.contains(&s.layer) || s.layer == "auto-mode")
             && self
                 .resolution
                 .as_ref()
@@ -371,6 +397,9 @@ impl Executor {
                 final_args: call.args.clone(),
                 additional_context: String::new(),
                 resolution: None,
+                asks: Vec::new(),
+                resolved_by: None,
+                advice: None,
             };
         }
 
@@ -466,9 +495,17 @@ impl Executor {
             }
         }
 
-        // Layer 5: bash commands.
+        // Layer 5: bash commands; an allow rule lifts a side-effect ask of the simple
+        // commands it matches (crate::lift).
+        let mut asks = Vec::new();
+        let mut subjects = None;
         if call.tool == "run_bash" {
-            steps.push(self.bash_step(&args, &cwd));
+            let (step, judged) = self.bash_step(&args, &cwd);
+            steps.push(step);
+            if let Some(judged) = judged {
+                asks = judged.items;
+                subjects = judged.subjects;
+            }
         }
 
         // Network tools, by where they really go.
@@ -535,6 +572,12 @@ impl Executor {
             steps.push(step);
         }
 
+        asks.extend(crate::lift::step_items(&steps));
+        let lifted_rules = lifted_rules(&asks, &steps);
+        let advice = (combined_of(&steps) == Decision::Ask && call.tool == "run_bash")
+            .then(|| crate::lift::advice(self, &asks, subjects.as_deref(), &cwd))
+            .flatten();
+
         // The mode, once, on the combined decision. No step at all fails closed.
         let combined = steps
             .iter()
@@ -551,6 +594,27 @@ impl Executor {
                 format!("mode-{}", mode.as_str()),
                 mode_message(mode, combined, decision, read_only),
             ));
+        }
+
+        let mut resolved_by = (decision == Decision::Allow && !lifted_rules.is_empty()).then_some(
+            crate::AskResolution::Rule {
+                rules: lifted_rules,
+            },
+        );
+
+        // Auto mode: a model may resolve an ask whose every standing reason is a known side
+        // effect, never a deny, a configured ask or what the guard could not review.
+        if decision == Decision::Ask
+            && let Some(auto) = self.auto()
+            && crate::lift::only_side_effects(&asks)
+            && !steps.iter().any(|s| s.decision == Decision::Deny)
+        {
+            let (step, resolution) = self.auto_step(auto, call, &args, &cwd, &asks).await;
+            decision = step.decision;
+            steps.push(step);
+            if resolution.is_some() {
+                resolved_by = resolution;
+            }
         }
 
         // A person's allow-once grant for exactly this call, consumed here, lifts a refusal
@@ -570,6 +634,7 @@ impl Executor {
             };
             // A grant that cannot be read is no grant: the refusal stands.
             if let Ok(Some(code)) = wired.ledger.take_grant(&key).await {
+                resolved_by = Some(crate::AskResolution::AllowOnce { code: code.clone() });
                 steps.push(Step::new(
                     "allow-once",
                     format!("`{}` in session `{}`", usage.tool, call.session_id),
@@ -590,6 +655,95 @@ impl Executor {
             final_args: args,
             additional_context: pre.additional_context,
             resolution: Some(resolution),
+            asks,
+            resolved_by,
+            advice,
+        }
+    }
+
+    /// Asks auto mode's model about an ask; its step, and the resolution when it answered.
+    async fn auto_step(
+        &self,
+        auto: &crate::auto::AutoMode,
+        call: &Call,
+        args: &Value,
+        cwd: &Path,
+        asks: &[crate::AskItem],
+    ) -> (Step, Option<crate::AskResolution>) {
+        use crate::auto::{AutoOutcome, UserRequests};
+        let requests = call
+            .requests
+            .clone()
+            .unwrap_or_else(|| UserRequests::Messages(self.user_requests(&call.session_id)));
+        let root = self.sandbox().map_or(cwd, |s| s.cwd());
+        let outcome = auto
+            .resolve(&call.session_id, &requests, &call.tool, args, root, asks)
+            .await;
+        let model = auto.config().model.clone();
+        let saw = format!("`{}` by model `{model}`", call.tool);
+        match outcome {
+            AutoOutcome::Answer {
+                answer,
+                latency_ms,
+                cached,
+                ..
+            } => {
+                let allow = answer.decision == Decision::Allow;
+                let step = Step::new(
+                    "auto-mode",
+                    saw,
+                    if allow {
+                        Decision::Allow
+                    } else {
+                        Decision::Deny
+                    },
+                    if allow { "auto-allow" } else { "auto-deny" },
+                    format!(
+                        "auto mode's model `{model}` ({latency_ms} ms) {} this known side effect{}: {}",
+                        if allow { "allowed" } else { "refused" },
+                        if cached {
+                            " (its answer to the identical call earlier in the session)"
+                        } else {
+                            ""
+                        },
+                        if answer.reason.is_empty() {
+                            "no reason given"
+                        } else {
+                            answer.reason.as_str()
+                        }
+                    ),
+                );
+                let resolution = crate::AskResolution::Auto {
+                    decision: answer.decision,
+                    model,
+                    latency_ms,
+                    reason: answer.reason,
+                    cached,
+                };
+                (step, Some(resolution))
+            }
+            AutoOutcome::NoAnswer(why) => (
+                Step::new(
+                    "auto-mode",
+                    saw,
+                    Decision::Ask,
+                    "auto-no-answer",
+                    format!("auto mode had no answer ({why}); a person decides"),
+                ),
+                None,
+            ),
+            AutoOutcome::StoodDown(n) => (
+                Step::new(
+                    "auto-mode",
+                    saw,
+                    Decision::Ask,
+                    "auto-stood-down",
+                    format!(
+                        "auto mode stood down for this session after {n} refusals; a person decides"
+                    ),
+                ),
+                None,
+            ),
         }
     }
 
@@ -1045,55 +1199,76 @@ impl Executor {
         }
     }
 
-    fn bash_step(&self, args: &Value, cwd: &Path) -> Step {
+    fn bash_step(&self, args: &Value, cwd: &Path) -> (Step, Option<crate::lift::BashJudgement>) {
         let Some(command) = args.get("command").and_then(Value::as_str) else {
-            return Step::new(
-                "bash-guard",
-                format!("{args}"),
-                Decision::Deny,
-                "no_command",
-                "`run_bash` input has no string `command`",
+            return (
+                Step::new(
+                    "bash-guard",
+                    format!("{args}"),
+                    Decision::Deny,
+                    "no_command",
+                    "`run_bash` input has no string `command`",
+                ),
+                None,
             );
         };
         let saw = format!("`{}`", crate::truncate_chars(command, 200).0);
         let Some(analyzer) = self.bash() else {
-            return Step::new(
-                "bash-guard",
-                saw,
-                Decision::Deny,
-                "bash_guard_unavailable",
-                "no bash analyzer is configured, so no command can be judged",
+            return (
+                Step::new(
+                    "bash-guard",
+                    saw,
+                    Decision::Deny,
+                    "bash_guard_unavailable",
+                    "no bash analyzer is configured, so no command can be judged",
+                ),
+                None,
             );
         };
         let dir = match args.get("working_dir").and_then(Value::as_str) {
             Some(d) if !d.is_empty() => match self.physical_input(d, cwd) {
                 Ok(p) => p,
-                Err(step) => return *step,
+                Err(step) => return (*step, None),
             },
             _ => cwd.to_path_buf(),
         };
         let verdict = analyzer.analyze(command, &dir);
-        let decision = match verdict.decision {
-            BashDecision::Allow => Decision::Allow,
-            BashDecision::Ask => Decision::Ask,
-            BashDecision::Deny => Decision::Deny,
-        };
-        let deciding: Vec<_> = verdict.deciding().collect();
-        let code = deciding
-            .first()
-            .map_or("no_findings", |f| f.code)
-            .to_owned();
-        let message = if deciding.is_empty() {
-            "no simple command was found".to_owned()
-        } else {
-            deciding
-                .iter()
-                .map(|f| format!("`{}`: {}", f.subcommand, f.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        Step::new("bash-guard", saw, decision, code, message)
+        let judged = crate::lift::judge_bash(self, &verdict);
+        (
+            Step::new(
+                "bash-guard",
+                saw,
+                judged.decision,
+                judged.code.clone(),
+                judged.message.clone(),
+            ),
+            Some(judged),
+        )
     }
+}
+
+/// The strictest decision of `steps` (none: deny).
+fn combined_of(steps: &[Step]) -> Decision {
+    steps
+        .iter()
+        .map(|s| s.decision)
+        .max()
+        .unwrap_or(Decision::Deny)
+}
+
+/// The allow rules that lifted a side-effect ask of bash-guard, each once, when the lifting
+/// mattered: bash-guard asked and no other step asks or denies.
+fn lifted_rules(asks: &[crate::AskItem], steps: &[Step]) -> Vec<String> {
+    let mut rules: Vec<String> = Vec::new();
+    for rule in asks.iter().filter_map(|a| a.lifted_by.as_ref()) {
+        if !rules.contains(rule) {
+            rules.push(rule.clone());
+        }
+    }
+    if steps.iter().any(|s| s.decision != Decision::Allow) {
+        return Vec::new();
+    }
+    rules
 }
 
 /// The session-limits step of a counted call: `None` within the limits, a refusal past them

@@ -135,3 +135,9 @@ async fn events_follow_each_call() {
 
 #[path = "ledger/mod.rs"]
 mod ledger;
+#[path = "lift/mod.rs"]
+mod lift;
+
+#[cfg(feature = "openai")]
+#[path = "auto/mod.rs"]
+mod auto;

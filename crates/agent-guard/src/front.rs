@@ -64,6 +64,9 @@ pub(crate) struct FrontOptions {
     pub audit_db: Option<PathBuf>,
     /// Keep hook mode's session ledger (limits, allow-once) in that audit database.
     pub ledger: bool,
+    /// Resolve asks with the policy's `[auto]` model (the agent hooks); `test`, `check` and
+    /// `explain` never call a model.
+    pub auto: bool,
 }
 
 /// A built guard and the runtime that drives it.
@@ -116,7 +119,12 @@ impl Front {
             .bash(bash)
             .hooks(hooks)
             .ledger_from_audit(opts.ledger)
-            .limits(policy.doc.limits.clone());
+            .limits(policy.doc.limits.clone())
+            .auto(if opts.auto {
+                policy.doc.auto.clone()
+            } else {
+                agent_core::auto::AutoConfig::default()
+            });
         let guard = rt
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;
@@ -200,6 +208,9 @@ pub(crate) fn refusal(tool: &str, layer: &'static str, code: &str, message: Stri
         final_args: serde_json::Value::Null,
         additional_context: String::new(),
         resolution: None,
+        asks: Vec::new(),
+        resolved_by: None,
+        advice: None,
     }
 }
 

@@ -38,6 +38,8 @@ enum Command {
     Audit(cmd::audit::Args),
     /// Stop a session (or all) on every guard sharing the audit database (the kill switch).
     Cancel(cmd::cancel::Args),
+    /// Auto mode: `auto eval --corpus FILE` scores the policy's `[auto]` model.
+    Auto(cmd::auto::Args),
     /// Let one refused call through once: run it yourself with the code from a hook's refusal.
     AllowOnce(cmd::allow_once::Args),
     /// Validate a bash command, then run it confined (layer 5).
@@ -105,6 +107,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => cmd::audit::run(args),
         Command::Cancel(args) => cmd::cancel::run(args),
         Command::AllowOnce(args) => cmd::allow_once::run(args),
+        Command::Auto(args) => cmd::auto::run(args),
         Command::Exec(args) => cmd::exec::run(args),
         Command::ClaudeHook(args) => return cmd::claude_hook::run(args),
         Command::CodexHook(args) => return cmd::codex_hook::run(args),

@@ -146,7 +146,8 @@ fn script(dir: &Path) {
     .unwrap();
     std::fs::write(
         dir.join("policy.toml"),
-        "[permissions]\nask = [\"file_write\"]\n[sandbox]\nroots = [\".\"]\n",
+        // Only the writes ask: a policy without `default` would ask about the glob too.
+        "[permissions]\ndefault = \"allow\"\nask = [\"file_write\"]\n[sandbox]\nroots = [\".\"]\n",
     )
     .unwrap();
 }

@@ -1055,6 +1055,12 @@ async fn a_cancel_between_asks_stops_the_run_through_the_event_stream() {
         work.path(),
         json!([slow, write_call("c2"), {"content": "done"}]),
     );
+    // `sleep` runs without asking (the policy's default asks about a command no rule names).
+    std::fs::write(
+        &policy,
+        "[permissions]\nask = [\"file_write\"]\nallow = [\"run_bash(sleep:*)\"]\n[sandbox]\nroots = [\".\"]\n",
+    )
+    .unwrap();
     let child = Command::new(BIN)
         .current_dir(work.path())
         .args(["run", "--json", "--policy"])

@@ -1,8 +1,7 @@
-//! The walker: parses a command, visits every node of the tree and hands each simple command,
+//! The walk: parses a command, visits every node of the tree and hands each simple command,
 //! decoded, to the classifier.
 
-use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use brush_parser::ParserOptions;
 use brush_parser::ast::{
@@ -15,14 +14,12 @@ use crate::error::ParseError;
 use crate::judge::{PathAccess, PathJudge, PathVerdict};
 use crate::limits::{self, INLINE_NESTING, MAX_COMMANDS, MAX_NESTING};
 use crate::verdict::{Decision, Finding, Verdict};
-use crate::words::{DecodeOut, Decoded, Decoder};
+use crate::walker::{StackMode, StdinKind, Walker, display_words};
+use crate::words::{DecodeOut, Decoded};
 
 /// Command strings nested in command strings (substitutions, `bash -c`, `eval`, ...) deeper
 /// than this are denied.
 pub(crate) const MAX_DEPTH: usize = 12;
-
-/// Most names of one glob word judged one by one; a wider expansion asks.
-const MAX_EXPANDED: usize = 1024;
 
 /// Classifies bash commands. Cheap to share: it holds only the configuration.
 #[derive(Debug, Clone)]
@@ -76,8 +73,18 @@ impl Analyzer {
     ) -> (Verdict, bool) {
         let run = |mode: StackMode| {
             let options = ParserOptions::default();
-            let mut w = Walker::new(self, judge, &options, Some(cwd.to_path_buf()), mode);
-            if command.trim().is_empty() && command.len() <= limits::MAX_COMMAND_LEN {
+            let mut w = Walker::new(
+                &self.config,
+                self.home.as_deref(),
+                judge,
+                &options,
+                Some(cwd.to_path_buf()),
+                mode,
+            );
+            // Only bash's blanks make a command empty: a vertical tab or a carriage return
+            // is a word to bash (a command of that name).
+            let blank = command.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n'));
+            if blank && command.len() <= limits::MAX_COMMAND_LEN {
                 w.add(
                     Decision::Deny,
                     "empty_command",
@@ -114,14 +121,6 @@ impl Analyzer {
             ),
         }
     }
-}
-
-/// Where the analysis runs: on the caller's stack (texts provably shallow), or on a thread
-/// whose stack holds the nesting cap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StackMode {
-    Inline,
-    Big,
 }
 
 /// Parses a whole program.
@@ -238,7 +237,14 @@ pub fn simple_commands(command: &str) -> Result<Vec<String>, ParseError> {
     }
     let run = |mode: StackMode| {
         let options = ParserOptions::default();
-        let mut w = Walker::new(&analyzer, &NoJudge, &options, None, mode);
+        let mut w = Walker::new(
+            &analyzer.config,
+            analyzer.home.as_deref(),
+            &NoJudge,
+            &options,
+            None,
+            mode,
+        );
         let mut out = Vec::new();
         let failure = w.collect(command, &mut out);
         (w.needs_big_stack, failure.map_or(Ok(out), Err))
@@ -256,79 +262,7 @@ pub fn simple_commands(command: &str) -> Result<Vec<String>, ParseError> {
     })
 }
 
-/// Where a simple command's standard input comes from: a shell reading a script from stdin is
-/// reviewed only when that script is literal text in the command.
-#[derive(Debug, Clone)]
-pub(crate) enum StdinKind {
-    /// Not redirected (closed or a terminal).
-    Terminal,
-    /// The output of the previous pipeline stage.
-    Pipe,
-    /// Literal text (a here-document without expansions, a literal here-string).
-    Literal(String),
-    /// Text with run-time parts.
-    Dynamic,
-}
-
-pub(crate) struct Walker<'a> {
-    pub an: &'a Analyzer,
-    pub judge: &'a dyn PathJudge,
-    pub options: &'a ParserOptions,
-    /// `None` once a `cd` to a place only known at run time happened.
-    pub cwd: Option<PathBuf>,
-    pub findings: Vec<Finding>,
-    pub depth: usize,
-    /// Functions defined in this command; calling one runs a body already walked.
-    pub functions: HashSet<String>,
-    pub judged: bool,
-    /// Nesting spent by the command strings being walked (see `limits`).
-    pub nesting: usize,
-    /// Commands met so far, across nested command strings.
-    pub commands: usize,
-    pub mode: StackMode,
-    /// Inline mode met a text that may nest deeper than the caller's stack is known to hold.
-    pub needs_big_stack: bool,
-    /// The command strings being walked, innermost last: source spans index into them.
-    pub sources: Vec<String>,
-    /// What this command assigned to variables so far.
-    pub vars: std::collections::HashMap<String, crate::vars::Value>,
-    /// `~` as this command would expand it (`HOME=..` changes it).
-    pub home: Option<String>,
-    /// `CDPATH` was set: a relative `cd` may go anywhere.
-    pub cdpath: bool,
-    /// Variables declared integer (`declare -i`): assigning them evaluates arithmetic.
-    pub int_vars: HashSet<String>,
-}
-
 impl<'a> Walker<'a> {
-    pub(crate) fn new(
-        an: &'a Analyzer,
-        judge: &'a dyn PathJudge,
-        options: &'a ParserOptions,
-        cwd: Option<PathBuf>,
-        mode: StackMode,
-    ) -> Walker<'a> {
-        Walker {
-            an,
-            judge,
-            options,
-            cwd,
-            findings: Vec::new(),
-            depth: 0,
-            functions: HashSet::new(),
-            judged: false,
-            nesting: 0,
-            commands: 0,
-            mode,
-            needs_big_stack: false,
-            sources: Vec::new(),
-            vars: std::collections::HashMap::new(),
-            home: an.home.clone(),
-            cdpath: false,
-            int_vars: HashSet::new(),
-        }
-    }
-
     /// Walks `command` for [`simple_commands`]: every classified simple command is a finding
     /// carrying its subcommand text. Returns why the command cannot be split, if it cannot.
     fn collect(&mut self, command: &str, out: &mut Vec<String>) -> Option<String> {
@@ -347,21 +281,6 @@ impl<'a> Walker<'a> {
             }
             Err(why) => Some(why),
         }
-    }
-
-    pub(crate) fn add(
-        &mut self,
-        decision: Decision,
-        code: &'static str,
-        sub: &str,
-        message: String,
-    ) {
-        self.findings.push(Finding {
-            decision,
-            code,
-            subcommand: sub.to_owned(),
-            message,
-        });
     }
 
     /// Parses and walks a command string (the command itself, a substitution, `bash -c`,
@@ -485,7 +404,10 @@ impl<'a> Walker<'a> {
             };
             // Every stage of a real pipeline runs in a subshell: a `cd` there does not leak.
             let saved = multi.then(|| self.cwd.clone());
+            let piped = self.stdout_piped;
+            self.stdout_piped |= i + 1 < p.seq.len();
             self.command(cmd, &input);
+            self.stdout_piped = piped;
             if let Some(cwd) = saved {
                 self.cwd = cwd;
             }
@@ -771,13 +693,6 @@ impl<'a> Walker<'a> {
         }
     }
 
-    pub(crate) fn decoder(&self) -> Decoder<'_> {
-        Decoder {
-            options: self.options,
-            home: self.home.as_deref(),
-        }
-    }
-
     /// Decodes words and walks their substitutions.
     pub(crate) fn words(&mut self, words: &[ast::Word]) -> Vec<Decoded> {
         let mut out = DecodeOut::default();
@@ -971,6 +886,7 @@ impl<'a> Walker<'a> {
             self.cwd = saved;
         }
         let mut input = stdin.clone();
+        let to_file = stdout_redirected(&redirects);
         for r in redirects {
             if let Some(s) = self.redirect(r, &display) {
                 input = s;
@@ -1006,15 +922,19 @@ impl<'a> Walker<'a> {
             if decoded.is_empty() {
                 crate::vars::record(self, &name, value.as_ref());
             }
-            env_names.push(name);
+            env_names.push((name, value));
         }
-        for name in &env_names {
-            // `IFS= read -r line`: a prefix assignment of IFS only changes that one command.
-            if !decoded.is_empty() && name == "IFS" {
-                continue;
+        let env_depth = self.env.len();
+        for (name, value) in &env_names {
+            if decoded.is_empty() {
+                crate::vars::check_set(self, name, name);
+            } else if name != "IFS" {
+                // `IFS= read -r line`: a prefix assignment of IFS only changes that one
+                // command; any other waits for a program of the command that reads it.
+                crate::vars::set_for_command(self, name, value.as_ref(), &display);
             }
-            crate::vars::check_set(self, name, if display.is_empty() { name } else { &display });
         }
+        let env_names: Vec<String> = env_names.into_iter().map(|(n, _)| n).collect();
         if decoded.is_empty() {
             if !assignments.is_empty() {
                 self.add(
@@ -1029,219 +949,56 @@ impl<'a> Walker<'a> {
             return;
         }
         let before = self.findings.len();
+        let piped = self.stdout_piped;
+        if let Some(to_file) = to_file {
+            self.stdout_piped = to_file;
+        }
         crate::classify::classify(self, &decoded, &display, &input);
+        self.stdout_piped = piped;
+        self.env.truncate(env_depth);
         crate::destination::check(self, before, &decoded, &display);
     }
+}
 
-    /// A command that reads a whole tree below `word`, hidden files included: a tree that
-    /// holds a credential store is refused. The judge knows the stores; without one, `/` and
-    /// the home directory (or a directory above it) still are.
-    pub(crate) fn tree_read(&mut self, word: &Decoded, sub: &str, name: &str) {
-        if word.dynamic || word.text.is_empty() {
-            return;
-        }
-        let Some(cwd) = self.cwd.clone() else {
-            return;
-        };
-        let found = self.judge.secrets_below(&word.text, &cwd).or_else(|| {
-            let abs = normalize(&cwd.join(&word.text));
-            let home = self.an.home.as_deref().map(Path::new);
-            (abs == Path::new("/") || home.is_some_and(|h| h.starts_with(&abs)))
-                .then(|| "the home directory's credential stores".to_owned())
-        });
-        if let Some(what) = found {
-            self.add(
-                Decision::Deny,
-                "reads_secrets_tree",
-                sub,
-                format!(
-                    "`{name}` reads every file below `{}`, and {what} is there; name a narrower directory",
-                    word.text
-                ),
-            );
-        }
-    }
-
-    /// Judges one path argument.
-    pub(crate) fn path(&mut self, word: &Decoded, access: PathAccess, sub: &str, what: &str) {
-        if word.dynamic {
-            self.add(
-                Decision::Ask,
-                "dynamic_path",
-                sub,
-                format!("the {what} target is only known at run time"),
-            );
-            return;
-        }
-        let mut text = word.text.as_str();
-        if text.is_empty() {
-            return;
-        }
-        let glob_dir;
-        if word.glob {
-            self.expanded_paths(text, access, sub, what);
-            let cut = text.find(['*', '?', '[']).unwrap_or(text.len());
-            let prefix = text.get(..cut).unwrap_or("");
-            glob_dir = match prefix.rfind('/') {
-                Some(0) => "/".to_owned(),
-                Some(i) => prefix.get(..i).unwrap_or(".").to_owned(),
-                None => ".".to_owned(),
-            };
-            text = &glob_dir;
-        }
-        if let Some(d) = device(text, access) {
-            if let Some((decision, code, msg)) = d {
-                self.add(decision, code, sub, msg);
+/// Where a command's redirections send its standard output: `Some(true)` into a file or a
+/// pipe-like target (not a terminal), `Some(false)` onto the terminal (`> /dev/tty`), `None`
+/// when they leave it alone. The last redirection of fd 1 wins, as in bash.
+fn stdout_redirected(redirects: &[&IoRedirect]) -> Option<bool> {
+    // A file is not a terminal; a device, a descriptor path or a name only known at run time
+    // may be one (`> /dev/tty`, `> /dev/stderr`, `> $OUT`). `/dev/null` is not.
+    let not_a_terminal = |w: &ast::Word| {
+        let t = w.value.as_str();
+        t == "/dev/null"
+            || (!t.starts_with("/dev/")
+                && !t.starts_with("/proc/")
+                && !t.contains(['$', '`', '\'', '"', '\\']))
+    };
+    let mut out = None;
+    for r in redirects {
+        match r {
+            IoRedirect::File(fd, kind, IoFileRedirectTarget::Filename(w))
+                if fd.is_none_or(|f| f == 1)
+                    && matches!(
+                        kind,
+                        IoFileRedirectKind::Write
+                            | IoFileRedirectKind::Append
+                            | IoFileRedirectKind::Clobber
+                            | IoFileRedirectKind::ReadAndWrite
+                    ) =>
+            {
+                out = Some(not_a_terminal(w));
             }
-            return;
-        }
-        let Some(cwd) = self.cwd.clone() else {
-            if !text.starts_with('/') {
-                self.add(
-                    Decision::Ask,
-                    "unknown_cwd",
-                    sub,
-                    format!("`{text}` is relative to a directory only known at run time"),
-                );
-                return;
+            IoRedirect::OutputAndError(w, _) => out = Some(not_a_terminal(w)),
+            // `>&2`: stderr may be a terminal.
+            IoRedirect::File(fd, IoFileRedirectKind::DuplicateOutput, _)
+                if fd.is_none_or(|f| f == 1) =>
+            {
+                out = Some(false);
             }
-            self.judge_path(text, access, Path::new("/"), sub, what);
-            return;
-        };
-        self.judge_path(text, access, &cwd, sub, what);
+            _ => {}
+        }
     }
-
-    /// Judges the names a glob word expands to now (bash expands it before the command runs:
-    /// `cat .en?` reads `.env`). Only what is not allowed is kept, so `cat *.rs` over a project
-    /// does not list every file; the word's directory is judged by the caller as before.
-    fn expanded_paths(&mut self, text: &str, access: PathAccess, sub: &str, what: &str) {
-        let Some(cwd) = self.cwd.clone() else {
-            return;
-        };
-        let crate::pathglob::Expansion::Names(names) = crate::pathglob::expand(text, &cwd) else {
-            self.add(
-                Decision::Ask,
-                "glob_too_wide",
-                sub,
-                format!(
-                    "`{text}` expands over more than {} directory entries (or names that are not UTF-8), too many to judge one by one",
-                    crate::pathglob::MAX_ENTRIES
-                ),
-            );
-            return;
-        };
-        if names.len() > MAX_EXPANDED {
-            self.add(
-                Decision::Ask,
-                "glob_too_wide",
-                sub,
-                format!(
-                    "`{text}` expands to {} names, more than the {MAX_EXPANDED} judged one by one",
-                    names.len()
-                ),
-            );
-            return;
-        }
-        let before = self.findings.len();
-        for name in &names {
-            self.judge_path(name, access, &cwd, sub, what);
-        }
-        let mut index = 0;
-        self.findings.retain(|f| {
-            index += 1;
-            index <= before || f.decision != Decision::Allow
-        });
-    }
-
-    fn judge_path(&mut self, text: &str, access: PathAccess, cwd: &Path, sub: &str, what: &str) {
-        let abs = normalize(&cwd.join(text));
-        if let Some(kind) = crate::classify::credential_store(&abs, self.an.home.as_deref()) {
-            self.add(
-                Decision::Deny,
-                "credential_store",
-                sub,
-                format!("`{text}` is {kind}; reading or writing it is never allowed"),
-            );
-            return;
-        }
-        if access == PathAccess::Write
-            && let Some(kind) = crate::classify::runs_code_later(&abs)
-        {
-            self.add(
-                Decision::Deny,
-                "write_code_config",
-                sub,
-                format!("`{text}` is {kind}, which runs code later; writing it is never allowed"),
-            );
-            return;
-        }
-        self.judged = true;
-        let verdict = self.judge.judge(text, access, cwd);
-        let (decision, code, message) = match (verdict, access) {
-            (PathVerdict::Inside | PathVerdict::Root, PathAccess::Read) => {
-                let name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                // `.envrc` is direnv's: exported tokens and keys, like `.env`; a cloud
-                // service-account key (`credentials.json`), a copied `.aws/credentials` and
-                // `secrets.yaml`-style files hold the same.
-                let secrets_data = name.strip_prefix("secrets.").is_some_and(|ext| {
-                    matches!(ext, "yaml" | "yml" | "json" | "toml" | "env" | "ini")
-                });
-                if name == ".env"
-                    || name == ".envrc"
-                    || name == "credentials.json"
-                    || secrets_data
-                    || abs.ends_with(".aws/credentials")
-                    || (name.starts_with(".env.")
-                        && !name.ends_with(".example")
-                        && !name.ends_with(".sample"))
-                {
-                    (
-                        Decision::Ask,
-                        "secret_file",
-                        format!("`{text}` usually holds secrets (API keys, passwords)"),
-                    )
-                } else {
-                    return;
-                }
-            }
-            (PathVerdict::Inside | PathVerdict::Root, PathAccess::Write) => (
-                Decision::Ask,
-                "write_inside_roots",
-                format!("the {what} writes `{text}` inside the project"),
-            ),
-            (PathVerdict::OutsideRoots, PathAccess::Read) => (
-                Decision::Ask,
-                "read_outside_roots",
-                format!("the {what} reads `{text}`, outside the allowed roots"),
-            ),
-            (PathVerdict::OutsideRoots, PathAccess::Write) => (
-                Decision::Deny,
-                "write_outside_roots",
-                format!("the {what} writes `{text}`, outside the allowed roots"),
-            ),
-            (PathVerdict::Sensitive, _) => (
-                Decision::Deny,
-                "credential_store",
-                format!("`{text}` holds credentials; the sandbox never lets a command touch it"),
-            ),
-            (PathVerdict::Denied { code, message }, _) => (
-                Decision::Deny,
-                "sandbox_denied",
-                format!("the sandbox refuses `{text}` ({code}): {message}"),
-            ),
-        };
-        self.add(decision, code, sub, message);
-    }
-
-    /// Whether `path` (as written, relative to the current cwd) names one of the roots.
-    pub(crate) fn is_root(&mut self, word: &Decoded) -> bool {
-        if word.dynamic {
-            return false;
-        }
-        let cwd = self.cwd.clone().unwrap_or_else(|| PathBuf::from("/"));
-        self.judged = true;
-        self.judge.judge(&word.text, PathAccess::Write, &cwd) == PathVerdict::Root
-    }
+    out
 }
 
 /// Fills the empty parts of every `for ((init; cond; step))` header (`0`, `1`, `0`), as bash
@@ -1283,75 +1040,6 @@ fn fill_for_headers(text: &str) -> Option<(String, bool)> {
     }
     out.push_str(rest);
     changed.then_some((out, endless))
-}
-
-/// Devices: `None` when `path` is not under `/dev`; `Some(None)` for harmless ones.
-type DeviceVerdict = Option<Option<(Decision, &'static str, String)>>;
-
-fn device(path: &str, access: PathAccess) -> DeviceVerdict {
-    const HARMLESS: &[&str] = &[
-        "/dev/null",
-        "/dev/stdout",
-        "/dev/stderr",
-        "/dev/stdin",
-        "/dev/fd/0",
-        "/dev/fd/1",
-        "/dev/fd/2",
-        "/dev/fd/63",
-        "/dev/tty",
-    ];
-    const READABLE: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
-    if !path.starts_with("/dev/") {
-        return None;
-    }
-    if HARMLESS.contains(&path) || (access == PathAccess::Read && READABLE.contains(&path)) {
-        return Some(None);
-    }
-    if path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/") {
-        return Some(Some((
-            Decision::Deny,
-            "network",
-            format!("`{path}` opens a network connection"),
-        )));
-    }
-    Some(Some((
-        Decision::Deny,
-        "device_access",
-        format!(
-            "`{path}` is a device; commands may not read or write devices other than /dev/null and the standard streams"
-        ),
-    )))
-}
-
-/// Lexical normalisation (`.` and `..`), enough for the credential and rc-file checks; the
-/// judge resolves physically.
-pub(crate) fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-pub(crate) fn display_words(words: &[Decoded]) -> String {
-    let mut s = String::new();
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        if w.dynamic && w.text.is_empty() {
-            s.push_str("$?");
-        } else {
-            s.push_str(&w.text);
-        }
-    }
-    s
 }
 
 /// `f(){ f|f& }`-style bodies: the function calls itself through a pipe or in the background.

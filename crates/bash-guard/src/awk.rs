@@ -1,9 +1,9 @@
 //! Reading awk programs: one that only computes and prints is allowed; `system()`, pipes to or
 //! from commands and output redirection are judged like the shell commands they are.
 
-use crate::analyze::{StdinKind, Walker};
 use crate::judge::PathAccess;
 use crate::verdict::Decision;
+use crate::walker::{StdinKind, Walker};
 use crate::words::Decoded;
 
 /// awk short options that take a value, attached or as the next argument (gawk's
@@ -482,7 +482,7 @@ fn inet(w: &mut Walker<'_>, name: &str, lit: &str, sub: &str) {
             format!("`{host}`: {reason}; network use is judged by where it goes"),
         );
     }
-    crate::classify::network(w, sub, name);
+    crate::walker::network(w, sub, name);
 }
 
 /// The string literal starting at `at` (after blanks and an opening parenthesis), if any.

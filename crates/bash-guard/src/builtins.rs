@@ -3,10 +3,10 @@
 //! (`enable -f`), or evaluate a name's subscript as arithmetic (`read`, `printf -v`,
 //! `declare`, `test -v`, `unset`, `let`), which runs the command substitutions it holds.
 
-use crate::analyze::{StdinKind, Walker};
 use crate::judge::PathAccess;
 use crate::vars;
 use crate::verdict::Decision;
+use crate::walker::{StdinKind, Walker};
 use crate::words::Decoded;
 
 /// Options of a builtin that take a value (bash's builtins use plain `getopt`: short options,

@@ -3,446 +3,13 @@
 
 use std::path::Path;
 
-use crate::analyze::{StdinKind, Walker, display_words};
 use crate::judge::PathAccess;
+use crate::table::classes::{
+    BUILD, INTERACTIVE, INTERPRETERS, NETWORK, PRIVILEGE, PURE, READERS, SHELLS, SYSTEM, WRITERS,
+};
 use crate::verdict::Decision;
+use crate::walker::{StdinKind, Walker, display_words};
 use crate::words::Decoded;
-
-/// Read-only whatever their arguments (no paths, no writing options).
-const PURE: &[&str] = &[
-    "echo",
-    "printf",
-    "pwd",
-    "true",
-    "false",
-    ":",
-    "sleep",
-    "whoami",
-    "id",
-    "uname",
-    "nproc",
-    "seq",
-    "expr",
-    "test",
-    "[",
-    "basename",
-    "dirname",
-    "printenv",
-    "which",
-    "type",
-    "locale",
-    "arch",
-    "groups",
-    "tty",
-    "uptime",
-    "free",
-    "cal",
-    "getconf",
-    "logname",
-    "users",
-    "who",
-    "ps",
-    "jobs",
-    "exit",
-    "return",
-    "break",
-    "continue",
-    "shift",
-    "wait",
-    "unset",
-    "set",
-    "shopt",
-    "read",
-    "getopts",
-    "umask",
-    "ulimit",
-    "let",
-    "dirs",
-    "times",
-    "caller",
-    "tr",
-    "yes",
-    "env-print",
-    "hash",
-    "help",
-    "realpath",
-    "readlink",
-    "df",
-    "history",
-    "mapfile",
-    "readarray",
-    "declare",
-    "typeset",
-    "local",
-    "readonly",
-    "export",
-];
-
-/// Readers: every positional argument is a path that is read.
-const READERS: &[&str] = &[
-    "cat",
-    "head",
-    "tail",
-    "wc",
-    "ls",
-    "stat",
-    "file",
-    "du",
-    "diff",
-    "cmp",
-    "comm",
-    "join",
-    "paste",
-    "nl",
-    "tac",
-    "rev",
-    "od",
-    "hexdump",
-    "strings",
-    "md5sum",
-    "sha1sum",
-    "sha256sum",
-    "sha512sum",
-    "sha224sum",
-    "sha384sum",
-    "b2sum",
-    "cksum",
-    "sum",
-    "base64",
-    "base32",
-    "fold",
-    "fmt",
-    "expand",
-    "unexpand",
-    "cut",
-    "column",
-    "numfmt",
-    "tree",
-    "zcat",
-    "look",
-    "tsort",
-    "uniq",
-    "sort",
-    "grep",
-    "egrep",
-    "fgrep",
-    "rg",
-    "jq",
-    "xxd",
-    "bat",
-    "info",
-    "shasum",
-    "lsattr",
-];
-
-const PRIVILEGE: &[&str] = &[
-    "sudo", "su", "doas", "pkexec", "run0", "chroot", "setcap", "visudo", "passwd", "chpasswd",
-    "useradd", "userdel", "usermod", "groupadd", "groupdel", "newgrp", "sg",
-];
-const SYSTEM: &[&str] = &[
-    "mkfs",
-    "mke2fs",
-    "mkswap",
-    "fdisk",
-    "sfdisk",
-    "cfdisk",
-    "parted",
-    "gdisk",
-    "sgdisk",
-    "cgdisk",
-    "cryptsetup",
-    "lvremove",
-    "vgremove",
-    "pvremove",
-    "wipefs",
-    "shutdown",
-    "reboot",
-    "halt",
-    "poweroff",
-    "init",
-    "telinit",
-    "kexec",
-    "swapoff",
-    "swapon",
-    "mount",
-    "umount",
-    "insmod",
-    "rmmod",
-    "modprobe",
-    "iptables",
-    "ip6tables",
-    "nft",
-    "ufw",
-    "sysctl",
-    "crontab",
-    "at",
-    "batch",
-    "killall5",
-    "timedatectl",
-    "hwclock",
-    "systemctl",
-    "service",
-    "apt",
-    "apt-get",
-    "dpkg",
-    "yum",
-    "dnf",
-    "rpm",
-    "pacman",
-    "zypper",
-    "apk",
-    "snap",
-    "launchctl",
-    "dmsetup",
-    "losetup",
-    "cryptsetup",
-    "debugfs",
-    "blkdiscard",
-    "hdparm",
-];
-const INTERACTIVE: &[&str] = &[
-    "vi",
-    "vim",
-    "nvim",
-    "view",
-    "vimdiff",
-    "nano",
-    "pico",
-    "emacs",
-    "joe",
-    "mcedit",
-    "micro",
-    "less",
-    "more",
-    "most",
-    "pg",
-    "man",
-    "top",
-    "htop",
-    "btop",
-    "atop",
-    "iotop",
-    "glances",
-    "nmon",
-    "tmux",
-    "screen",
-    "mc",
-    "ranger",
-    "nnn",
-    "vifm",
-    "tig",
-    "lazygit",
-    "fzf",
-    "dialog",
-    "whiptail",
-    "fc",
-    "ed",
-    "ex",
-    "irb",
-    "ghci",
-    "sqlite3",
-    "mysql",
-    "psql",
-    "redis-cli",
-    "mongo",
-];
-const NETWORK: &[&str] = &[
-    "curl",
-    "wget",
-    "nc",
-    "ncat",
-    "netcat",
-    "socat",
-    "ssh",
-    "scp",
-    "sftp",
-    "telnet",
-    "ftp",
-    "tftp",
-    "lftp",
-    "dig",
-    "nslookup",
-    "host",
-    "whois",
-    "ping",
-    "ping6",
-    "traceroute",
-    "mtr",
-    "nmap",
-    "aria2c",
-    "http",
-    "https",
-    "ssh-keyscan",
-    "ssh-copy-id",
-    "rsh",
-    "rlogin",
-    "mosh",
-    "httpie",
-    "xh",
-    "axel",
-    "ncftp",
-    "smbclient",
-    "openssl",
-    "gh",
-    "hub",
-];
-const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "csh", "tcsh", "busybox",
-];
-const INTERPRETERS: &[&str] = &[
-    "python",
-    "python2",
-    "python3",
-    "perl",
-    "node",
-    "nodejs",
-    "ruby",
-    "php",
-    "lua",
-    "luajit",
-    "Rscript",
-    "deno",
-    "bun",
-    "tclsh",
-    "osascript",
-    "pwsh",
-    "powershell",
-    "julia",
-    "awk",
-    "gawk",
-    "mawk",
-    "nawk",
-    "java",
-    "jshell",
-    "groovy",
-    "scala",
-    "erl",
-    "elixir",
-    "guile",
-    "racket",
-];
-/// Builds and tests: side effects inside the project.
-const BUILD: &[&str] = &[
-    "cargo",
-    "make",
-    "cmake",
-    "ninja",
-    "meson",
-    "rustc",
-    "rustup",
-    "gcc",
-    "g++",
-    "cc",
-    "c++",
-    "clang",
-    "clang++",
-    "ld",
-    "go",
-    "javac",
-    "mvn",
-    "gradle",
-    "pytest",
-    "tox",
-    "npm",
-    "npx",
-    "yarn",
-    "pnpm",
-    "pip",
-    "pip3",
-    "poetry",
-    "uv",
-    "bundle",
-    "gem",
-    "rake",
-    "docker",
-    "podman",
-    "kubectl",
-    "terraform",
-    "dotnet",
-    "swift",
-    "zig",
-    "bazel",
-    "mix",
-    "stack",
-    "cabal",
-];
-/// Writers: positionals are paths written.
-const WRITERS: &[&str] = &[
-    "rm",
-    "rmdir",
-    "mkdir",
-    "touch",
-    "chmod",
-    "chown",
-    "chgrp",
-    "truncate",
-    "shred",
-    "unlink",
-    "mkfifo",
-    "mknod",
-    "cp",
-    "mv",
-    "ln",
-    "install",
-    "tee",
-    "split",
-    "csplit",
-    "patch",
-    "tar",
-    "zip",
-    "unzip",
-    "gzip",
-    "gunzip",
-    "bzip2",
-    "xz",
-    "unxz",
-    "zstd",
-    "rsync",
-    "dd",
-    "sed",
-    "kill",
-    "pkill",
-    "killall",
-    "xdg-open",
-    "open",
-    "date",
-    "hostname",
-    "git",
-    "find",
-    "xargs",
-    "env",
-    "timeout",
-    "nice",
-    "nohup",
-    "stdbuf",
-    "command",
-    "builtin",
-    "exec",
-    "time",
-    "watch",
-    "eval",
-    "source",
-    ".",
-    "cd",
-    "pushd",
-    "popd",
-    "alias",
-    "trap",
-    "ionice",
-    "chrt",
-    "taskset",
-    "flock",
-    "setsid",
-    "unbuffer",
-    "script",
-    "strace",
-    "ltrace",
-    "gdb",
-    "nsenter",
-    "unshare",
-    "firejail",
-    "caffeinate",
-];
 
 /// Whether a function with this name would shadow a command this crate knows about.
 pub(crate) fn is_known_command(name: &str) -> bool {
@@ -466,107 +33,6 @@ pub(crate) fn is_known_command(name: &str) -> bool {
 
 pub(crate) fn check_env_name(w: &mut Walker<'_>, name: &str, sub: &str) {
     crate::vars::check_set(w, name, sub);
-}
-
-/// Credential stores, by absolute lexically-normalised path.
-pub(crate) fn credential_store(abs: &Path, home: Option<&str>) -> Option<&'static str> {
-    let s = abs.to_str()?;
-    const SYSTEM_SECRETS: &[&str] = &[
-        "/etc/shadow",
-        "/etc/gshadow",
-        "/etc/sudoers",
-        "/etc/shadow-",
-        "/etc/master.passwd",
-    ];
-    if SYSTEM_SECRETS
-        .iter()
-        .any(|p| s == *p || s.starts_with(&format!("{p}/")))
-        || s.starts_with("/etc/ssh/ssh_host_")
-    {
-        return Some("a system credential store");
-    }
-    const HOME_SECRETS: &[&str] = &[
-        ".ssh",
-        ".aws",
-        ".config/gcloud",
-        ".gnupg",
-        ".kube",
-        ".docker/config.json",
-        ".netrc",
-        ".git-credentials",
-        ".pgpass",
-        ".azure",
-        ".config/gh",
-        ".npmrc",
-        ".pypirc",
-        ".cargo/credentials",
-        ".cargo/credentials.toml",
-        ".password-store",
-        ".vault-token",
-        ".terraform.d/credentials.tfrc.json",
-    ];
-    let under = |base: &str| {
-        HOME_SECRETS.iter().any(|p| {
-            let full = format!("{base}/{p}");
-            s == full || s.starts_with(&format!("{full}/"))
-        })
-    };
-    if let Some(h) = home
-        && under(h.trim_end_matches('/'))
-    {
-        return Some("a credential store in the home directory");
-    }
-    // Other users' homes and root's too.
-    let mut parts = s.split('/').skip(1);
-    if let (Some("home"), Some(user)) = (parts.next(), parts.next())
-        && under(&format!("/home/{user}"))
-    {
-        return Some("a credential store in a home directory");
-    }
-    if under("/root") {
-        return Some("root's credential store");
-    }
-    None
-}
-
-/// Files that run code later when written (shell rc files, git hooks and config).
-pub(crate) fn runs_code_later(abs: &Path) -> Option<&'static str> {
-    const RC: &[&str] = &[
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".bash_logout",
-        ".profile",
-        ".zshrc",
-        ".zshenv",
-        ".zprofile",
-        ".zlogin",
-        ".zlogout",
-        ".inputrc",
-        ".kshrc",
-        ".cshrc",
-        ".tcshrc",
-        ".xprofile",
-        ".xinitrc",
-        ".envrc",
-    ];
-    let name = abs.file_name()?.to_str()?;
-    if RC.contains(&name) {
-        return Some("a shell startup file");
-    }
-    let s = abs.to_str()?;
-    if s.contains("/.git/hooks/") || s.ends_with("/.git/hooks") || s.ends_with("/.git/config") {
-        return Some("git configuration or a git hook");
-    }
-    if s.contains("/.config/fish/")
-        || s.starts_with("/etc/profile")
-        || s.starts_with("/etc/bash")
-        || s.contains("/.config/autostart/")
-        || s.contains("/.config/systemd/")
-    {
-        return Some("a startup file");
-    }
-    None
 }
 
 fn base_name(name: &str) -> &str {
@@ -604,7 +70,21 @@ fn yq_loads(expr: &str) -> bool {
 /// Classifies one decoded simple command.
 pub(crate) fn classify(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &StdinKind) {
     let before = w.findings.len();
+    // Programs that give the command they run a terminal of its own (a pseudo-terminal): its
+    // output is a terminal again, whatever this command's is (`script -qc 'git log' /dev/null
+    // | cat` starts git's pager).
+    let piped = w.stdout_piped;
+    if argv
+        .first()
+        .is_some_and(|a| matches!(base_name(&a.text), "script" | "unbuffer" | "expect"))
+    {
+        w.stdout_piped = false;
+    }
     classify_inner(w, argv, sub, stdin);
+    w.stdout_piped = piped;
+    if !w.env.is_empty() {
+        crate::vars::program_reads(w, argv, before);
+    }
     let new = w.findings.get(before..).unwrap_or(&[]);
     let opaque = new.iter().any(|f| OPAQUE.contains(&f.code));
     if opaque && new.iter().all(|f| f.decision != Decision::Deny) {
@@ -783,7 +263,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if w.an.config.deny_commands.iter().any(|d| d == name) {
+    if w.config.deny_commands.iter().any(|d| d == name) {
         w.add(
             Decision::Deny,
             "policy_deny",
@@ -792,7 +272,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if w.an.config.ask_commands.iter().any(|d| d == name) {
+    if w.config.ask_commands.iter().any(|d| d == name) {
         w.add(
             Decision::Ask,
             "policy_ask",
@@ -815,15 +295,17 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     let dyn_args = args.iter().any(|a| a.dynamic);
     // The command table decides for the commands it describes; a `fallback` entry only for the
     // forms it claims (`cargo metadata`, `top -b`), the rest left to the lists below.
-    if !matches!(name, "find" | "sed")
+    // find, sed, env and xargs have table entries for their options but rules in code.
+    if !matches!(name, "find" | "sed" | "env" | "xargs")
         && !PRIVILEGE.contains(&name)
         && let Some(spec) = crate::table::spec(name)
         && crate::table::claims(spec, args)
     {
-        if dyn_args {
+        // A wrapper's run-time words are judged where they fall (its data, or the command).
+        if dyn_args && spec.operands != crate::table::Operands::Command {
             dynamic_args(w, sub, name);
         }
-        return table_command(w, name, spec, args, sub);
+        return table_command_in(w, name, spec, args, sub, stdin);
     }
     if PRIVILEGE.contains(&name) {
         w.add(
@@ -834,7 +316,19 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if SYSTEM.contains(&name) || name.starts_with("mkfs.") {
+    let system = SYSTEM.contains(&name);
+    let interactive = !system && INTERACTIVE.contains(&name);
+    // A listed command the table describes is judged by its entry (systemctl: its reporting
+    // subcommands are data there, the rest change the system; man: prints a page).
+    if (system || interactive)
+        && let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback)
+    {
+        if dyn_args {
+            dynamic_args(w, sub, name);
+        }
+        return table_command_in(w, name, spec, args, sub, stdin);
+    }
+    if system || name.starts_with("mkfs.") {
         if name == "crontab" && args.iter().all(|a| a.text == "-l") && !args.is_empty() {
             w.add(
                 Decision::Allow,
@@ -854,7 +348,10 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if INTERACTIVE.contains(&name) {
+    if interactive && batch_mode(w, name, args, sub, stdin) {
+        return;
+    }
+    if interactive {
         w.add(
             Decision::Deny,
             "interactive",
@@ -977,20 +474,200 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         sub,
         format!("`{name}` is not a command this analyzer knows to be read-only"),
     );
+    unknown_program(w, args, sub, stdin);
 }
 
-pub(crate) fn network(w: &mut Walker<'_>, sub: &str, what: &str) {
-    if w.an.config.block_network {
-        w.add(Decision::Deny, "network", sub, format!("`{what}` uses the network, which is blocked (to be asked instead: `block_network = false` under [bash] in the policy, or AGENT_BLOCK_NETWORK=false in the environment the agent runs in)"));
-    } else {
-        w.add(
-            Decision::Ask,
-            "network",
-            sub,
-            format!("`{what}` uses the network"),
-        );
+/// What an unknown program may do with its arguments, judged from their shape. Unknown is not
+/// harmless: words that parse as a command (`setarch x86_64 rm -rf ~`, `prlimit --nofile=9
+/// rm ...`, `rustup run stable rm ...`) may be run by it, as a wrapper runs them, and a path
+/// that is a credential store is read (`shuf ~/.aws/credentials`), as `cat` would. Nor is it
+/// catastrophic: only the refusals of these readings are kept, the unknown program already
+/// asks, and words that are only data cost nothing.
+fn unknown_program(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
+    let before = w.findings.len();
+    for a in args.iter().filter(|a| !a.dynamic) {
+        let text = match a.text.strip_prefix("--") {
+            Some(opt) => opt.split_once('=').map_or("", |(_, v)| v),
+            None if a.text.starts_with('-') => "",
+            None => a.text.as_str(),
+        };
+        if text.is_empty() || text.contains("://") {
+            continue;
+        }
+        let path = Decoded {
+            text: text.to_owned(),
+            ..a.clone()
+        };
+        w.path(&path, PathAccess::Read, sub, "argument");
+    }
+    // Every word that names a known command starts a tail judged as the command a wrapper
+    // runs (a few, so a long argument list stays cheap).
+    let mut tails = 0;
+    for (k, a) in args.iter().enumerate() {
+        if tails >= 8 {
+            break;
+        }
+        if a.dynamic || a.text.starts_with('-') || a.text.contains('=') {
+            continue;
+        }
+        let name = base_name(&a.text);
+        if !is_known_command(name) || w.functions.contains(name) {
+            continue;
+        }
+        tails += 1;
+        let tail = args.get(k..).unwrap_or(&[]);
+        let saved = w.cwd.clone();
+        let display = display_words(tail);
+        classify(w, tail, &display, stdin);
+        w.cwd = saved;
+    }
+    // A tail that reaches the network or needs a terminal is weak evidence that the words
+    // are a command (`make ssh`, `cargo build -p curl` name targets): those refusals are the
+    // policy's and the terminal's, not harm, and the unknown program still asks.
+    let mut index = 0;
+    w.findings.retain(|f| {
+        index += 1;
+        index <= before
+            || (f.decision == Decision::Deny && !matches!(f.code, "network" | "interactive"))
+    });
+}
+
+/// The batch forms of terminal programs, which need no terminal: `top -b` prints the process
+/// table, a pager whose output is not a terminal copies its files as `cat` does, `tmux ls` and
+/// `screen -ls` list sessions, `fc -l` lists history; an editor in batch mode (`vim -es`,
+/// `ex -s`, `ed`, `emacs --batch`, `nvim --headless`) runs the editing commands it is given,
+/// which are code this analyzer does not read. `false` leaves the program interactive.
+fn batch_mode(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+) -> bool {
+    if args.iter().any(|a| a.dynamic) {
+        return false;
+    }
+    let flag = |c: char| {
+        args.iter()
+            .any(|a| a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains(c))
+    };
+    let has = |o: &str| args.iter().any(|a| a.text == o);
+    match name {
+        "top" if flag('b') => {
+            if !flag('n') {
+                w.add(
+                    Decision::Ask,
+                    "long_running",
+                    sub,
+                    "`top -b` without `-n` keeps printing until it is stopped".to_owned(),
+                );
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "`top -b` prints the process table".to_owned(),
+            );
+            true
+        }
+        "less" | "more" | "most" | "pg" if w.stdout_piped => {
+            for a in args.iter().filter(|a| !a.text.starts_with(['-', '+'])) {
+                w.path(a, PathAccess::Read, sub, "file");
+            }
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                format!("`{name}` writing to a pipe copies its files, as `cat` does"),
+            );
+            true
+        }
+        "tmux"
+            if matches!(
+                args.first().map(|a| a.text.as_str()),
+                Some("ls" | "list-sessions" | "list-windows" | "list-panes" | "has-session")
+            ) =>
+        {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists tmux sessions".to_owned(),
+            );
+            true
+        }
+        "screen" if args.len() == 1 && (has("-ls") || has("-list")) => {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists screen sessions".to_owned(),
+            );
+            true
+        }
+        "fc" if flag('l') => {
+            w.add(
+                Decision::Allow,
+                "read_only",
+                sub,
+                "lists the history".to_owned(),
+            );
+            true
+        }
+        "vim" | "vi" | "nvim" | "ex" | "view" | "ed" | "emacs"
+            if (name == "ed" || name == "ex") && flag('s')
+                || (flag('e') || flag('E')) && flag('s')
+                || has("-es")
+                || has("-Es")
+                || has("--batch")
+                || has("--script")
+                || has("--headless") =>
+        {
+            w.add(
+                Decision::Ask,
+                "inline_code",
+                sub,
+                format!("`{name}` in batch mode runs editing commands (which can run programs and write files) that this analyzer does not review"),
+            );
+            // An ex or ed command `!CMD` (given by `-c CMD`, `+CMD`, or a line of a script
+            // fed on standard input; ex's may follow a line range) runs CMD in a shell: judged.
+            let mut commands: Vec<String> = Vec::new();
+            let mut prev_c = false;
+            for a in args {
+                let t = a.text.as_str();
+                if prev_c {
+                    commands.push(t.to_owned());
+                } else if let Some(c) = t.strip_prefix('+') {
+                    commands.push(c.to_owned());
+                }
+                prev_c = t == "-c" || t == "--cmd";
+            }
+            if let StdinKind::Literal(script) = stdin {
+                commands.extend(script.lines().map(str::to_owned));
+            }
+            for c in &commands {
+                let c = c.trim_start_matches([':', ' ', '\t']);
+                // A range before it: line numbers, marks, `.`, `$`, `%`, `,`, `;`, `+`, `-`.
+                let range = c
+                    .find(|ch: char| {
+                        !(ch.is_ascii_digit()
+                            || matches!(ch, '.' | '$' | '%' | ',' | ';' | '+' | '-' | '\''))
+                    })
+                    .unwrap_or(c.len());
+                if let Some(shell) = c.get(range..).and_then(|r| r.strip_prefix('!')) {
+                    w.script(shell, StdinKind::Terminal);
+                }
+            }
+            for a in args.iter().filter(|a| !a.text.starts_with(['-', '+'])) {
+                w.path(a, PathAccess::Read, sub, "file");
+            }
+            true
+        }
+        _ => false,
     }
 }
+
+pub(crate) use crate::walker::network;
 
 pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
     w.add(Decision::Ask, "dynamic_argument", sub, format!("an argument of `{name}` is only known at run time; it could be an option that writes or runs code"));
@@ -1040,89 +717,6 @@ fn special(
                 "read_only",
                 sub,
                 format!("`{name}` only prints its version or help"),
-            );
-        }
-        "unzip"
-            if args.iter().any(|a| {
-                matches!(
-                    a.text.as_str(),
-                    "-l" | "-v" | "-t" | "-Z" | "-lv" | "-tq" | "-lq"
-                )
-            }) && !args.iter().any(|a| a.dynamic || a.text == "-d") =>
-        {
-            if let Some(f) = args.iter().find(|a| !a.text.starts_with('-')) {
-                w.path(f, PathAccess::Read, sub, "archive");
-            }
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`unzip` only lists or tests the archive".to_owned(),
-            );
-        }
-        "man"
-            if !args.iter().any(|a| {
-                a.dynamic
-                    || matches!(
-                        a.text.as_str(),
-                        "-P" | "--pager"
-                            | "-H"
-                            | "--html"
-                            | "-l"
-                            | "--local-file"
-                            | "-C"
-                            | "--config-file"
-                    )
-                    || a.text.starts_with("--pager=")
-                    || a.text.starts_with("-P")
-                    // `--html=BROWSER` and `-HBROWSER` run the browser; `-lFILE`, `-CFILE`,
-                    // `--config-file=F`, `--local-file` abbreviations and every other long
-                    // option with a value (`--preprocessor=`, `--troff-device=`) are not
-                    // a plain page lookup.
-                    || a.text.starts_with("--html")
-                    || a.text.starts_with("-H")
-                    || a.text.starts_with("--loc")
-                    || a.text.starts_with("--con")
-                    || a.text.starts_with("--pa")
-                    || a.text.starts_with("--pr")
-                    || (a.text.starts_with("-l") && !a.text.starts_with("--"))
-                    || (a.text.starts_with("-C") && !a.text.starts_with("--"))
-                    || (a.text.starts_with('-')
-                        && !a.text.starts_with("--")
-                        && a.text.get(1..).is_some_and(|c| c.contains(['P', 'H', 'l', 'C', 'p', 'X', 'Z', 't', 'T'])))
-            }) =>
-        {
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "`man` prints a manual page".to_owned(),
-            );
-        }
-        "systemctl"
-            if matches!(
-                first,
-                Some(
-                    "status"
-                        | "show"
-                        | "cat"
-                        | "list-units"
-                        | "list-unit-files"
-                        | "list-timers"
-                        | "list-sockets"
-                        | "is-active"
-                        | "is-enabled"
-                        | "is-failed"
-                        | "list-dependencies"
-                        | "help"
-                )
-            ) =>
-        {
-            w.add(
-                Decision::Allow,
-                "read_only",
-                sub,
-                "this `systemctl` subcommand only reports".to_owned(),
             );
         }
         "openssl"
@@ -1189,10 +783,8 @@ fn special(
                 let role = match opt {
                     "-in" | "-CAfile" | "-CApath" | "-inkey" | "-key" | "-CAkey" | "-CA"
                     | "-cert" | "-certfile" | "-signature" | "-prverify" | "-verify"
-                    | "-untrusted" | "-kfile" | "-genconf" | "-oid" | "-CAserial"
-                    | "-extfile" | "-chainCAfile" | "-crl" | "-nameopt_file" => {
-                        Some(PathAccess::Read)
-                    }
+                    | "-untrusted" | "-kfile" | "-genconf" | "-oid" | "-CAserial" | "-extfile"
+                    | "-chainCAfile" | "-crl" | "-nameopt_file" => Some(PathAccess::Read),
                     "-out" => Some(PathAccess::Write),
                     "-passin" | "-passout" | "-pass" | "-password" => None,
                     // Flags and values that are not files (-subj, -days, -noout, -sha256 ...).
@@ -1608,9 +1200,22 @@ fn table_command(
     args: &[Decoded],
     sub: &str,
 ) {
+    table_command_in(w, name, spec, args, sub, &StdinKind::Terminal);
+}
+
+/// As [`table_command`], for a command whose standard input is `stdin` (a wrapper passes it
+/// on to the command it runs).
+fn table_command_in(
+    w: &mut Walker<'_>,
+    name: &str,
+    spec: &crate::table::CommandSpec,
+    args: &[Decoded],
+    sub: &str,
+    stdin: &StdinKind,
+) {
     let p = crate::table::interpret(spec, args);
     let saved_cwd = w.cwd.clone();
-    table_judge(w, name, spec, &p, sub);
+    table_judge(w, name, spec, &p, sub, stdin);
     w.cwd = saved_cwd;
 }
 
@@ -1620,6 +1225,7 @@ fn table_judge(
     spec: &crate::table::CommandSpec,
     p: &crate::table::Parsed<'_>,
     sub: &str,
+    stdin: &StdinKind,
 ) {
     use crate::table::{Class, Destroys, Operands};
     if spec.class == Class::Deny {
@@ -1794,7 +1400,7 @@ fn table_judge(
         pattern_given |= e.pattern;
         recursive |= e.recursive;
         if e.mode {
-            let m = g.spec.long.as_deref().and_then(|l| spec.modes.get(l));
+            let m = g.spec.mode_name().and_then(|l| spec.modes.get(&l));
             if mode.is_some() && mode != m {
                 w.add(
                     Decision::Ask,
@@ -1806,6 +1412,7 @@ fn table_judge(
             mode = m.or(mode);
         }
     }
+    recursive |= mode.is_some_and(|m| m.recursive);
     let class = mode.map_or(spec.class, |m| m.class);
     let role = mode.map_or(spec.operands, |m| m.operands);
     let default_out = mode.map_or(spec.default_out.as_ref(), |m| m.default_out.as_ref());
@@ -1831,7 +1438,7 @@ fn table_judge(
         } else {
             w.cwd
                 .as_ref()
-                .map(|c| crate::analyze::normalize(&c.join(&d.text)))
+                .map(|c| crate::walker::normalize(&c.join(&d.text)))
         };
     }
     for u in &p.unknown {
@@ -1854,7 +1461,7 @@ fn table_judge(
         match found {
             Some(subspec) => {
                 let q = crate::table::interpret(subspec, rest);
-                return table_judge(w, &full, subspec, &q, sub);
+                return table_judge(w, &full, subspec, &q, sub, stdin);
             }
             // A parent whose operands are names (`git config user.name`, old style) takes a
             // word that is not a subcommand as its own operand.
@@ -1869,6 +1476,29 @@ fn table_judge(
                 return;
             }
         }
+    }
+    if spec.whole.long_running {
+        w.add(
+            Decision::Ask,
+            "long_running",
+            sub,
+            format!(
+                "`{name}` {}",
+                spec.reason
+                    .as_deref()
+                    .unwrap_or("keeps running until it is stopped")
+            ),
+        );
+    }
+    if role == Operands::Command {
+        // The first `lead` operands are the wrapper's data (a duration, a CPU mask); the rest
+        // is the command it runs, judged as any command.
+        let lead = p.operands.get(..spec.lead).unwrap_or(&p.operands);
+        if lead.iter().any(|a| a.dynamic) {
+            dynamic_args(w, sub, name);
+        }
+        let inner = p.operands.get(spec.lead..).unwrap_or(&[]);
+        return run_inner(w, inner, sub, stdin, name);
     }
     if class == Class::Network && !offline {
         return network(w, sub, name);
@@ -1889,7 +1519,7 @@ fn table_judge(
             reads = operands;
         }
         Operands::Read | Operands::PatternRead => reads = operands,
-        Operands::Data | Operands::Names => {
+        Operands::Data | Operands::Names | Operands::Command => {
             if operands_read {
                 reads = operands;
             }
@@ -2117,171 +1747,6 @@ fn config_key_runs(spec: &crate::table::CommandSpec, key: &str) -> bool {
     })
 }
 
-/// A wrapper's argument known only at run time, where it may be the command it runs.
-/// GNU env's options: (short letter or `\0`, long name, arity: 0 flag, 1 required value,
-/// 2 optional attached value).
-const ENV_OPTS: &[(char, &str, u8)] = &[
-    ('a', "argv0", 1),
-    ('i', "ignore-environment", 0),
-    ('0', "null", 0),
-    ('u', "unset", 1),
-    ('C', "chdir", 1),
-    ('S', "split-string", 1),
-    ('v', "debug", 0),
-    ('\0', "block-signal", 2),
-    ('\0', "default-signal", 2),
-    ('\0', "ignore-signal", 2),
-    ('\0', "list-signal-handling", 0),
-    ('\0', "help", 0),
-    ('\0', "version", 0),
-];
-
-/// GNU xargs' options (`0a:E:e::i::I:l::L:n:oprs:txP:d:` and their long names): the value
-/// arity of each, so that the command xargs runs is found where xargs finds it.
-/// (short letter, long name, arity: 0 flag, 1 required value, 2 optional attached value)
-const XARGS_OPTS: &[(char, &str, u8)] = &[
-    ('0', "null", 0),
-    ('a', "arg-file", 1),
-    ('d', "delimiter", 1),
-    ('E', "", 1),
-    ('e', "eof", 2),
-    ('I', "", 1),
-    ('i', "replace", 2),
-    ('L', "", 1),
-    ('l', "max-lines", 2),
-    ('n', "max-args", 1),
-    ('o', "open-tty", 0),
-    ('p', "interactive", 0),
-    ('r', "no-run-if-empty", 0),
-    ('s', "max-chars", 1),
-    ('t', "verbose", 0),
-    ('x', "exit", 0),
-    ('P', "max-procs", 1),
-    ('\0', "process-slot-var", 1),
-    ('\0', "show-limits", 0),
-    ('\0', "help", 0),
-    ('\0', "version", 0),
-];
-
-/// Reads xargs' options with getopt_long semantics (clusters, attached and separate values,
-/// `--long=value`, unambiguous abbreviations) and judges the argument file. Returns the index
-/// of the command's first word and the replace string of `-I`/`-i`, or `None` when a finding
-/// already decided (a run-time word, `-p`, an unknown or ambiguous option).
-fn xargs_options(
-    w: &mut Walker<'_>,
-    args: &[Decoded],
-    sub: &str,
-    name: &str,
-) -> Option<(usize, Option<String>)> {
-    let mut i = 0;
-    let mut replace = None;
-    while let Some(a) = args.get(i) {
-        let t = a.text.as_str();
-        if a.dynamic {
-            dynamic_wrapped(w, sub, name);
-            return None;
-        }
-        if !t.starts_with('-') || t == "-" {
-            break;
-        }
-        i += 1;
-        if t == "--" {
-            break;
-        }
-        // (option, its value) pairs this argument holds.
-        let mut found: Vec<(char, &str, Option<Decoded>)> = Vec::new();
-        if let Some(long) = t.strip_prefix("--") {
-            let (key, attached) = match long.split_once('=') {
-                Some((k, v)) => (k, Some(v)),
-                None => (long, None),
-            };
-            let exact = XARGS_OPTS.iter().find(|o| o.1 == key);
-            let prefixed: Vec<_> = XARGS_OPTS
-                .iter()
-                .filter(|o| !o.1.is_empty() && o.1.starts_with(key))
-                .collect();
-            let Some(&(c, long_name, arity)) = exact.or(match prefixed.as_slice() {
-                [one] => Some(*one),
-                _ => None,
-            }) else {
-                w.add(
-                    Decision::Ask,
-                    "unknown_option",
-                    sub,
-                    format!(
-                        "`{name}` has no option `{t}` this analyzer knows (or it is ambiguous)"
-                    ),
-                );
-                return None;
-            };
-            let value = crate::words::option_value(a, attached, arity == 1, args, &mut i);
-            found.push((c, long_name, value));
-        } else {
-            let body = t.get(1..).unwrap_or("");
-            for (at, c) in body.char_indices() {
-                let rest = body.get(at + c.len_utf8()..).unwrap_or("");
-                let Some(&(_, long_name, arity)) = XARGS_OPTS.iter().find(|o| o.0 == c) else {
-                    w.add(
-                        Decision::Ask,
-                        "unknown_option",
-                        sub,
-                        format!("`{name}` has no option `-{c}` this analyzer knows"),
-                    );
-                    return None;
-                };
-                if arity == 0 {
-                    found.push((c, long_name, None));
-                    continue;
-                }
-                let value = if !rest.is_empty() {
-                    Some(Decoded {
-                        text: rest.to_owned(),
-                        ..a.clone()
-                    })
-                } else if arity == 1 {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                } else {
-                    None
-                };
-                found.push((c, long_name, value));
-                break;
-            }
-        }
-        for (c, _, value) in found {
-            match c {
-                'p' => {
-                    w.add(
-                        Decision::Deny,
-                        "interactive",
-                        sub,
-                        "`xargs -p` prompts on a terminal".to_owned(),
-                    );
-                    return None;
-                }
-                // `-i` alone replaces `{}`.
-                'I' | 'i' => {
-                    replace = Some(value.map_or_else(|| "{}".to_owned(), |v| v.text));
-                }
-                'a' => match value {
-                    Some(f) => w.path(&f, PathAccess::Read, sub, "argument file"),
-                    None => {
-                        w.add(
-                            Decision::Ask,
-                            "missing_value",
-                            sub,
-                            format!("`{name} -a` without its file"),
-                        );
-                        return None;
-                    }
-                },
-                _ => {}
-            }
-        }
-    }
-    Some((i, replace))
-}
-
 /// An openssl argument as `(option, attached value)`: `--out=F` and `-out=F` are `-out` with
 /// `F`; an operand gives an empty option.
 fn openssl_option(text: &str) -> (&str, Option<&str>) {
@@ -2385,12 +1850,18 @@ fn build(w: &mut Walker<'_>, name: &str, args: &[Decoded], sub: &str) {
         );
         return;
     }
+    crate::build_opts::check(w, name, args, sub);
     w.add(
         Decision::Ask,
         "build",
         sub,
         format!("`{name}` builds, tests or runs project code, which has side effects"),
     );
+    // `rustup run stable CMD`, `npm explore PKG -- CMD`, `cargo run -- ...`: a build tool runs
+    // commands named on its line. Containers and clusters run theirs elsewhere.
+    if !matches!(name, "docker" | "podman" | "kubectl") {
+        unknown_program(w, args, sub, &StdinKind::Terminal);
+    }
 }
 
 /// The package or binary `cargo run` runs (`-p NAME`, `--package=NAME`, `--bin NAME` ...), read
@@ -2554,155 +2025,30 @@ fn writer(
     match name {
         "find" => return find(w, args, sub, dyn_args),
         "sed" => return sed(w, args, sub, dyn_args),
+        // Table entries for their options; their rules stay code.
+        "xargs" => return xargs(w, args, sub),
+        "env" => {
+            // `env NAME=v cmd`: the variables last for the command it runs.
+            let depth = w.env.len();
+            env(w, args, sub, stdin);
+            w.env.truncate(depth);
+            return;
+        }
         _ => {}
     }
     if let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback) {
-        if dyn_args {
+        // A wrapper's run-time words are judged where they fall (its data, or the command).
+        if dyn_args && spec.operands != crate::table::Operands::Command {
             dynamic_args(w, sub, name);
         }
-        return table_command(w, name, spec, args, sub);
+        return table_command_in(w, name, spec, args, sub, stdin);
     }
     match name {
-        "env" => {
-            let mut i = 0;
-            let mut chdir: Option<Decoded> = None;
-            while let Some(a) = args.get(i) {
-                let t = a.text.as_str();
-                if a.dynamic {
-                    return dynamic_wrapped(w, sub, name);
-                }
-                if t == "--" {
-                    i += 1;
-                    break;
-                }
-                if t.starts_with('-') && t != "-" {
-                    i += 1;
-                    // (letter, value) pairs of this argument, getopt_long style.
-                    let mut found: Vec<(char, Option<Decoded>)> = Vec::new();
-                    if let Some(long) = t.strip_prefix("--") {
-                        let (key, attached) = match long.split_once('=') {
-                            Some((k, v)) => (k, Some(v)),
-                            None => (long, None),
-                        };
-                        let exact = ENV_OPTS.iter().find(|o| o.1 == key);
-                        let prefixed: Vec<_> = ENV_OPTS
-                            .iter()
-                            .filter(|o| !key.is_empty() && o.1.starts_with(key))
-                            .collect();
-                        let Some(&(c, _, arity)) = exact.or(match prefixed.as_slice() {
-                            [one] => Some(*one),
-                            _ => None,
-                        }) else {
-                            w.add(
-                                Decision::Ask,
-                                "unknown_option",
-                                sub,
-                                format!("`env` has no option `{t}` this analyzer knows (or it is ambiguous)"),
-                            );
-                            return;
-                        };
-                        let value =
-                            crate::words::option_value(a, attached, arity == 1, args, &mut i);
-                        found.push((c, value));
-                    } else {
-                        let body = t.get(1..).unwrap_or("");
-                        for (at, c) in body.char_indices() {
-                            let rest = body.get(at + c.len_utf8()..).unwrap_or("");
-                            let Some(&(_, _, arity)) =
-                                ENV_OPTS.iter().find(|o| o.0 == c && o.0 != '\0')
-                            else {
-                                w.add(
-                                    Decision::Ask,
-                                    "unknown_option",
-                                    sub,
-                                    format!("`env` has no option `-{c}` this analyzer knows"),
-                                );
-                                return;
-                            };
-                            if arity != 1 {
-                                found.push((c, None));
-                                continue;
-                            }
-                            let value = if rest.is_empty() {
-                                i += 1;
-                                args.get(i - 1).cloned()
-                            } else {
-                                Some(Decoded {
-                                    text: rest.to_owned(),
-                                    ..a.clone()
-                                })
-                            };
-                            found.push((c, value));
-                            break;
-                        }
-                    }
-                    for (c, value) in found {
-                        match c {
-                            'C' => chdir = value,
-                            // `-S STRING` splits STRING into the command and its first
-                            // arguments; the rest of env's arguments follow.
-                            'S' => {
-                                let Some(v) = value else {
-                                    w.add(
-                                        Decision::Ask,
-                                        "missing_value",
-                                        sub,
-                                        "`env -S` without its string".to_owned(),
-                                    );
-                                    return;
-                                };
-                                if v.dynamic {
-                                    return dynamic_wrapped(w, sub, name);
-                                }
-                                let rest: Vec<String> =
-                                    args.iter().skip(i).map(|a| a.text.clone()).collect();
-                                let text = format!("{} {}", v.text, rest.join(" "));
-                                w.script(&text, stdin.clone());
-                                return;
-                            }
-                            _ => {}
-                        }
-                    }
-                    continue;
-                }
-                if let Some((n, _)) = t.split_once('=') {
-                    check_env_name(w, n, sub);
-                    i += 1;
-                    continue;
-                }
-                break;
-            }
-            let saved = w.cwd.clone();
-            if let Some(d) = &chdir {
-                w.path(d, PathAccess::Read, sub, "directory");
-                w.cwd = if d.dynamic {
-                    None
-                } else {
-                    w.cwd
-                        .as_ref()
-                        .map(|c| crate::analyze::normalize(&c.join(&d.text)))
-                };
-            }
-            run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
-            w.cwd = saved;
-        }
-        "timeout" | "nice" | "ionice" | "stdbuf" | "nohup" | "time" | "command" | "builtin"
-        | "exec" | "setsid" | "flock" | "taskset" | "chrt" | "caffeinate" | "unbuffer" => {
-            if name == "nohup" {
-                // nohup exists to outlive the session that started it (issue 14 item 8).
-                w.add(
-                    Decision::Ask,
-                    "long_running",
-                    sub,
-                    "`nohup` keeps the command running after the session ends".to_owned(),
-                );
-            }
+        // The wrappers whose options are flat (timeout, nice, nohup, stdbuf, ...) are table
+        // entries with `pos = "command"`; these are builtins with their own rules.
+        "time" | "command" | "builtin" | "exec" => {
             let mut i = 0;
             let with_arg: &[&str] = match name {
-                "timeout" => &["-s", "--signal", "-k", "--kill-after"],
-                "nice" => &["-n", "--adjustment"],
-                "ionice" => &["-c", "-n", "-p"],
-                "stdbuf" => &["-i", "-o", "-e"],
                 "exec" => &["-a"],
                 _ => &[],
             };
@@ -2721,14 +2067,6 @@ fn writer(
                 if with_arg.contains(&t) {
                     i += 1;
                 }
-                if name == "setsid" && (t == "-f" || t == "--fork") {
-                    w.add(
-                        Decision::Ask,
-                        "background",
-                        sub,
-                        "`setsid -f` leaves the command running in the background".to_owned(),
-                    );
-                }
                 if name == "command" && (t == "-v" || t == "-V") {
                     w.add(
                         Decision::Allow,
@@ -2738,13 +2076,6 @@ fn writer(
                     );
                     return;
                 }
-            }
-            if matches!(name, "timeout" | "flock" | "chrt" | "taskset") {
-                // duration, lock file, priority, cpu mask
-                if args.get(i).is_some_and(|a| a.dynamic) {
-                    dynamic_args(w, sub, name);
-                }
-                i += 1;
             }
             let inner = args.get(i..).unwrap_or(&[]);
             if name == "exec" && inner.is_empty() {
@@ -2766,34 +2097,6 @@ fn writer(
                 return;
             }
             run_inner(w, inner, sub, stdin, name)
-        }
-        "xargs" => {
-            let Some((i, replace)) = xargs_options(w, args, sub, name) else {
-                return;
-            };
-            let mut inner: Vec<Decoded> = args.get(i..).unwrap_or(&[]).to_vec();
-            // With -I R every word holding R gets a line of stdin in its place at run time
-            // (`xargs -I@ bash -c 'echo @'` runs whatever the input says).
-            if let Some(r) = replace.filter(|r| !r.is_empty()) {
-                for word in &mut inner {
-                    if word.text.contains(r.as_str()) {
-                        word.dynamic = true;
-                    }
-                }
-            }
-            if inner.is_empty() {
-                inner.push(Decoded {
-                    text: "echo".to_owned(),
-                    ..Decoded::default()
-                });
-            }
-            // The arguments xargs appends come from stdin: unknown to the review.
-            inner.push(Decoded {
-                text: String::new(),
-                dynamic: true,
-                ..Decoded::default()
-            });
-            run_inner(w, &inner, sub, &StdinKind::Terminal, name)
         }
         "watch" => {
             let mut i = 0;
@@ -2876,7 +2179,7 @@ fn writer(
             ) {
                 ("popd", _) => w.cwd = None,
                 (_, None) => {
-                    w.cwd = w.an.home.as_ref().map(std::path::PathBuf::from);
+                    w.cwd = w.base_home.map(std::path::PathBuf::from);
                 }
                 (_, Some(d)) if d.dynamic => w.cwd = None,
                 // With CDPATH set, a relative `cd dir` may land in any CDPATH entry.
@@ -2890,7 +2193,7 @@ fn writer(
                     w.cwd = w
                         .cwd
                         .as_ref()
-                        .map(|c| crate::analyze::normalize(&c.join(&d.text)));
+                        .map(|c| crate::walker::normalize(&c.join(&d.text)));
                 }
             }
             w.add(
@@ -2951,9 +2254,8 @@ fn writer(
                 format!("`{name}` stops other processes"),
             );
         }
-        "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch"
-        | "xdg-open" | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare"
-        | "firejail" => {
+        "zip" | "gzip" | "gunzip" | "bzip2" | "xz" | "unxz" | "zstd" | "patch" | "xdg-open"
+        | "open" | "script" | "strace" | "ltrace" | "gdb" | "nsenter" | "unshare" | "firejail" => {
             if args.iter().any(|a| {
                 a.text.starts_with("--to-command")
                     || a.text.starts_with("--checkpoint-action")
@@ -2971,8 +2273,21 @@ fn writer(
                 );
                 return;
             }
+            let recursive = name == "zip"
+                && args.iter().any(|a| {
+                    a.text == "--recurse-paths"
+                        || (a.text.starts_with('-')
+                            && !a.text.starts_with("--")
+                            && a.text.contains(['r', 'R']))
+                });
             for p in args.iter().filter(|a| !a.text.starts_with('-')) {
                 w.path(p, PathAccess::Read, sub, "argument");
+                if recursive {
+                    w.tree_read(p, sub, "zip -r");
+                }
+            }
+            if matches!(name, "firejail" | "gdb" | "strace" | "ltrace") {
+                unknown_program(w, args, sub, stdin);
             }
             if matches!(name, "nsenter" | "unshare") {
                 w.add(
@@ -2999,6 +2314,165 @@ fn writer(
     }
 }
 
+/// The table entry of a wrapper whose rules stay code (env, xargs), read with its options;
+/// `None` when a finding already decided (an option it does not have, or no entry).
+fn wrapper_options<'a>(
+    w: &mut Walker<'_>,
+    name: &str,
+    args: &[Decoded],
+    sub: &str,
+) -> Option<crate::table::Parsed<'a>> {
+    let Some(spec) = crate::table::spec(name) else {
+        w.add(
+            Decision::Ask,
+            "unknown_command",
+            sub,
+            format!("the command table has no `{name}`"),
+        );
+        return None;
+    };
+    let p = crate::table::interpret(spec, args);
+    if let Some(u) = p.unknown.first() {
+        w.add(
+            Decision::Ask,
+            "unknown_option",
+            sub,
+            format!("`{name}` has no option `{u}` in the command table (or it is ambiguous)"),
+        );
+        return None;
+    }
+    Some(p)
+}
+
+/// `env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]`: its options from the table; what stays
+/// code is `-S` (the string is split into the command's first words), `-C` (the command runs
+/// there) and the assignments, which last for the command.
+fn env(w: &mut Walker<'_>, args: &[Decoded], sub: &str, stdin: &StdinKind) {
+    let Some(p) = wrapper_options(w, "env", args, sub) else {
+        return;
+    };
+    let mut chdir: Option<&Decoded> = None;
+    for g in &p.opts {
+        match g.spec.short {
+            Some('C') => chdir = g.values.last(),
+            Some('S') => {
+                let Some(v) = g.values.last() else {
+                    w.add(
+                        Decision::Ask,
+                        "missing_value",
+                        sub,
+                        "`env -S` without its string".to_owned(),
+                    );
+                    return;
+                };
+                if v.dynamic {
+                    return dynamic_wrapped(w, sub, "env");
+                }
+                let rest: Vec<&str> = p.operands.iter().map(|a| a.text.as_str()).collect();
+                let text = format!("{} {}", v.text, rest.join(" "));
+                w.script(&text, stdin.clone());
+                return;
+            }
+            _ => {}
+        }
+    }
+    let mut i = 0;
+    while let Some(a) = p.operands.get(i) {
+        if a.dynamic {
+            return dynamic_wrapped(w, sub, "env");
+        }
+        let Some((n, v)) = a.text.split_once('=') else {
+            break;
+        };
+        let value = Decoded {
+            text: v.to_owned(),
+            ..a.clone()
+        };
+        crate::vars::set_for_command(w, n, Some(&value), sub);
+        i += 1;
+    }
+    let saved = w.cwd.clone();
+    if let Some(d) = chdir {
+        w.path(d, PathAccess::Read, sub, "directory");
+        w.cwd = if d.dynamic {
+            None
+        } else {
+            w.cwd
+                .as_ref()
+                .map(|c| crate::walker::normalize(&c.join(&d.text)))
+        };
+    }
+    run_inner(w, p.operands.get(i..).unwrap_or(&[]), sub, stdin, "env");
+    w.cwd = saved;
+}
+
+/// `xargs [OPTION]... [COMMAND [ARG]...]`: its options from the table; the command gets
+/// arguments from standard input, unknown to the review, and with `-I R` every word holding R
+/// becomes run-time text.
+fn xargs(w: &mut Walker<'_>, args: &[Decoded], sub: &str) {
+    let Some(p) = wrapper_options(w, "xargs", args, sub) else {
+        return;
+    };
+    let mut replace: Option<String> = None;
+    for g in &p.opts {
+        match g.spec.short {
+            Some('p') => {
+                w.add(
+                    Decision::Deny,
+                    "interactive",
+                    sub,
+                    "`xargs -p` prompts on a terminal".to_owned(),
+                );
+                return;
+            }
+            // `-i` alone replaces `{}`.
+            Some('I' | 'i') => {
+                replace = Some(
+                    g.values
+                        .last()
+                        .map_or_else(|| "{}".to_owned(), |v| v.text.clone()),
+                );
+            }
+            Some('a') => match g.values.last() {
+                Some(f) => w.path(f, PathAccess::Read, sub, "argument file"),
+                None => {
+                    w.add(
+                        Decision::Ask,
+                        "missing_value",
+                        sub,
+                        "`xargs -a` without its file".to_owned(),
+                    );
+                    return;
+                }
+            },
+            _ => {}
+        }
+    }
+    let mut inner: Vec<Decoded> = p.operands.clone();
+    // With -I R every word holding R gets a line of stdin in its place at run time
+    // (`xargs -I@ bash -c 'echo @'` runs whatever the input says).
+    if let Some(r) = replace.filter(|r| !r.is_empty()) {
+        for word in &mut inner {
+            if word.text.contains(r.as_str()) {
+                word.dynamic = true;
+            }
+        }
+    }
+    if inner.is_empty() {
+        inner.push(Decoded {
+            text: "echo".to_owned(),
+            ..Decoded::default()
+        });
+    }
+    // The arguments xargs appends come from stdin: unknown to the review.
+    inner.push(Decoded {
+        text: String::new(),
+        dynamic: true,
+        ..Decoded::default()
+    });
+    run_inner(w, &inner, sub, &StdinKind::Terminal, "xargs");
+}
+
 fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     let t = p.text.trim_end_matches('/');
     // An unquoted glob for every entry (`*`) or every hidden entry (`.*`, `.[!.]*`, `.??*`:
@@ -3019,8 +2493,8 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     };
     let t = if t.is_empty() { "/" } else { t };
     let abs = match &w.cwd {
-        Some(c) => crate::analyze::normalize(&c.join(t)),
-        None => crate::analyze::normalize(&Path::new("/").join(t)),
+        Some(c) => crate::walker::normalize(&c.join(t)),
+        None => crate::walker::normalize(&Path::new("/").join(t)),
     };
     let s = abs.to_string_lossy();
     let top = [
@@ -3030,12 +2504,28 @@ fn is_catastrophic_target(w: &mut Walker<'_>, p: &Decoded) -> bool {
     if top.contains(&s.as_ref()) {
         return true;
     }
-    if w.an
-        .home
-        .as_deref()
-        .is_some_and(|h| h.trim_end_matches('/') == s)
-    {
+    if w.base_home.is_some_and(|h| h.trim_end_matches('/') == s) {
         return true;
+    }
+    // `rm -rf link/`: with a trailing slash the name is the directory the symlink points to,
+    // whose contents go (rm removes the tree below it), so the target is what is judged.
+    if p.text.ends_with('/')
+        && !p.glob
+        && std::fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(real) = std::fs::canonicalize(&abs)
+    {
+        let probe = Decoded {
+            text: format!("{}/", real.to_string_lossy().trim_end_matches('/')),
+            ..Decoded::default()
+        };
+        let real_s = real.to_string_lossy();
+        if top.contains(&real_s.as_ref())
+            || w.base_home
+                .is_some_and(|h| h.trim_end_matches('/') == real_s)
+            || w.is_root(&probe)
+        {
+            return true;
+        }
     }
     let probe = Decoded {
         text: t.to_owned(),
@@ -3217,9 +2707,41 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             }
         }
     }
+    // Primaries that do not pick files by what they are: with only these, an action applies
+    // to every file below the start points.
+    const UNSELECTIVE: &[&str] = &[
+        "mindepth",
+        "maxdepth",
+        "depth",
+        "d",
+        "type",
+        "xtype",
+        "xdev",
+        "mount",
+        "follow",
+        "daystart",
+        "noleaf",
+        "warn",
+        "nowarn",
+        "ignore_readdir_race",
+        "noignore_readdir_race",
+        "regextype",
+        "print",
+        "print0",
+        "true",
+        "ls",
+        "delete",
+        "help",
+        "version",
+    ];
+    let narrowed = e
+        .primaries
+        .iter()
+        .any(|(p, _)| !UNSELECTIVE.contains(&p.name.as_str()));
     for (p, values) in &e.primaries {
         let fx = p.effects;
-        let what = format!("`-{}`", p.name.trim_end_matches('*'));
+        let what = format!("-{}", p.name.trim_end_matches('*'));
+        let what = format!("`{what}`");
         if fx.prompts {
             w.add(
                 Decision::Deny,
@@ -3265,6 +2787,24 @@ fn find(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
             continue;
         }
         if fx.write && values.is_empty() {
+            // `find -delete` with no test that picks files removes everything below its start
+            // points (`.` when none is given): on the system, the home or the project that is
+            // `rm -rf`.
+            if !narrowed {
+                for s in &starts {
+                    if !s.dynamic && is_catastrophic_target(w, s) {
+                        w.add(
+                            Decision::Deny,
+                            "destroys_system",
+                            sub,
+                            format!(
+                                "`find {} {what}` removes everything below it: it destroys the system, the home directory or the project",
+                                s.text
+                            ),
+                        );
+                    }
+                }
+            }
             writes = true;
             w.add(
                 Decision::Ask,
@@ -3393,6 +2933,6 @@ fn sed(w: &mut Walker<'_>, args: &[Decoded], sub: &str, dyn_args: bool) {
     }
     // The operands, -f's file, -i and unknown options: the table's judgement.
     let saved_cwd = w.cwd.clone();
-    table_judge(w, "sed", spec, &p, sub);
+    table_judge(w, "sed", spec, &p, sub, &StdinKind::Terminal);
     w.cwd = saved_cwd;
 }

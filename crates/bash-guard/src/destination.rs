@@ -5,8 +5,8 @@
 //! `curl http://0x7f.1/` or `ssh root@169.254.169.254` is a deny even where the network is
 //! allowed (the network finding alone only asks).
 
-use crate::analyze::Walker;
 use crate::verdict::Decision;
+use crate::walker::Walker;
 use crate::words::Decoded;
 
 /// Judges the destinations of the simple command whose findings start at `before`.

@@ -3,6 +3,7 @@
 mod analyze;
 mod awk;
 mod backstop;
+mod build_opts;
 mod builtins;
 mod cache;
 mod classify;
@@ -16,9 +17,12 @@ mod judge;
 mod limits;
 mod pathglob;
 mod sed;
+mod stores;
 mod table;
 mod vars;
+mod vartable;
 mod verdict;
+mod walker;
 mod words;
 
 pub use analyze::{Analyzer, simple_commands};
@@ -37,7 +41,10 @@ pub fn catastrophic_text(text: &str) -> Option<&'static str> {
 pub mod tidy {
     /// Every pattern of the code-bearing variable table.
     pub fn variable_patterns() -> Vec<&'static str> {
-        crate::vars::VAR_EFFECTS.iter().map(|e| e.pattern).collect()
+        crate::vartable::VAR_EFFECTS
+            .iter()
+            .map(|e| e.pattern)
+            .collect()
     }
 
     /// The long option names of a command's table entry (its top level), for the test that
@@ -117,4 +124,4 @@ pub use exec::{
     LandlockState, Runner, trampoline_main,
 };
 pub use judge::{PathAccess, PathJudge, PathVerdict};
-pub use verdict::{Decision, Finding, Verdict};
+pub use verdict::{ASK_KINDS, AskKind, AskKindEntry, Decision, Finding, Verdict, ask_kind};

@@ -90,6 +90,13 @@ pub(crate) struct OptSpec {
 }
 
 impl OptSpec {
+    /// The key of the mode an `M` option selects: its long name, else its letter (`unzip -l`).
+    pub(crate) fn mode_name(&self) -> Option<String> {
+        self.long
+            .clone()
+            .or_else(|| self.short.map(|c| c.to_string()))
+    }
+
     /// How the option is written, for messages.
     pub(crate) fn display(&self) -> String {
         match (&self.long, self.short) {
@@ -127,6 +134,9 @@ pub(crate) enum Operands {
     /// Operands are names a write class creates (`git branch NAME`): with none, or when a
     /// `P` option makes them patterns (`git tag -l 'v*'`), the command only reads.
     Names,
+    /// After `lead` data operands, the operands are a command line the program runs
+    /// (`timeout 5 CMD ARGS`, `nice CMD`): judged as that command.
+    Command,
 }
 
 /// What the command is when its options and operands add nothing: the decision class.
@@ -176,6 +186,10 @@ pub(crate) struct CommandSpec {
     pub modes: HashMap<String, Mode>,
     /// An expression grammar after the operands (`find`): its primaries.
     pub primaries: Vec<Primary>,
+    /// With `pos = "command"`: how many data operands come before the command.
+    pub lead: usize,
+    /// Effects of running the command at all, whatever its options (`nohup`: L).
+    pub whole: Effects,
     /// The command is also on one of classify.rs's lists; the table decides only the forms
     /// [`claims`] finds (a listed subcommand, a `B` option).
     pub fallback: bool,
@@ -214,6 +228,8 @@ pub(crate) struct Mode {
     pub archive: PathAccessKind,
     /// Written when the mode writes where the command works (extraction: `.`).
     pub default_out: Option<String>,
+    /// The mode reads its operands as whole trees (`tar -c DIR` archives every file below).
+    pub recursive: bool,
 }
 
 /// An access named in the table.
@@ -231,6 +247,8 @@ struct RawMode {
     archive: String,
     #[serde(default)]
     default_out: Option<String>,
+    #[serde(default)]
+    recursive: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,6 +290,10 @@ struct RawCommand {
     modes: HashMap<String, RawMode>,
     #[serde(default)]
     primaries: Vec<String>,
+    #[serde(default)]
+    lead: usize,
+    #[serde(default)]
+    effects: String,
     #[serde(default)]
     fallback: bool,
     #[serde(default)]
@@ -510,6 +532,14 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/commands.rs"));
 }
 
+/// The table's `[classes]`: the name lists that give a command without an entry its class.
+pub(crate) mod classes {
+    pub(crate) use super::generated::{
+        BUILD, INTERACTIVE, INTERPRETERS, NETWORK, PRIVILEGE, PURE, READERS, SHELLS, SYSTEM,
+        WRITERS,
+    };
+}
+
 /// Reads the `groups` table: option lists that a command includes with `"@name"` in its `opts`.
 fn parse_groups(raw: Option<toml::Value>) -> Result<HashMap<String, Vec<String>>, String> {
     match raw {
@@ -533,6 +563,8 @@ fn parse_command(
 pub(crate) fn parse_table(text: &str) -> Result<HashMap<String, CommandSpec>, String> {
     let mut raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     let groups = parse_groups(raw.remove("groups"))?;
+    // Name lists, not commands (build.rs compiles them into `classes`).
+    raw.remove("classes");
     let mut out = HashMap::new();
     for (name, value) in raw {
         let spec = parse_command(&name, value, &groups)?;
@@ -555,6 +587,7 @@ fn parse_pos(name: &str, pos: &str) -> Result<Operands, String> {
         "read-first" => Operands::ReadFirst,
         "keys" => Operands::Keys,
         "names" => Operands::Names,
+        "command" => Operands::Command,
         other => return Err(format!("`{name}`: unknown pos `{other}`")),
     })
 }
@@ -576,6 +609,12 @@ fn parse_spec(
 ) -> Result<CommandSpec, String> {
     let operands = parse_pos(name, &r.pos)?;
     let class = parse_class(name, r.class.as_deref())?;
+    if operands == Operands::Command && r.permute != Some(false) {
+        return Err(format!(
+            "`{name}`: pos = \"command\" needs permute = false (the command's options are its own)"
+        ));
+    }
+    let whole = parse_effects(name, &r.effects).map_err(|e| format!("`{name}`: {e}"))?;
     let destroys = match r.destroys.as_deref() {
         None => None,
         Some("recursive") => Some(Destroys::Recursive),
@@ -623,7 +662,7 @@ fn parse_spec(
         };
         if !opts
             .iter()
-            .any(|o| o.effects.mode && o.long.as_deref() == Some(mode.as_str()))
+            .any(|o| o.effects.mode && o.mode_name().as_deref() == Some(mode.as_str()))
         {
             return Err(format!("`{name}`: mode `{mode}` has no M option"));
         }
@@ -634,6 +673,7 @@ fn parse_spec(
                 operands: parse_pos(&format!("{name} {mode}"), &m.pos)?,
                 archive,
                 default_out: m.default_out,
+                recursive: m.recursive,
             },
         );
     }
@@ -666,6 +706,8 @@ fn parse_spec(
             .iter()
             .map(|p| parse_primary(p).map_err(|e| format!("`{name}`: {e}")))
             .collect::<Result<Vec<_>, _>>()?,
+        lead: r.lead,
+        whole,
         fallback: r.fallback,
         dash_long: r.dash_long,
         response: r.response_files.then(|| OptSpec {
@@ -1070,6 +1112,34 @@ mod tests {
         );
         assert!(spec("no-such-command").is_none());
         assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
+    }
+
+    #[test]
+    fn the_class_lists_are_compiled_and_every_reader_has_an_entry() {
+        use super::classes::*;
+        for list in [
+            BUILD,
+            INTERACTIVE,
+            INTERPRETERS,
+            NETWORK,
+            PRIVILEGE,
+            PURE,
+            READERS,
+            SHELLS,
+            SYSTEM,
+            WRITERS,
+        ] {
+            assert!(!list.is_empty());
+        }
+        assert!(PURE.contains(&"echo") && SYSTEM.contains(&"mkfs"));
+        // A reader is judged by its entry (options, operands); one without would only ask.
+        for name in READERS {
+            assert!(
+                spec(name).is_some(),
+                "the reader `{name}` has no table entry"
+            );
+        }
+        assert!(!table().unwrap().contains_key("classes"));
     }
 
     #[test]

@@ -2,216 +2,10 @@
 //! prefix), what this command assigns to them by any route, and the places where bash
 //! evaluates a value as code (arithmetic, array subscripts, `${!x}` indirection).
 
-use crate::analyze::Walker;
+use crate::vartable::{Readers, Runs, effect, listed, plain_options};
 use crate::verdict::Decision;
+use crate::walker::{PrefixVar, StdinKind, Value, Walker, display_words};
 use crate::words::Decoded;
-
-/// What setting a variable changes for the commands after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct VarEffect {
-    /// `NAME` exactly, or a prefix when it ends in `*`.
-    pub pattern: &'static str,
-    pub decision: Decision,
-    /// Completes "setting `NAME` ...".
-    pub effect: &'static str,
-}
-
-const fn deny(pattern: &'static str, effect: &'static str) -> VarEffect {
-    VarEffect {
-        pattern,
-        decision: Decision::Deny,
-        effect,
-    }
-}
-
-const fn ask(pattern: &'static str, effect: &'static str) -> VarEffect {
-    VarEffect {
-        pattern,
-        decision: Decision::Ask,
-        effect,
-    }
-}
-
-const RUNS_FILE: &str = "makes the next shell run a file of commands at start-up";
-const RUNS_CMD: &str = "makes a later command run a program chosen by the value";
-const LOADS_LIB: &str = "makes every later program load code from the value";
-const CONFIG: &str =
-    "points a later program at configuration (which can run code) chosen by the value";
-const INTERP: &str = "makes an interpreter load or run code chosen by the value";
-
-/// Variables whose value changes what later commands run. Exact names before prefixes; the
-/// first match wins. Every entry has a case in `tests/corpus/variables.txt`.
-pub(crate) const VAR_EFFECTS: &[VarEffect] = &[
-    // Names that only describe (identity, dates, terminal prompts) are harmless.
-    ask("GIT_DIR", "points git at another repository"),
-    ask("GIT_WORK_TREE", "points git at another working tree"),
-    ask("GIT_INDEX_FILE", "points git at another index file"),
-    VarEffect {
-        pattern: "GIT_AUTHOR_*",
-        decision: Decision::Allow,
-        effect: "only names the author",
-    },
-    VarEffect {
-        pattern: "GIT_COMMITTER_*",
-        decision: Decision::Allow,
-        effect: "only names the committer",
-    },
-    VarEffect {
-        pattern: "GIT_TERMINAL_PROMPT",
-        decision: Decision::Allow,
-        effect: "only stops git from prompting",
-    },
-    deny(
-        "GIT_*",
-        "changes which programs, hooks or configuration git runs",
-    ),
-    deny("BASH_ENV", RUNS_FILE),
-    deny("ENV", RUNS_FILE),
-    deny(
-        "PROMPT_COMMAND",
-        "runs its value as a command before each prompt",
-    ),
-    deny(
-        "PS0",
-        "runs the command substitutions in its value before each command",
-    ),
-    deny(
-        "PS1",
-        "runs the command substitutions in its value at each prompt",
-    ),
-    deny(
-        "PS2",
-        "runs the command substitutions in its value at each prompt",
-    ),
-    deny(
-        "PS4",
-        "runs the command substitutions in its value on every traced command",
-    ),
-    deny(
-        "SHELLOPTS",
-        "turns on shell options (xtrace, ...) in every later shell",
-    ),
-    deny("BASHOPTS", "turns on shell options in every later shell"),
-    deny(
-        "BASH_FUNC_*",
-        "exports a function that replaces a command in every later shell",
-    ),
-    deny(
-        "BASH_XTRACEFD",
-        "sends the trace to a file descriptor chosen by the value",
-    ),
-    deny("LD_*", LOADS_LIB),
-    deny("DYLD_*", LOADS_LIB),
-    deny("GCONV_PATH", LOADS_LIB),
-    deny("PAGER", RUNS_CMD),
-    deny("MANPAGER", RUNS_CMD),
-    deny("SYSTEMD_PAGER", RUNS_CMD),
-    deny("EDITOR", RUNS_CMD),
-    deny("VISUAL", RUNS_CMD),
-    deny("BROWSER", RUNS_CMD),
-    deny("TERMINAL", RUNS_CMD),
-    deny("SSH_ASKPASS", RUNS_CMD),
-    deny("SUDO_ASKPASS", RUNS_CMD),
-    deny("LESSOPEN", RUNS_CMD),
-    deny("LESSCLOSE", RUNS_CMD),
-    deny("RUSTC_WRAPPER", RUNS_CMD),
-    deny("RUSTC", RUNS_CMD),
-    ask("CARGO_TARGET_DIR", "moves cargo's build output"),
-    deny("CARGO_HOME", CONFIG),
-    deny("CARGO_TARGET_*", "sets a runner or linker that cargo runs"),
-    deny("CARGO_BUILD_RUSTC*", RUNS_CMD),
-    ask("CARGO_*", "changes how cargo builds"),
-    deny("CC", RUNS_CMD),
-    deny("CXX", RUNS_CMD),
-    deny(
-        "MAKEFLAGS",
-        "passes options (`--eval`, `-f`) to every later make",
-    ),
-    deny("XDG_CONFIG_HOME", CONFIG),
-    deny("RIPGREP_CONFIG_PATH", CONFIG),
-    deny("NPM_CONFIG_*", CONFIG),
-    deny("npm_config_*", CONFIG),
-    deny("PIP_*", CONFIG),
-    deny("WGETRC", CONFIG),
-    deny("CURL_HOME", CONFIG),
-    deny("GNUPGHOME", CONFIG),
-    deny("INPUTRC", CONFIG),
-    deny("PYTHONSTARTUP", INTERP),
-    deny("PYTHONPATH", INTERP),
-    deny("PYTHONHOME", INTERP),
-    deny("PYTHONUSERBASE", INTERP),
-    deny("NODE_OPTIONS", INTERP),
-    deny("NODE_PATH", INTERP),
-    deny("PERL5OPT", INTERP),
-    deny("PERL5LIB", INTERP),
-    deny("PERLLIB", INTERP),
-    deny("RUBYOPT", INTERP),
-    deny("RUBYLIB", INTERP),
-    // Options read from the environment by the program itself: the option that runs a
-    // program (`man -P`, `tar --to-command`, `rsync -e`) can come in through them.
-    deny("MANOPT", "passes options to man, whose -P/-H run a program"),
-    deny(
-        "TAR_OPTIONS",
-        "passes options to tar, whose --to-command/-I run a program",
-    ),
-    deny("RSYNC_RSH", "is the remote shell rsync runs"),
-    deny("RSYNC_CONNECT_PROG", RUNS_CMD),
-    deny(
-        "ZDOTDIR",
-        "makes zsh run the .zshenv of that directory at start-up",
-    ),
-    deny(
-        "PYTHONWARNINGS",
-        "imports the warning category modules it names",
-    ),
-    deny(
-        "PYTHONBREAKPOINT",
-        "names a callable Python imports and runs at breakpoint()",
-    ),
-    deny("PERL5DB", INTERP),
-    deny(
-        "JAVA_TOOL_OPTIONS",
-        "passes -javaagent and other options that load code to every JVM",
-    ),
-    deny(
-        "_JAVA_OPTIONS",
-        "passes -javaagent and other options that load code to every JVM",
-    ),
-    deny(
-        "JDK_JAVA_OPTIONS",
-        "passes -javaagent and other options that load code to java",
-    ),
-    ask(
-        "LESS",
-        "passes options to less, where `+!cmd` runs a command",
-    ),
-    ask(
-        "LESSKEY",
-        "gives less a key file whose bindings run commands",
-    ),
-    ask("LOCPATH", "loads locale data from another directory"),
-    ask("NLSPATH", "loads message catalogs from another path"),
-    ask("PATH", "changes which programs later commands run"),
-    ask("CDPATH", "changes where `cd` goes"),
-    ask("HOME", "changes what `~` and configuration lookups mean"),
-    ask(
-        "TMPDIR",
-        "changes where later programs write temporary files",
-    ),
-    ask("IFS", "changes how later expansions split into words"),
-    ask("HISTFILE", "changes which file `history` writes"),
-    ask("GLOBIGNORE", "changes what globs match"),
-];
-
-/// The table entry for `name`, if any.
-pub(crate) fn effect(name: &str) -> Option<&'static VarEffect> {
-    VAR_EFFECTS
-        .iter()
-        .find(|e| match e.pattern.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => e.pattern == name,
-        })
-}
 
 /// Judges setting `name` (by any route: assignment, `export`, `declare`, `read`, `printf -v`,
 /// `env NAME=`, a prefix assignment).
@@ -233,13 +27,152 @@ pub(crate) fn check_set(w: &mut Walker<'_>, name: &str, sub: &str) {
     );
 }
 
-/// What this command put into a variable, as far as the review can know.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Value {
-    /// Literal text.
-    Known(String),
-    /// Output of a command, input, another variable ...
-    Unknown,
+/// Judges a variable set for one command only. A variable every program reads is judged at
+/// once; the others wait on the walker until a program of the command (the command itself, a
+/// command it wraps, a script it runs) reads them, see [`program_reads`].
+pub(crate) fn set_for_command(w: &mut Walker<'_>, name: &str, value: Option<&Decoded>, sub: &str) {
+    let Some(e) = effect(name) else { return };
+    if e.decision == Decision::Allow {
+        return;
+    }
+    if e.readers == Readers::Every {
+        return check_set(w, name, sub);
+    }
+    w.env.push(PrefixVar {
+        name: name.to_owned(),
+        effect: e,
+        sub: sub.to_owned(),
+        value: value.filter(|v| !v.dynamic).map(|v| v.text.clone()),
+        fired: false,
+    });
+}
+
+/// Finding codes of programs whose code the review does not see (or sees only in part): they
+/// read every variable in their environment.
+const UNSEEN: &[&str] = &[
+    "unknown_command",
+    "runs_program",
+    "inline_code",
+    "interpreter",
+    "runs_script",
+    "traces",
+    "build",
+    "source_file",
+    "function_call",
+    "awk_program",
+    "shell_stdin",
+    "dynamic_command",
+    "dynamic_script",
+    "unknown_subcommand",
+    "unknown_option",
+    "exec_option",
+];
+
+/// The program `argv` names has been classified (its findings start at `before`): report
+/// every waiting prefix variable it reads.
+pub(crate) fn program_reads(w: &mut Walker<'_>, argv: &[Decoded], before: usize) {
+    if w.env.iter().all(|v| v.fired) {
+        return;
+    }
+    let Some(first) = argv.first() else { return };
+    let unseen = first.dynamic
+        || w.findings
+            .get(before..)
+            .unwrap_or(&[])
+            .iter()
+            .any(|f| UNSEEN.contains(&f.code));
+    let name = first.text.rsplit('/').next().unwrap_or("");
+    let args = argv.get(1..).unwrap_or(&[]);
+    // The whole command line, for exclusions such as `-node --version` (node prints its
+    // version before it reads NODE_OPTIONS' modules).
+    let line = (!args.iter().any(|a| a.dynamic)).then(|| format!("{name} {}", display_words(args)));
+    // The subcommand, for a command the table gives subcommands (`git fetch`).
+    let sub = crate::table::spec(name)
+        .filter(|s| !s.subs.is_empty())
+        .and_then(|s| {
+            let p = crate::table::interpret(s, args);
+            p.operands.first().map(|o| o.text.clone())
+        });
+    let terminal = !w.stdout_piped;
+    let mut fire = Vec::new();
+    for (k, v) in w.env.iter().enumerate() {
+        if v.fired {
+            continue;
+        }
+        let reads = unseen
+            || match v.effect.readers {
+                Readers::Every => true,
+                Readers::Only(list) => listed(list, name, sub.as_deref(), line.as_deref()),
+                Readers::Terminal(list) => {
+                    terminal && listed(list, name, sub.as_deref(), line.as_deref())
+                }
+            };
+        if reads {
+            fire.push(k);
+        }
+    }
+    // Whether the program writes where it works, for a `Place` variable.
+    let writes = w.findings.get(before..).unwrap_or(&[]).iter().any(|f| {
+        matches!(
+            f.code,
+            "writes_files" | "write_inside_roots" | "unknown_subcommand" | "unknown_command"
+        )
+    });
+    for k in fire {
+        let Some(v) = w.env.get_mut(k) else { continue };
+        v.fired = true;
+        let (name, sub) = (v.name.clone(), v.sub.clone());
+        let (value, runs) = (v.value.clone(), v.effect.runs);
+        match (runs, value) {
+            // `GIT_PAGER=cat git log`: the reader runs `cat`, which is judged as any command
+            // (`PAGER='rm -rf ~'` is the removal it is).
+            (Runs::Alone | Runs::WithArgs, Some(text)) => run_value(w, &name, &text, runs),
+            (Runs::Options(plain), Some(text)) => {
+                if !plain_options(plain, &text) {
+                    check_set(w, &name, &sub);
+                }
+            }
+            (Runs::Place, Some(text)) => {
+                check_set(w, &name, &sub);
+                let access = if writes {
+                    crate::judge::PathAccess::Write
+                } else {
+                    crate::judge::PathAccess::Read
+                };
+                let place = Decoded {
+                    text,
+                    ..Decoded::default()
+                };
+                w.path(&place, access, &sub, &format!("`{name}` directory"));
+            }
+            _ => check_set(w, &name, &sub),
+        }
+    }
+}
+
+/// Judges the command line a reader runs from `name`'s value, through the shell; with
+/// `WithArgs` the reader's own arguments (a file, a host) follow, unknown to the review.
+fn run_value(w: &mut Walker<'_>, name: &str, text: &str, runs: Runs) {
+    let line = match runs {
+        Runs::WithArgs => format!("{text} \"$_\""),
+        _ => text.to_owned(),
+    };
+    let before = w.findings.len();
+    let saved = w.cwd.clone();
+    let stdin = match runs {
+        Runs::Alone => StdinKind::Pipe,
+        _ => StdinKind::Terminal,
+    };
+    w.script(&line, stdin);
+    w.cwd = saved;
+    if w.findings.len() == before {
+        w.add(
+            Decision::Ask,
+            "env_runs_value",
+            name,
+            format!("`{name}` names a command that runs, and nothing of it could be reviewed"),
+        );
+    }
 }
 
 /// Records a plain assignment's value (prefix assignments only last for their command).
@@ -424,15 +357,6 @@ pub(crate) fn unknown_arith_source(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn exact_names_win_over_prefixes() {
-        assert_eq!(effect("GIT_DIR").unwrap().decision, Decision::Ask);
-        assert_eq!(effect("GIT_AUTHOR_NAME").unwrap().decision, Decision::Allow);
-        assert_eq!(effect("GIT_SSH_COMMAND").unwrap().decision, Decision::Deny);
-        assert_eq!(effect("LD_PRELOAD").unwrap().decision, Decision::Deny);
-        assert!(effect("MY_VAR").is_none());
-    }
 
     #[test]
     fn base_names_drop_subscripts_and_values() {

@@ -89,6 +89,9 @@ impl Decoder<'_> {
             });
             return;
         }
+        // A `~` makes a word not plain, so only these words can need it.
+        let rewritten = self.assignment_tilde(raw);
+        let raw = rewritten.as_deref().unwrap_or(raw);
         if raw.contains('{')
             && let Err(r) = crate::limits::check_braces(raw)
         {
@@ -132,6 +135,54 @@ impl Decoder<'_> {
             }
         }
         self.decode_one(raw, out);
+    }
+
+    /// bash (outside POSIX mode) expands `~` after the first `=` and after each `:` of a word
+    /// shaped like an assignment, arguments included (`dd of=~/x`, `PATH=~/bin:~/x`), but not
+    /// in a word whose left side is not a name (`--output=~/x` keeps its `~`). The word with
+    /// those tildes replaced by the home directory, or `None` when nothing changes (a value
+    /// with quoting or expansions is left to the word parser, which keeps the `~`).
+    fn assignment_tilde(&self, raw: &str) -> Option<String> {
+        let (name, value) = raw.split_once('=')?;
+        let name = name.strip_suffix('+').unwrap_or(name);
+        let ident = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ident || !value.contains('~') || value.contains(['\'', '"', '\\', '$', '`']) {
+            return None;
+        }
+        let home = self.home?;
+        // The home text goes back through the word parser: quote it unless it is plain.
+        let home = if home
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
+        {
+            home.to_owned()
+        } else if !home.contains('\'') {
+            format!("'{home}'")
+        } else {
+            return None;
+        };
+        let mut changed = false;
+        let parts: Vec<String> = value
+            .split(':')
+            .map(|part| match part.strip_prefix('~') {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                    changed = true;
+                    format!("{home}{rest}")
+                }
+                _ => part.to_owned(),
+            })
+            .collect();
+        changed.then(|| {
+            format!(
+                "{}={}",
+                raw.split_once('=').map_or("", |(n, _)| n),
+                parts.join(":")
+            )
+        })
     }
 
     fn decode_one(&self, raw: &str, out: &mut DecodeOut) {
@@ -698,5 +749,13 @@ mod tests {
     #[test]
     fn tilde_expands_to_home() {
         assert_eq!(dec("~/.ssh").words[0].text, "/home/u/.ssh");
+        // After `=` and `:` only in a word shaped like an assignment, as bash does.
+        assert_eq!(dec("of=~/x").words[0].text, "of=/home/u/x");
+        assert_eq!(
+            dec("P=~/a:~/b:c~").words[0].text,
+            "P=/home/u/a:/home/u/b:c~"
+        );
+        assert_eq!(dec("--output=~/x").words[0].text, "--output=~/x");
+        assert_eq!(dec("of='~/x'").words[0].text, "of=~/x");
     }
 }

@@ -594,6 +594,221 @@ fn glob_words_are_judged_by_the_names_they_expand_to() {
     }
 }
 
+/// A fixture with the network allowed and `terraform` in `ask_commands` (the settings the
+/// examples of the ask-kind table need).
+fn ask_kind_fixture() -> Fixture {
+    let mut f = fixture();
+    f.analyzer = Analyzer::with_home(
+        BashConfig {
+            block_network: false,
+            ask_commands: vec!["terraform".to_owned()],
+            ..BashConfig::default()
+        },
+        Some(HOME.to_owned()),
+    );
+    f
+}
+
+#[test]
+fn every_ask_kind_entry_is_earned_by_its_example() {
+    let f = ask_kind_fixture();
+    let mut failures = Vec::new();
+    for entry in bash_guard::ASK_KINDS {
+        let v = f.check(entry.example);
+        let hit = v
+            .findings
+            .iter()
+            .find(|x| x.code == entry.code && x.decision == Decision::Ask);
+        match hit {
+            Some(finding) => assert_eq!(finding.ask_kind(), Some(entry.kind), "{}", entry.code),
+            None => failures.push(format!(
+                "`{}` ({}) gave {:?}",
+                entry.example,
+                entry.code,
+                v.findings
+                    .iter()
+                    .map(|x| format!("{} {}", x.decision, x.code))
+                    .collect::<Vec<_>>()
+            )),
+        }
+        assert_eq!(
+            bash_guard::ask_kind(entry.code),
+            entry.kind,
+            "{}",
+            entry.code
+        );
+        assert_eq!(
+            bash_guard::ASK_KINDS
+                .iter()
+                .filter(|e| e.code == entry.code)
+                .count(),
+            1,
+            "{} is listed twice",
+            entry.code
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn an_unlisted_ask_code_cannot_be_reviewed_and_no_other_finding_has_a_kind() {
+    assert_eq!(
+        bash_guard::ask_kind("a_code_nobody_wrote"),
+        bash_guard::AskKind::Unreviewable
+    );
+    let f = fixture();
+    let v = f.check("ls; rm -rf /");
+    assert!(
+        v.findings
+            .iter()
+            .all(|x| x.decision == Decision::Ask || x.ask_kind().is_none())
+    );
+}
+
+#[test]
+fn every_ask_code_of_the_corpus_has_a_kind_in_the_table() {
+    // A code missing from the table fails closed (cannot be reviewed), which is friction for
+    // a side effect: every code the corpus meets must have been classified on purpose.
+    let f = ask_kind_fixture();
+    let mut missing = std::collections::BTreeSet::new();
+    let cases = corpus()
+        .into_iter()
+        .chain(adversarial().into_iter().flat_map(|(_, cases)| cases));
+    for (_, command, _, _) in cases {
+        for finding in f.check(&command).findings {
+            if finding.decision == Decision::Ask
+                && !bash_guard::ASK_KINDS.iter().any(|e| e.code == finding.code)
+            {
+                missing.insert(finding.code);
+            }
+        }
+    }
+    assert!(missing.is_empty(), "ask codes without a kind: {missing:?}");
+}
+
+#[test]
+fn a_build_is_a_side_effect_until_an_option_could_change_what_it_runs() {
+    let f = ask_kind_fixture();
+    let kinds = |c: &str| -> Vec<bash_guard::AskKind> {
+        f.check(c)
+            .findings
+            .iter()
+            .filter_map(|x| x.ask_kind())
+            .collect()
+    };
+    for c in [
+        "cargo test",
+        "cargo build --release",
+        "npm test",
+        "go test ./...",
+        "make -j4",
+    ] {
+        assert_eq!(kinds(c), vec![bash_guard::AskKind::SideEffect], "{c}");
+    }
+    for c in [
+        r#"cargo test --config 'target.x86_64-unknown-linux-gnu.runner="sh -c id"'"#,
+        "cargo test $OPTS",
+        "make CC=./evil",
+        "timeout 60 go test -exec ./evil ./...",
+    ] {
+        assert!(
+            kinds(c).contains(&bash_guard::AskKind::Unreviewable),
+            "{c}: {:?}",
+            f.check(c).findings
+        );
+    }
+}
+
+/// `rm -rf link/` follows the symlink: with the slash, rm removes the tree the link points to,
+/// so a link to the project (or the home, or `/`) is judged as that directory (issue 25).
+#[test]
+fn a_trailing_slash_on_a_symlink_removes_its_target() {
+    let f = fixture();
+    std::os::unix::fs::symlink(&f.root, f.root.join("link")).unwrap();
+    std::os::unix::fs::symlink("/", f.root.join("rootlink")).unwrap();
+    for command in ["rm -rf link/", "rm -r rootlink/", "chmod -R 777 link/"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Deny, "{command}: {v:?}");
+        assert!(
+            v.findings.iter().any(|x| x.code == "destroys_system"),
+            "{command}: {v:?}"
+        );
+    }
+    // Without the slash only the link itself goes.
+    for command in ["rm -rf link", "rm rootlink"] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Ask, "{command}: {v:?}");
+    }
+}
+
+/// The tree readers of issue 29 item 4 consult the judge's `secrets_below`, as `grep -r` does:
+/// the guard's own state directory (`~/.agent-guard`) below a read-only home is refused.
+#[test]
+fn tree_readers_ask_the_judge_what_lies_below() {
+    struct StateJudge;
+    impl PathJudge for StateJudge {
+        fn judge(&self, _: &str, _: PathAccess, _: &Path) -> PathVerdict {
+            PathVerdict::Inside
+        }
+        fn secrets_below(&self, path: &str, cwd: &Path) -> Option<String> {
+            let abs = normalize(&cwd.join(path));
+            Path::new("/home/agent/.agent-guard")
+                .starts_with(&abs)
+                .then(|| "the guard's own state".to_owned())
+        }
+    }
+    let an = Analyzer::with_home(BashConfig::default(), Some(HOME.to_owned()));
+    for command in [
+        "tar cf - ~/.agent-guard",
+        "tar -c -f /dev/null /home/agent",
+        "git diff --no-index ~/.agent-guard /tmp/empty",
+        "zip -r /dev/null ~/.agent-guard",
+        "grep -r x ~/.agent-guard",
+    ] {
+        let v = an.analyze(command, Path::new("/work"), &StateJudge);
+        assert!(
+            v.findings.iter().any(|x| x.code == "reads_secrets_tree"),
+            "{command}: {v:?}"
+        );
+        assert_eq!(v.decision, Decision::Deny, "{command}");
+    }
+    let v = an.analyze("tar cf - src", Path::new("/work"), &StateJudge);
+    assert_ne!(v.decision, Decision::Deny, "{v:?}");
+}
+
+/// The analysis modules import one way (docs/architecture.md): a module names only modules of
+/// a lower layer, so the judges never reach back into the walk that calls them.
+#[test]
+fn analysis_modules_import_one_way() {
+    let layers: &[(&str, usize)] = &[
+        ("stores", 0),
+        ("vartable", 0),
+        ("walker", 1),
+        ("vars", 2),
+        ("awk", 2),
+        ("destination", 2),
+        ("builtins", 3),
+        ("classify", 4),
+        ("analyze", 5),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    for (module, rank) in layers {
+        let text = std::fs::read_to_string(src.join(format!("{module}.rs"))).unwrap();
+        for (other, other_rank) in layers {
+            if other != module
+                && other_rank >= rank
+                && (text.contains(&format!("crate::{other}::"))
+                    || text.contains(&format!("crate::{other};"))
+                    || text.contains(&format!("crate::{other}::{{")))
+            {
+                wrong.push(format!("{module} -> {other}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layering: {wrong:?}");
+}
+
 /// The benign corpus (`tests/data/benign.txt`): everyday read-only and query commands as
 /// developers type them, from the EXAMPLES sections of the manuals on a Debian machine, the
 /// tools' documentation and the allow-labelled cases of peer guards' suites. Friction is a

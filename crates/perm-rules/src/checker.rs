@@ -732,6 +732,39 @@ impl PermissionChecker {
         }
     }
 
+    /// The first-added Allow rule of `tool` that matches the one content `subject` (a simple
+    /// command of a bash call, as the call's subjects list it), judged alone: no splitting,
+    /// no Deny or Ask rule, no default. `Guard::evaluate` asks it per simple command to lift
+    /// an ask the rule's author could foresee (design.md section 7, "two kinds of ask").
+    pub fn allow_rule_for(&self, tool: &str, subject: &str) -> Option<Arc<PermissionRule>> {
+        let compiled = self.compiled();
+        let exact = compiled.exact.get(tool);
+        let globbed = self.glob_index(compiled, tool);
+        let single = Subjects::List(vec![subject.to_owned()]);
+        let kind = RuleKind::Allow;
+        let mut best: Option<u32> = None;
+        for index in [exact, globbed.as_deref()].into_iter().flatten() {
+            let Some(ki) = index.kinds.get(slot(kind)) else {
+                continue;
+            };
+            let found = if ki.needs_content() {
+                let probe = index.probe(&single);
+                ki.first_match(
+                    kind,
+                    &self.rules,
+                    &single,
+                    probe.as_slice(),
+                    self.cwd.as_deref(),
+                )
+            } else {
+                ki.plain
+            };
+            best = min_of(best, found);
+        }
+        best.and_then(|i| self.rules.get(i as usize))
+            .map(Arc::clone)
+    }
+
     /// Whether `tool` is denied when its content is unknown (content deny rules count).
     pub fn is_denied(&self, tool: &str) -> bool {
         self.check(tool, None).is_denied()
@@ -787,6 +820,34 @@ mod tests {
         assert!(r.rule.is_none());
         c.set_default(Decision::Allow);
         assert_eq!(bash(&c, "ls | foo").decision, Decision::Allow);
+    }
+
+    #[test]
+    fn allow_rule_for_judges_one_subject_alone() {
+        let mut c = PermissionChecker::new();
+        c.set_default(Decision::Allow);
+        add(&mut c, RuleKind::Allow, "run_bash(cargo test:*)");
+        add(&mut c, RuleKind::Allow, "run_bash(git add:*)");
+        add(&mut c, RuleKind::Deny, "run_bash(cargo test --nope:*)");
+        let rule = |s: &str| c.allow_rule_for("run_bash", s).map(|r| r.text().to_owned());
+        assert_eq!(
+            rule("cargo test -p x").as_deref(),
+            Some("run_bash(cargo test:*)")
+        );
+        assert_eq!(rule("git add .").as_deref(), Some("run_bash(git add:*)"));
+        assert_eq!(rule("cargo build"), None);
+        // The subject is one simple command: it is never split again.
+        assert_eq!(rule("cargo build && cargo test"), None);
+        // Only Allow rules answer; the default is no rule.
+        assert_eq!(rule("ls"), None);
+        assert_eq!(c.allow_rule_for("read_file", "cargo test"), None);
+        add(&mut c, RuleKind::Allow, "read_file");
+        assert_eq!(
+            c.allow_rule_for("read_file", "x")
+                .map(|r| r.text().to_owned())
+                .as_deref(),
+            Some("read_file")
+        );
     }
 
     #[test]

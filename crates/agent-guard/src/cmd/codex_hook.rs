@@ -68,8 +68,8 @@ impl Protocol for Codex {
                 Ok(match j.verdict.decision {
                     Decision::Deny => Answer::json(deny(j.reason())),
                     Decision::Ask => Answer::json(deny(format!(
-                        "{} Codex cannot ask for approval, so agent-guard denies what it would ask about: \
-                         a person can allow this deliberately with an allow rule in the policy, or run it themselves.{}",
+                        "{} Codex cannot ask for approval, so agent-guard denies what it would ask about \
+                         (a person can run it themselves).{}",
                         hook::reason(&j.verdict),
                         j.allow_once
                             .as_deref()

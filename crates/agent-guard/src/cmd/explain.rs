@@ -60,23 +60,68 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_inner(args: Args) -> anyhow::Result<ExitCode> {
-    let (trace, json) = match args.what {
-        What::Check(a) => (explain_check(&a)?, a.json),
+    let (trace, json, policy) = match args.what {
+        What::Check(a) => (explain_check(&a)?, a.json, a.policy.clone()),
         What::Bash(a) => {
-            let json = a.json;
-            (explain_bash(a)?, json)
+            let (json, policy) = (a.json, a.policy.clone());
+            (explain_bash(a)?, json, policy)
         }
         What::Path(a) => {
-            let json = a.json;
-            (explain_path(a)?, json)
+            let (json, policy) = (a.json, a.policy.clone());
+            (explain_path(a)?, json, policy)
         }
     };
+    let auto = auto_preview(policy.as_deref(), &trace)?;
     if json {
-        println!("{}", serde_json::to_string(&report(&trace)?)?);
+        let mut out = serde_json::to_value(report(&trace)?)?;
+        if let (Some(obj), Some((config, prompt))) = (out.as_object_mut(), &auto) {
+            obj.insert(
+                "auto".to_owned(),
+                json!({"endpoint": config.endpoint, "model": config.model, "prompt": prompt}),
+            );
+        }
+        println!("{out}");
     } else {
         print!("{}", render(&trace, Style::detect()));
+        if let Some((config, prompt)) = auto {
+            println!(
+                "\nauto mode would ask model `{}` at {} (the session's user requests go where the placeholder is):\n--- system\n{}\n--- user\n{}",
+                config.model,
+                config.endpoint.as_deref().unwrap_or_default(),
+                prompt.system,
+                prompt.user
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What auto mode would be sent for `v`, when the policy has an `[auto]` model and the verdict
+/// is an ask it may resolve (`explain` never calls the model).
+fn auto_preview(
+    policy: Option<&std::path::Path>,
+    v: &Verdict,
+) -> anyhow::Result<Option<(agent_core::auto::AutoConfig, agent_core::auto::AutoPrompt)>> {
+    let policy = Policy::load(policy)?;
+    let config = policy.doc.auto.clone();
+    if !config.enabled()
+        || v.decision != Decision::Ask
+        || !agent_core::only_side_effects(&v.asks)
+        || v.steps.iter().any(|s| s.decision == Decision::Deny)
+    {
+        return Ok(None);
+    }
+    let scanner = policy.doc.hooks.secret_scanner()?;
+    let prompt = agent_core::auto::build_prompt(
+        &["<the user's requests in the session>".to_owned()],
+        &v.tool,
+        &v.final_args,
+        &current_dir()?,
+        &v.asks,
+        &scanner,
+        config.max_context_chars,
+    );
+    Ok(Some((config, prompt)))
 }
 
 fn explain_check(a: &super::check::Args) -> anyhow::Result<Verdict> {
@@ -282,6 +327,9 @@ mod tests {
             final_args: Value::Null,
             additional_context: String::new(),
             resolution: None,
+            asks: Vec::new(),
+            resolved_by: None,
+            advice: None,
         }
     }
 

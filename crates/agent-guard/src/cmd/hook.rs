@@ -369,6 +369,7 @@ pub(crate) fn front(
         audit_db: args.audit_db.clone(),
         // Only events that judge a call use the session ledger.
         ledger: JUDGING_EVENTS.contains(&event.name.as_str()),
+        auto: JUDGING_EVENTS.contains(&event.name.as_str()),
         ..FrontOptions::default()
     };
     Front::load(&policy, &project_dir(client, cwd), &opts)
@@ -508,6 +509,7 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
                 c.call_id = string_field(event, "tool_use_id");
                 // Without a session id there is no session to count (every such call would
                 // share one count); the clients always send one.
+                c.requests = user_requests(client, event);
                 c.ledger = (!event.session_id.is_empty()).then(|| agent_core::LedgerUse {
                     tool: tool.to_owned(),
                     input: input.clone(),
@@ -559,6 +561,24 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
     Ok(Judged {
         verdict: approve_via(verdict, client, event, args),
         allow_once,
+    })
+}
+
+/// Where the user's own requests of the session are, for auto mode: the client's transcript
+/// (read only if auto mode consults its model).
+fn user_requests(client: Client, event: &Event) -> Option<agent_core::auto::UserRequests> {
+    use agent_core::auto::UserRequests;
+    let path = PathBuf::from(
+        event
+            .raw
+            .get("transcript_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())?,
+    );
+    Some(match client {
+        Client::ClaudeCode => UserRequests::ClaudeTranscript(path),
+        Client::Codex => UserRequests::CodexTranscript(path),
+        Client::Gemini => UserRequests::GeminiTranscript(path),
     })
 }
 
@@ -649,6 +669,11 @@ pub(crate) fn reason(v: &Verdict) -> String {
 }
 
 fn hint(v: &Verdict, step: &agent_core::Step) -> Option<String> {
+    // A command's advice comes from the guard, which checked that the rules it names would
+    // lift the asks (or said which kind of ask no rule lifts).
+    if v.decision == Decision::Ask && v.tool == "run_bash" {
+        return v.advice.clone();
+    }
     match (step.layer, step.code.as_str()) {
         ("fs-sandbox", "outside_roots") => Some(
             "Work on a path inside the project, or add its directory to `[sandbox] roots` (or `read_only_roots`) in the policy".to_owned(),
@@ -667,9 +692,6 @@ fn hint(v: &Verdict, step: &agent_core::Step) -> Option<String> {
             "To allow it deliberately, add an allow rule such as `{}` to the policy's `[permissions] allow`",
             suggested_rule(v)
         )),
-        ("bash-guard", _) if v.decision == Decision::Ask => Some(
-            "A person must confirm it; to allow this exact command deliberately, add an allow rule for its prefix".to_owned(),
-        ),
         ("bash-guard", code) if code.contains("force") => {
             Some("Prefer `git push --force-with-lease`".to_owned())
         }

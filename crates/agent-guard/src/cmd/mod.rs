@@ -2,6 +2,7 @@
 
 pub(crate) mod allow_once;
 pub(crate) mod audit;
+pub(crate) mod auto;
 pub(crate) mod bash;
 pub(crate) mod cancel;
 pub(crate) mod check;

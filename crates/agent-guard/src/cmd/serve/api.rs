@@ -293,7 +293,7 @@ async fn get_challenge(
             );
         }
     };
-    if !app.rate.allow(false) {
+    if !app.rate.allow_challenge() {
         return error(
             StatusCode::TOO_MANY_REQUESTS,
             "rate-limited",

@@ -104,6 +104,9 @@ impl Bucket {
 pub(crate) struct RateLimits {
     token: Bucket,
     wrong: Bucket,
+    /// `GET /challenge` (no token): its own budget, so wrong tokens cannot starve the
+    /// challenges real clients make before every ask.
+    challenge: Bucket,
 }
 
 impl RateLimits {
@@ -114,7 +117,13 @@ impl RateLimits {
         RateLimits {
             token: Bucket::new(per_sec, per_sec.saturating_mul(10)),
             wrong: Bucket::new((per_sec / 10).max(1), per_sec.max(10)),
+            challenge: Bucket::new(per_sec, per_sec.saturating_mul(10)),
         }
+    }
+
+    /// May a `GET /challenge` go on now?
+    pub(crate) fn allow_challenge(&self) -> bool {
+        self.challenge.take(Instant::now())
     }
 
     /// May a request with the right token (`true`) or without it go on now?
@@ -151,5 +160,8 @@ mod tests {
         // Spending the wrong-token budget leaves the token's whole.
         let right = (0..1000).filter(|_| r.allow(true)).count();
         assert!((200..210).contains(&right), "{right}");
+        // Neither touches the challenges' budget.
+        let challenges = (0..1000).filter(|_| r.allow_challenge()).count();
+        assert!((200..210).contains(&challenges), "{challenges}");
     }
 }
