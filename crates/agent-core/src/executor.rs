@@ -633,17 +633,19 @@ impl Executor {
         decision: Option<Decision>,
     ) -> ToolCallResult {
         if let Some(audit) = &self.inner.audit {
-            audit
-                .record(AuditRow::denied(
-                    &ctx.session_id,
-                    ctx.step,
-                    &ctx.agent_name,
-                    &call.name,
-                    decision.unwrap_or(Decision::Deny),
-                    code,
-                    message,
-                ))
-                .await;
+            let mut row = AuditRow::denied(
+                &ctx.session_id,
+                ctx.step,
+                &ctx.agent_name,
+                &call.name,
+                decision.unwrap_or(Decision::Deny),
+                code,
+                message,
+            );
+            // What was refused (the log redacts and bounds it).
+            row.input = call.arguments.to_string();
+            row.call_id.clone_from(&call.id);
+            audit.record(row).await;
         }
         ctx.emit(AgentEvent::ToolResult {
             call_id: call.id.clone(),

@@ -278,7 +278,8 @@ impl GuardBuilder {
         let audit = match self.audit {
             Some(log) => Some(log),
             None if self.hooks.audit => {
-                let target = audit_target(&self.cwd, &self.hooks.audit_db_path());
+                let target =
+                    audit_target(&self.cwd, &self.hooks.audit_db_path().map_err(hooks_err)?);
                 let log = AuditLog::open(&target).await.map_err(hooks_err)?;
                 if ledger.is_none() && self.ledger_from_audit {
                     ledger = Some(Arc::new(
@@ -411,17 +412,13 @@ fn http_transport(
     Err("`[auto]` needs agent-core's `openai` feature (an HTTP client)".to_owned())
 }
 
-/// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (its
-/// directory created).
+/// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (the open
+/// creates its directory, private).
 fn audit_target(cwd: &Path, p: &Path) -> PathBuf {
-    let target = perm_hooks::AuditTarget::parse(p).resolve(cwd);
-    if let perm_hooks::AuditTarget::Sqlite(file) = &target
-        && let Some(dir) = file.parent()
-    {
-        // A missing directory is reported by the open that follows.
-        let _ = std::fs::create_dir_all(dir);
-    }
-    target.as_ref().to_path_buf()
+    perm_hooks::AuditTarget::parse(p)
+        .resolve(cwd)
+        .as_ref()
+        .to_path_buf()
 }
 
 impl Guard {

@@ -81,18 +81,37 @@ fn in_guard_vocabulary(
     Ok(out)
 }
 
+/// The largest policy file read.
+const MAX_POLICY_BYTES: usize = 16 * 1024 * 1024;
+
 impl Policy {
     /// Loads `path`, or an empty policy (every layer's default) when `None`.
     pub fn load(path: Option<&Path>) -> Result<Policy, Error> {
         let Some(path) = path else {
             return Ok(Policy::default());
         };
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Policy {
-            message: format!("cannot read policy file `{}`: {e}", path.display()),
-        })?;
-        let doc: PolicyDoc = toml::from_str(&text).map_err(|err| Error::Policy {
+        // Never opened unless it is a regular file: a FIFO at the policy's path would hold a
+        // hook until its client's timeout.
+        let bad = |message: String| Error::Policy {
+            message: format!("cannot read policy file `{}`: {message}", path.display()),
+        };
+        let text = match fs_sandbox::read_head(path, MAX_POLICY_BYTES + 1) {
+            Ok(fs_sandbox::Head::Bytes(bytes)) if bytes.len() <= MAX_POLICY_BYTES => {
+                String::from_utf8(bytes).map_err(|e| bad(e.to_string()))?
+            }
+            Ok(fs_sandbox::Head::Bytes(_)) => {
+                return Err(bad(format!("it is larger than {MAX_POLICY_BYTES} bytes")));
+            }
+            Ok(fs_sandbox::Head::Missing) => return Err(bad("it does not exist".to_owned())),
+            Ok(fs_sandbox::Head::NotRegular(_)) => {
+                return Err(bad("it is not a regular file".to_owned()));
+            }
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        let mut doc: PolicyDoc = toml::from_str(&text).map_err(|err| Error::Policy {
             message: format!("bad policy file `{}`: {err}", path.display()),
         })?;
+        doc.hooks.anchor(path);
         Ok(Policy {
             path: Some(path.to_owned()),
             text,

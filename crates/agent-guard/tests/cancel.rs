@@ -75,16 +75,31 @@ fn a_cancel_from_the_cli_reaches_a_running_guard_within_a_second() {
 fn cancel_all_and_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fleet.db").display().to_string();
-    Command::cargo_bin("agent-guard")
+    // A database no guard uses (a mistyped or relative path) is an error, and not created.
+    let out = Command::cargo_bin("agent-guard")
         .unwrap()
         .args(["cancel", "--all", "--audit-db", &db])
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!std::path::Path::new(&db).exists());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let guard = rt.block_on(KillSwitch::open(&db)).unwrap();
+    Command::cargo_bin("agent-guard")
+        .unwrap()
+        .args(["cancel", "--all", "--audit-db", &db])
+        .assert()
+        .success();
+    rt.block_on(async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while !guard.is_cancelled("any-session") && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
     assert!(guard.is_cancelled("any-session"));
     // Neither --session nor --all: a usage error, nothing recorded.
     let out = Command::cargo_bin("agent-guard")

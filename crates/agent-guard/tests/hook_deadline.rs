@@ -183,3 +183,33 @@ fn a_judgement_that_finishes_is_answered_as_judged() {
     let (out, _) = finish(child, "claude-hook");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+#[test]
+fn a_fifo_at_the_policy_path_is_refused_at_once() {
+    let fx = fixture();
+    let fifo = fx.project.join("policy.toml");
+    mkfifo(&fifo);
+    for (sub, name, read, _) in HOOKS {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-guard"))
+            .arg(sub)
+            .arg("--policy")
+            .arg(&fifo)
+            .env("HOME", &fx.home)
+            .env_remove("AGENT_GUARD_HOOK_DEADLINE_MS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let src = fx.project.join("sub/a.rs");
+        stdin
+            .write_all(event(&fx, name, read, json!({"file_path": src})).as_bytes())
+            .unwrap();
+        drop(stdin);
+        let (out, _) = finish(child, sub);
+        assert!(refused(&out), "{sub}: {out:?}");
+        let text = format!("{out:?}");
+        assert!(text.contains("not a regular file"), "{sub}: {text}");
+    }
+}

@@ -855,6 +855,11 @@ fn spawn_hook(
 ) -> tokio::task::JoinHandle<std::process::Output> {
     use std::io::Write as _;
     let mut child = Command::new(BIN)
+        // The policy's audit log in the test's own state directory, never the tester's.
+        .env(
+            "AGENT_GUARD_STATE_DIR",
+            policy.parent().unwrap().join("state"),
+        )
         .args([hook, "--policy"])
         .arg(policy)
         .args(["--approve-via", base, "--approve-token-file"])

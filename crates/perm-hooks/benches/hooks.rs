@@ -50,25 +50,44 @@ fn pipeline(c: &mut Criterion) {
     g.finish();
 }
 
+/// A row as a hook writes it: the call's input, its decision and who decided (every row is
+/// redacted and chained by the writer).
 fn row(i: u64) -> AuditRow {
-    AuditRow {
-        session_id: format!("s{}", i % 8),
-        step: (i % 50) as u32,
-        tool_name: "run_bash".into(),
-        status: AuditStatus::Ok,
-        elapsed_ms: 3,
-        output_preview: "total 0\ndrwxr-xr-x 2 user user 40 .".into(),
-        agent_name: "lead".into(),
-        decision: None,
-        reason_code: None,
-        ts: 1_700_000_000_000,
-    }
+    let mut r = AuditRow::decided(
+        perm_rules::Decision::Allow,
+        "p7_config_allow",
+        "total 0\ndrwxr-xr-x 2 user user 40 .",
+    );
+    r.session_id = format!("s{}", i % 8);
+    r.tool_name = "Bash".into();
+    r.call_id = format!("toolu_{i}");
+    r.set_input(
+        &serde_json::json!({"command": "ls -la src && cargo test -p perm-hooks --test all audit"}),
+    );
+    r.step = (i % 50) as u32;
+    r.status = AuditStatus::Ok;
+    r.elapsed_ms = 3;
+    r.client = "claude-code".into();
+    r.layer = Some("perm-rules".into());
+    r.resolved_by = Some(perm_hooks::Resolver::Rule);
+    r.resolution = Some("run_bash(cargo test:*)".into());
+    r.ts = 1_700_000_000_000;
+    r
 }
 
 /// Writes `rows` through the batched writer; returns the time until all are committed.
 async fn batched(rows: u64) -> Duration {
     let dir = tempfile::tempdir().unwrap();
-    let log = AuditLog::open(dir.path().join("a.db")).await.unwrap();
+    // Back-pressure instead of refusal: this measures the writer, not the enqueue timeout.
+    let log = AuditLog::open_with(
+        dir.path().join("a.db"),
+        AuditOptions {
+            enqueue_timeout: Duration::from_secs(30),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let start = Instant::now();
     for i in 0..rows {
         log.record(row(i)).await;

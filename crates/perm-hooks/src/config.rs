@@ -1,6 +1,6 @@
 //! The `[hooks]` section of the policy file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,12 +132,42 @@ fn seconds(key: &str, value: Option<f64>, default: Duration) -> Result<Duration,
     }
 }
 
+/// The `audit_db` earlier starter policies wrote (see [`HooksConfig::anchor`]).
+const LEGACY_STARTER_AUDIT_DB: &str = ".agent-guard/audit.db";
+
 impl HooksConfig {
-    /// The audit database path.
-    pub fn audit_db_path(&self) -> PathBuf {
-        self.audit_db
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(crate::DEFAULT_AUDIT_DB))
+    /// The audit database: `audit_db` as given (see [`HooksConfig::anchor`]), else
+    /// [`crate::default_audit_db`] in the guard's state directory, outside every project.
+    pub fn audit_db_path(&self) -> Result<PathBuf, Error> {
+        match &self.audit_db {
+            Some(db) => Ok(db.clone()),
+            None => crate::default_audit_db(),
+        }
+    }
+
+    /// Resolves a relative SQLite `audit_db` against the directory of the policy file that
+    /// names it, never against whatever directory the guard runs in (a hook runs in every
+    /// project the agent opens).
+    ///
+    /// The value earlier starter policies wrote, `.agent-guard/audit.db`, put a database in
+    /// every project a user-level install saw (where `git add -A` commits it, and where the
+    /// agent can write): it means the default now, in the guard's state directory.
+    pub fn anchor(&mut self, policy_file: &Path) {
+        let Some(db) = &self.audit_db else { return };
+        if db == Path::new(LEGACY_STARTER_AUDIT_DB) {
+            self.audit_db = None;
+            return;
+        }
+        if !db.is_relative() || db.to_str().is_some_and(crate::is_postgres_url) {
+            return;
+        }
+        let dir = policy_file.parent().unwrap_or(Path::new(""));
+        let dir = if dir.is_absolute() {
+            dir.to_owned()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(dir)
+        };
+        self.audit_db = Some(dir.join(db));
     }
 
     /// The default per-hook timeout.

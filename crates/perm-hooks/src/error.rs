@@ -73,6 +73,18 @@ pub enum Error {
         /// What the check reported.
         detail: String,
     },
+    /// The database holds schema objects the guard did not make (a trigger, a view, a
+    /// changed table): something rewrote it, so nothing in it is trusted.
+    #[error(
+        "audit database `{target}` is not the guard's own: {detail}; the guard refuses to use it \
+         (move it aside and a new one is created, after finding out who changed it)"
+    )]
+    ForeignSchema {
+        /// The database, password removed.
+        target: String,
+        /// What was found.
+        detail: String,
+    },
     /// Rows meant for the audit log are not in it: `lost` were acknowledged by
     /// [`crate::AuditLog::record`] but could not be written, `refused` were never queued.
     #[error(

@@ -44,7 +44,7 @@ pub(crate) struct Args {
     /// The code from the refusal (`ABCD-EFGH`; case and the dash do not matter).
     pub code: String,
     /// The audit database the hooks record into: a `postgres://` URL or a SQLite file
-    /// (default: the policy's `hooks.audit_db`, else `.agent-guard/audit.db`).
+    /// (default: the policy's `hooks.audit_db`, else `audit.db` in the guard's state directory).
     #[arg(long, visible_alias = "db", value_name = "URL|FILE")]
     pub audit_db: Option<PathBuf>,
     /// A policy file to take `hooks.audit_db` from.

@@ -16,8 +16,8 @@ pub(crate) struct Args {
     /// Stop every session using this database, now and until the cancellation is removed.
     #[arg(long)]
     pub all: bool,
-    /// The shared database: a `postgres://` URL or a SQLite file (default: the policy's
-    /// `hooks.audit_db`, else `.agent-guard/audit.db`).
+    /// The shared database: a `postgres://` URL or an existing SQLite file (default: the
+    /// policy's `hooks.audit_db`, else `audit.db` in the guard's state directory).
     #[arg(long, visible_alias = "db", value_name = "URL|FILE")]
     pub audit_db: Option<PathBuf>,
     /// A policy file to take `hooks.audit_db` from.
@@ -32,7 +32,20 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let target = super::audit::target(args.audit_db.as_deref(), args.policy.as_deref())?;
     let spec = match &target {
-        AuditTarget::Sqlite(path) => path.display().to_string(),
+        AuditTarget::Sqlite(path) => {
+            // A cancellation recorded where no guard looks cancels nothing: a database that
+            // does not exist is a wrong path (a relative one from another directory), never
+            // one to create.
+            if !path.is_file() {
+                eprintln!(
+                    "error: audit database `{}` does not exist, so no guard records there and \
+                     nothing was cancelled (pass the database the hooks use: --db FILE|URL, or --policy FILE)",
+                    path.display()
+                );
+                return Ok(ExitCode::from(2));
+            }
+            path.display().to_string()
+        }
         AuditTarget::Postgres(url) => url.clone(),
     };
     let session = if args.all {

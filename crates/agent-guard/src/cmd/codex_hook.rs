@@ -93,6 +93,9 @@ impl Protocol for Codex {
                 }})))
             }
             "PostToolUse" => {
+                if let Err(e) = hook::record_run(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
                 let policy = Policy::load(args.policy.as_deref())?;
                 let Some(response) = &event.tool_response else {
                     return Ok(Answer::silent());
@@ -109,6 +112,12 @@ impl Protocol for Codex {
                     }))),
                     None => Ok(Answer::silent()),
                 }
+            }
+            "Stop" => {
+                if let Err(e) = hook::record_stop(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
             }
             _ => Ok(Answer::silent()),
         }

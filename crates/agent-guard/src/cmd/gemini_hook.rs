@@ -78,6 +78,9 @@ impl Protocol for Gemini {
                 })
             }
             "AfterTool" => {
+                if let Err(e) = hook::record_run(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
                 let policy = Policy::load(args.policy.as_deref())?;
                 let Some(response) = &event.tool_response else {
                     return Ok(Answer::silent());
@@ -93,6 +96,12 @@ impl Protocol for Gemini {
                     }))),
                     None => Ok(Answer::silent()),
                 }
+            }
+            "SessionEnd" => {
+                if let Err(e) = hook::record_stop(self.client(), event, args) {
+                    eprintln!("agent-guard: {e:#}");
+                }
+                Ok(Answer::silent())
             }
             _ => Ok(Answer::silent()),
         }

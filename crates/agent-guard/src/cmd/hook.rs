@@ -24,6 +24,11 @@ use crate::policy::Policy;
 /// Hook input larger than this is refused rather than buffered without bound.
 pub(crate) const MAX_INPUT: u64 = 32 * 1024 * 1024;
 
+/// The longest one database wait may take in a hook process (a handful of waits at most; the
+/// deadline wrapper bounds their sum). Parallel hooks of one agent wait on each other for
+/// milliseconds; a held lock costs a few seconds and a deny.
+const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The stack the judging thread runs on: room for bash-guard's nesting cap many times over.
 const HOOK_STACK: usize = 256 * 1024 * 1024;
 
@@ -208,6 +213,10 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
 pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
     let started = std::time::Instant::now();
     install_crash_answer(protocol);
+    // Each wait on the database (a lock another process holds, a server that does not answer)
+    // costs at most this, so a hook answers long before its client's timeout; what could not
+    // be read is refused.
+    perm_hooks::set_lock_wait(HOOK_LOCK_WAIT);
     let (tx, rx) = std::sync::mpsc::channel();
     let worker = std::thread::Builder::new()
         .name("hook".to_owned())
@@ -394,7 +403,7 @@ pub(crate) fn record_run(client: Client, event: &Event, args: &HookArgs) -> anyh
         tool_call_id: string_field(event, "tool_use_id"),
         args: event.tool_input.clone().unwrap_or(Value::Null),
         output,
-        is_error: event.name.contains("Failure"),
+        is_error: super::audit_rec::is_failure(event),
         elapsed: std::time::Duration::from_millis(
             event
                 .raw
@@ -405,7 +414,9 @@ pub(crate) fn record_run(client: Client, event: &Event, args: &HookArgs) -> anyh
         cwd: Some(cwd.to_owned()),
         transcript_path: None,
     };
-    front.block_on(front.guard().record_run(&ctx));
+    let mut row = perm_hooks::AuditRow::tool_call(&ctx);
+    row.client = super::audit_rec::client_id(client).to_owned();
+    super::audit_rec::record(&front, row);
     front.finish()
 }
 
@@ -428,11 +439,13 @@ pub(crate) fn record_stop(client: Client, event: &Event, args: &HookArgs) -> any
         steps: 0,
         elapsed: std::time::Duration::ZERO,
     };
-    front.block_on(front.guard().record_stop(&ctx));
+    let mut row = perm_hooks::AuditRow::session_stop(&ctx);
+    row.client = super::audit_rec::client_id(client).to_owned();
+    super::audit_rec::record(&front, row);
     front.finish()
 }
 
-fn string_field(event: &Event, key: &str) -> String {
+pub(super) fn string_field(event: &Event, key: &str) -> String {
     event
         .raw
         .get(key)
@@ -441,7 +454,7 @@ fn string_field(event: &Event, key: &str) -> String {
         .to_owned()
 }
 
-fn agent_of(event: &Event) -> String {
+pub(super) fn agent_of(event: &Event) -> String {
     event
         .raw
         .get("agent_type")
@@ -537,11 +550,6 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
     let verdict = front
         .evaluate(&calls)
         .unwrap_or_else(|| refusal(tool, "client-input", "no-call", "nothing to judge".into()));
-    if let Some(call) = calls.first() {
-        let mut call = call.clone();
-        call.tool = tool.to_owned();
-        front.block_on(front.guard().record(&call, &verdict));
-    }
     // The refusals the client shows as refusals: a Deny, and an Ask where the client cannot
     // ask (Codex) and no approval server takes it.
     let refused = verdict.decision == Decision::Deny
@@ -549,17 +557,32 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
             && client == Client::Codex
             && counting
             && args.approve_via.is_none());
-    let allow_once = if refused {
+    let (allow_once, ref_code) = if refused {
         allow_once_note(&front, event, tool, input, cwd, calls.len(), &verdict)
     } else {
-        None
+        (None, None)
     };
+    let answered = approve_via(verdict.clone(), client, event, args);
+    // Every judgement is recorded, once per call: a PermissionRequest about the same call
+    // follows its PreToolUse.
+    if counting {
+        let row = super::audit_rec::decision_row(
+            client,
+            event,
+            tool,
+            input,
+            &verdict,
+            &answered,
+            ref_code.as_deref(),
+        );
+        super::audit_rec::record(&front, row);
+    }
     if let Err(e) = front.finish() {
         // The decision stands; the lost row is reported where the client logs hook stderr.
         eprintln!("agent-guard: {e}");
     }
     Ok(Judged {
-        verdict: approve_via(verdict, client, event, args),
+        verdict: answered,
         allow_once,
     })
 }
@@ -583,7 +606,8 @@ fn user_requests(client: Client, event: &Event) -> Option<agent_core::auto::User
 }
 
 /// Records a refusal in the session ledger and says how a person can let the call through
-/// once, or why they cannot. `None` without a ledger (no audit database).
+/// once, or why they cannot, and the refusal's code (its reference in the audit log).
+/// `None` without a ledger (no audit database).
 fn allow_once_note(
     front: &Front,
     event: &Event,
@@ -592,16 +616,24 @@ fn allow_once_note(
     cwd: &Path,
     guard_calls: usize,
     verdict: &Verdict,
-) -> Option<String> {
-    let ledger = front.guard().executor().session_ledger()?;
+) -> (Option<String>, Option<String>) {
+    let Some(ledger) = front.guard().executor().session_ledger() else {
+        return (None, None);
+    };
     if event.session_id.is_empty() {
-        return Some("(No allow-once code: the event has no session id to bind it to.)".to_owned());
+        return (
+            Some("(No allow-once code: the event has no session id to bind it to.)".to_owned()),
+            None,
+        );
     }
     let args = input.to_string();
     if args.len() > MAX_GRANT_INPUT {
-        return Some(format!(
-            "(No allow-once code: the input is larger than {MAX_GRANT_INPUT} bytes.)"
-        ));
+        return (
+            Some(format!(
+                "(No allow-once code: the input is larger than {MAX_GRANT_INPUT} bytes.)"
+            )),
+            None,
+        );
     }
     let several = (guard_calls != 1).then(|| {
         format!("the call is judged as {guard_calls} separate calls, which one grant cannot name")
@@ -620,7 +652,9 @@ fn allow_once_note(
         summary: &summary,
         not_liftable_because: because.as_deref(),
     };
-    Some(match front.block_on(ledger.offer(&offer)) {
+    let offered = front.block_on(ledger.offer(&offer));
+    let code = offered.as_ref().ok().cloned();
+    let note = match offered {
         Ok(code) if because.is_none() => format!(
             "Allow-once code {code}: if the user wants this exact call to run once, they can run \
              `agent-guard allow-once {code}` in their own terminal (never through the agent), \
@@ -631,7 +665,8 @@ fn allow_once_note(
             because.unwrap_or_default()
         ),
         Err(e) => format!("(No allow-once code: the audit database failed: {e}.)"),
-    })
+    };
+    (Some(note), code)
 }
 
 /// With `--approve-via`, an Ask becomes a request on the approval server and the person's

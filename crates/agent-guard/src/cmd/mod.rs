@@ -2,6 +2,7 @@
 
 pub(crate) mod allow_once;
 pub(crate) mod audit;
+mod audit_rec;
 pub(crate) mod auto;
 pub(crate) mod bash;
 pub(crate) mod cancel;

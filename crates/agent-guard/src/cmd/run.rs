@@ -67,7 +67,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot resolve --cwd")?;
     let audit_db = match &args.audit_db {
         Some(db) => session::audit_target(&here, db),
-        None => session::audit_target(&cwd, &policy.doc.hooks.audit_db_path()),
+        None => session::audit_target(&cwd, &policy.doc.hooks.audit_db_path()?),
     };
     let model: Option<Arc<dyn Model>> = match &args.model_url {
         Some(url) => {

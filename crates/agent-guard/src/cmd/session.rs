@@ -453,7 +453,9 @@ fn summarise(rows: &[perm_hooks::AuditRecord]) -> Vec<perm_hooks::ToolSummary> {
             perm_hooks::AuditStatus::Ok => s.ok += 1,
             perm_hooks::AuditStatus::Fail => s.fail += 1,
             perm_hooks::AuditStatus::Denied => s.denied += 1,
-            perm_hooks::AuditStatus::SessionStop => {}
+            perm_hooks::AuditStatus::SessionStop
+            | perm_hooks::AuditStatus::Allowed
+            | perm_hooks::AuditStatus::Asked => {}
         }
         s.max_elapsed_ms = s.max_elapsed_ms.max(r.row.elapsed_ms);
         *total_ms.entry(name).or_default() += r.row.elapsed_ms;

@@ -31,6 +31,9 @@ pub const GRANT_KEY_VAR: &str = "AGENT_GUARD_GRANT_KEY_FILE";
 
 const KEY_LEN: usize = 32;
 
+/// The journal of used grant codes, in the grant key's directory.
+pub const USED_JOURNAL_FILE: &str = "grants-used";
+
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
 /// A code's alphabet: no `0`/`O`, `1`/`I`, so a person can read it aloud.
@@ -80,8 +83,12 @@ pub struct Offer {
     pub session_id: String,
     /// The client's tool name.
     pub tool_name: String,
-    /// The canonical input text.
+    /// The canonical input text, redacted and bounded (for people to read; the grant binds
+    /// `args_hash`).
     pub args: String,
+    /// SHA-256 of the exact canonical input (`None` for refusals recorded before it existed,
+    /// which no grant can then match).
+    pub args_hash: Option<String>,
     /// The working directory.
     pub cwd: String,
     /// The verdict's reason code.
@@ -205,11 +212,26 @@ fn write_new_key(path: &Path) -> Result<Vec<u8>, Error> {
     }
 }
 
+/// The hex SHA-256 of a call's canonical input: what a grant binds, so the input itself (which
+/// may hold a secret) need not be stored.
+fn args_hash(args: &str) -> String {
+    use sha2::Digest as _;
+    hex(&sha2::Sha256::digest(args.as_bytes()))
+}
+
 /// The grant's MAC over every field that binds it, each length-prefixed so no two field
 /// lists encode alike.
-fn grant_mac(key: &[u8], code: &str, call: &CallKey<'_>, expires_at: i64) -> Option<HmacSha256> {
+fn grant_mac(
+    key: &[u8],
+    code: &str,
+    session_id: &str,
+    tool_name: &str,
+    args_hash: &str,
+    cwd: &str,
+    expires_at: i64,
+) -> Option<HmacSha256> {
     let mut mac = HmacSha256::new_from_slice(key).ok()?;
-    for field in [code, call.session_id, call.tool_name, call.args, call.cwd] {
+    for field in ["v2", code, session_id, tool_name, args_hash, cwd] {
         mac.update(&(field.len() as u64).to_be_bytes());
         mac.update(field.as_bytes());
     }
@@ -242,8 +264,8 @@ fn u64_of(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-const SELECT_OFFER: &str = "SELECT code, session_id, tool_name, args, cwd, reason_code, summary, \
-     liftable, not_liftable_because, created_at, granted_at, expires_at, used_at \
+const SELECT_OFFER: &str = "SELECT code, session_id, tool_name, args, args_hash, cwd, \
+     reason_code, summary, liftable, not_liftable_because, created_at, granted_at, expires_at, used_at \
      FROM agent_guard_allow_once";
 
 fn offer_from<R>(row: &R) -> Result<Offer, sqlx::Error>
@@ -260,6 +282,7 @@ where
         session_id: row.try_get("session_id")?,
         tool_name: row.try_get("tool_name")?,
         args: row.try_get("args")?,
+        args_hash: row.try_get("args_hash")?,
         cwd: row.try_get("cwd")?,
         reason_code: row.try_get("reason_code")?,
         summary: row.try_get("summary")?,
@@ -425,8 +448,11 @@ impl Ledger {
             })?;
             match self.insert_offer(&code, refusal).await {
                 Ok(()) => return Ok(code),
-                // A clash with an existing code (1 in 2^40 per row): draw again.
-                Err(_) if attempt < 2 => attempt += 1,
+                // A clash with an existing code (1 in 2^40 per row): draw again. Nothing else
+                // is retried: a locked database has already been waited for.
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() && attempt < 2 => {
+                    attempt += 1;
+                }
                 Err(e) => return Err(self.err()(e)),
             }
         }
@@ -434,42 +460,53 @@ impl Ledger {
 
     async fn insert_offer(&self, code: &str, r: &Refusal<'_>) -> Result<(), sqlx::Error> {
         const COLUMNS: &str = "INSERT INTO agent_guard_allow_once (code, session_id, tool_name, \
-             args, cwd, reason_code, summary, liftable, not_liftable_because, created_at)";
+             args, cwd, reason_code, summary, liftable, not_liftable_because, created_at, \
+             args_hash)";
         let liftable = i64::from(r.not_liftable_because.is_none());
+        // A refused input may hold a secret: only its redacted, bounded text is kept.
+        let scanner = crate::SecretScanner::default_set();
+        let (shown, pieces) = super::redact_any(scanner, r.key.args);
+        let shown = super::mask_pieces(&shown, &pieces);
+        let shown = super::cut_chars(&shown, super::INPUT_CHARS);
+        // The summary quotes the input (word by word, where a detector cannot see a secret).
+        let summary = super::mask_pieces(&scanner.redact(r.summary).text, &pieces);
+        let hash = args_hash(r.key.args);
         let because = r.not_liftable_because.unwrap_or_default();
         let now = now_ms();
         match &self.db {
             Db::Sqlite(pool) => {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "{COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    "{COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 )))
                 .bind(code)
                 .bind(r.key.session_id)
                 .bind(r.key.tool_name)
-                .bind(r.key.args)
+                .bind(&shown)
                 .bind(r.key.cwd)
                 .bind(r.reason_code)
-                .bind(r.summary)
+                .bind(&summary)
                 .bind(liftable)
                 .bind(because)
                 .bind(now)
+                .bind(&hash)
                 .execute(pool)
                 .await?;
             }
             Db::Postgres(pool) => {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "{COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                    "{COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
                 )))
                 .bind(code)
                 .bind(r.key.session_id)
                 .bind(r.key.tool_name)
-                .bind(r.key.args)
+                .bind(&shown)
                 .bind(r.key.cwd)
                 .bind(r.reason_code)
-                .bind(r.summary)
+                .bind(&summary)
                 .bind(liftable)
                 .bind(because)
                 .bind(now)
+                .bind(&hash)
                 .execute(pool)
                 .await?;
             }
@@ -527,15 +564,26 @@ impl Ledger {
         })?;
         let window_ms = i64_of(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         let expires = now_ms.saturating_add(window_ms);
-        let call = CallKey {
-            session_id: &offer.session_id,
-            tool_name: &offer.tool_name,
-            args: &offer.args,
-            cwd: &offer.cwd,
+        let Some(hash) = offer.args_hash.as_deref() else {
+            return Ok(GrantOutcome::NotLiftable(Offer {
+                not_liftable_because: Some(
+                    "it was recorded before this version of agent-guard; retry the call for a new code"
+                        .to_owned(),
+                ),
+                ..offer
+            }));
         };
-        let mac = grant_mac(&key, code, &call, expires)
-            .map(|m| hex(&m.finalize().into_bytes()))
-            .unwrap_or_default();
+        let mac = grant_mac(
+            &key,
+            code,
+            &offer.session_id,
+            &offer.tool_name,
+            hash,
+            &offer.cwd,
+            expires,
+        )
+        .map(|m| hex(&m.finalize().into_bytes()))
+        .unwrap_or_default();
         let granted: Option<String> = match &self.db {
             Db::Sqlite(pool) => {
                 sqlx::query_scalar(
@@ -586,16 +634,17 @@ impl Ledger {
             return Ok(None);
         };
         const WHERE: &str = "liftable = 1 AND granted_at IS NOT NULL AND used_at IS NULL";
+        let hash = args_hash(key.args);
         let candidates: Vec<(String, i64, Option<String>)> = match &self.db {
             Db::Sqlite(pool) => {
                 sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT code, expires_at, grant_mac FROM agent_guard_allow_once \
-                     WHERE session_id = ? AND tool_name = ? AND args = ? AND cwd = ? \
+                     WHERE session_id = ? AND tool_name = ? AND args_hash = ? AND cwd = ? \
                      AND {WHERE} AND expires_at > ? ORDER BY granted_at"
                 )))
                 .bind(key.session_id)
                 .bind(key.tool_name)
-                .bind(key.args)
+                .bind(&hash)
                 .bind(key.cwd)
                 .bind(now_ms)
                 .fetch_all(pool)
@@ -604,12 +653,12 @@ impl Ledger {
             Db::Postgres(pool) => {
                 sqlx::query_as(sqlx::AssertSqlSafe(format!(
                     "SELECT code, expires_at, grant_mac FROM agent_guard_allow_once \
-                     WHERE session_id = $1 AND tool_name = $2 AND args = $3 AND cwd = $4 \
+                     WHERE session_id = $1 AND tool_name = $2 AND args_hash = $3 AND cwd = $4 \
                      AND {WHERE} AND expires_at > $5 ORDER BY granted_at"
                 )))
                 .bind(key.session_id)
                 .bind(key.tool_name)
-                .bind(key.args)
+                .bind(&hash)
                 .bind(key.cwd)
                 .bind(now_ms)
                 .fetch_all(pool)
@@ -619,7 +668,15 @@ impl Ledger {
         .map_err(self.err())?;
         for (code, expires_at, mac) in candidates {
             let signed = match (
-                grant_mac(&secret, &code, key, expires_at),
+                grant_mac(
+                    &secret,
+                    &code,
+                    key.session_id,
+                    key.tool_name,
+                    &hash,
+                    key.cwd,
+                    expires_at,
+                ),
                 mac.as_deref().and_then(unhex),
             ) {
                 (Some(expected), Some(given)) => expected.verify_slice(&given).is_ok(),
@@ -629,6 +686,13 @@ impl Ledger {
                 // Written by something other than `agent-guard allow-once`: not a grant.
                 continue;
             }
+            // Single use by construction: the use is appended to a journal beside the key,
+            // outside every root, before the grant lets anything through; a grant whose
+            // `used_at` was reset in the database is still found there and refused.
+            if self.used_journal_has(&code)? {
+                continue;
+            }
+            self.append_used(&code)?;
             let used: Option<String> = match &self.db {
                 Db::Sqlite(pool) => {
                     sqlx::query_scalar(
@@ -657,6 +721,43 @@ impl Ledger {
             }
         }
         Ok(None)
+    }
+
+    /// The append-only journal of used grant codes, beside the grant key.
+    fn used_journal(&self) -> Option<PathBuf> {
+        self.grant_key
+            .as_ref()
+            .map(|k| k.with_file_name(USED_JOURNAL_FILE))
+    }
+
+    fn used_journal_has(&self, code: &str) -> Result<bool, Error> {
+        let Some(path) = self.used_journal() else {
+            return Ok(false);
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(text.lines().any(|l| l == code)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(key_err(&path, e)),
+        }
+    }
+
+    fn append_used(&self, code: &str) -> Result<(), Error> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let Some(path) = self.used_journal() else {
+            return Err(key_err(
+                Path::new(USED_JOURNAL_FILE),
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| key_err(&path, e))?;
+        file.write_all(format!("{code}\n").as_bytes())
+            .and_then(|()| file.sync_data())
+            .map_err(|e| key_err(&path, e))
     }
 
     /// Closes the pool.

@@ -9,6 +9,7 @@ mod killswitch;
 mod ledger;
 mod postgres;
 mod sqlite;
+mod timeline;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,26 +28,38 @@ use tokio::task::JoinHandle;
 pub use killswitch::KillSwitch;
 pub use ledger::{
     ALLOW_ONCE_WINDOW, CallKey, GRANT_KEY_FILE, GRANT_KEY_VAR, GrantOutcome, Ledger, Offer,
-    Refusal, Tally, normalize_code,
+    Refusal, Tally, USED_JOURNAL_FILE, normalize_code,
 };
+pub use timeline::{CallEntry, Outcome, timeline};
 
 use crate::error::Error;
 use crate::hook::{
     AgentHook, HookResult, PostToolUseAction, PostToolUseContext, SessionStopContext,
 };
+use crate::redact::SecretScanner;
 
-/// Where the audit database lives when the policy does not say.
-pub const DEFAULT_AUDIT_DB: &str = ".agent-guard/audit.db";
+/// The audit database's file name inside the guard's state directory ([`state_dir`]), where it
+/// lives when the policy does not say.
+pub const DEFAULT_AUDIT_DB: &str = "audit.db";
 
 /// How many characters of output an audit row keeps.
 pub const OUTPUT_PREVIEW_CHARS: usize = 200;
 
+/// How many characters of a call's input an audit row keeps (after redaction).
+pub const INPUT_CHARS: usize = 2000;
+
+/// How much of an input or output a row holds until [`AuditLog::record`] has masked its
+/// secrets and cut it: whole JSON documents up to this size are redacted string by string.
+const REDACT_WINDOW: usize = 64 * 1024;
+
 /// The columns every backend stores, in bind order.
-const INSERT_COLUMNS: &str = "INSERT INTO agent_audit_log (session_id, step, tool_name, status, \
-     elapsed_ms, output_preview, agent_name, decision, reason_code, ts)";
+const COLUMN_LIST: &str = "session_id, step, tool_name, status, elapsed_ms, output_preview, \
+     agent_name, decision, reason_code, ts, client, call_id, input, layer, resolved_by, \
+     resolution, ref_code, prev_hash, row_hash";
 
 const SELECT_ROWS: &str = "SELECT id, session_id, step, tool_name, status, elapsed_ms, \
-     output_preview, agent_name, decision, reason_code, ts FROM agent_audit_log";
+     output_preview, agent_name, decision, reason_code, ts, client, call_id, input, layer, \
+     resolved_by, resolution, ref_code, prev_hash, row_hash FROM agent_audit_log";
 
 /// Portable SQL (no boolean sums, an explicit float cast) so both backends run the same text.
 const SELECT_SUMMARY: &str = "SELECT tool_name, COUNT(*) AS calls, \
@@ -55,6 +68,35 @@ const SELECT_SUMMARY: &str = "SELECT tool_name, COUNT(*) AS calls, \
      SUM(CASE WHEN status = 'DENIED' THEN 1 ELSE 0 END) AS denied, \
      CAST(AVG(elapsed_ms) AS DOUBLE PRECISION) AS avg_ms, MAX(elapsed_ms) AS max_ms \
      FROM agent_audit_log";
+
+/// The variable that moves the guard's state directory (tests, shared machines).
+pub const STATE_DIR_VAR: &str = "AGENT_GUARD_STATE_DIR";
+
+/// The guard's own state directory, outside every project root: `AGENT_GUARD_STATE_DIR`, else
+/// `$XDG_STATE_HOME/agent-guard`, else `~/.local/state/agent-guard` (only absolute values
+/// count, so a relative one cannot land it in a project). `None` without any of them.
+pub fn state_dir() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    var(STATE_DIR_VAR)
+        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("agent-guard")))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/agent-guard")))
+}
+
+/// The audit database when the policy names none: [`DEFAULT_AUDIT_DB`] in [`state_dir`].
+pub fn default_audit_db() -> Result<PathBuf, Error> {
+    state_dir()
+        .map(|d| d.join(DEFAULT_AUDIT_DB))
+        .ok_or_else(|| Error::Config {
+            key: "hooks.audit_db".to_owned(),
+            message: format!(
+                "no state directory for the audit log: set HOME, XDG_STATE_HOME or {STATE_DIR_VAR}, or name `audit_db` in the policy"
+            ),
+        })
+}
 
 /// Where an audit log lives: a SQLite file, or a PostgreSQL database named by URL.
 #[derive(Clone, PartialEq, Eq)]
@@ -153,6 +195,14 @@ pub enum AuditStatus {
     /// The session ended (`tool_name` is `session`).
     #[serde(rename = "SESSION_STOP")]
     SessionStop,
+    /// Decided before the call ran (a hook's PreToolUse): allowed; its outcome row follows
+    /// when the client reports that it ran.
+    #[serde(rename = "ALLOWED")]
+    Allowed,
+    /// Decided before the call ran: the guard asked; `resolved_by` says who answered, or the
+    /// outcome row says that it ran.
+    #[serde(rename = "ASKED")]
+    Asked,
 }
 
 impl AuditStatus {
@@ -163,6 +213,8 @@ impl AuditStatus {
             AuditStatus::Fail => "FAIL",
             AuditStatus::Denied => "DENIED",
             AuditStatus::SessionStop => "SESSION_STOP",
+            AuditStatus::Allowed => "ALLOWED",
+            AuditStatus::Asked => "ASKED",
         }
     }
 }
@@ -176,8 +228,10 @@ impl FromStr for AuditStatus {
             "FAIL" => Ok(AuditStatus::Fail),
             "DENIED" => Ok(AuditStatus::Denied),
             "SESSION_STOP" => Ok(AuditStatus::SessionStop),
+            "ALLOWED" => Ok(AuditStatus::Allowed),
+            "ASKED" => Ok(AuditStatus::Asked),
             _ => Err(format!(
-                "unknown audit status `{s}` (expected ok, fail, denied or session_stop)"
+                "unknown audit status `{s}` (expected ok, fail, denied, allowed, asked or session_stop)"
             )),
         }
     }
@@ -206,13 +260,177 @@ pub struct AuditRow {
     pub reason_code: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub ts: i64,
+    /// The client whose hook recorded it (`claude-code`, `codex`, `gemini`); empty for the
+    /// guard's own runtime.
+    #[serde(default)]
+    pub client: String,
+    /// The client's id of the call: a decision row and its outcome row share it.
+    #[serde(default)]
+    pub call_id: String,
+    /// The call's input as JSON text, redacted and cut to [`INPUT_CHARS`] when recorded.
+    #[serde(default)]
+    pub input: String,
+    /// The layer whose finding decided (`perm-rules`, `bash-guard`, `allow-once`, ...).
+    #[serde(default)]
+    pub layer: Option<String>,
+    /// Who decided or resolved the ask; any front end that resolves one fills it.
+    #[serde(default)]
+    pub resolved_by: Option<Resolver>,
+    /// How, in words: the rule, the page, the grant's code.
+    #[serde(default)]
+    pub resolution: Option<String>,
+    /// The refusal's reference (`Ref ABCD-EFGH`, the allow-once code) shown to the user.
+    #[serde(default)]
+    pub ref_code: Option<String>,
+}
+
+/// Who decided a call or answered its ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resolver {
+    /// A policy rule (`resolution` names it).
+    Rule,
+    /// The guard's own layers or its default.
+    Guard,
+    /// A person: on the approval page, or at the client's own prompt.
+    Person,
+    /// Auto mode answered the ask.
+    Auto,
+    /// A person's allow-once grant (`resolution` holds its code).
+    AllowOnce,
+}
+
+impl Resolver {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolver::Rule => "rule",
+            Resolver::Guard => "guard",
+            Resolver::Person => "person",
+            Resolver::Auto => "auto",
+            Resolver::AllowOnce => "allow-once",
+        }
+    }
+}
+
+impl FromStr for Resolver {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "rule" => Ok(Resolver::Rule),
+            "guard" => Ok(Resolver::Guard),
+            "person" => Ok(Resolver::Person),
+            "auto" => Ok(Resolver::Auto),
+            "allow-once" => Ok(Resolver::AllowOnce),
+            _ => Err(format!("unknown resolver `{s}`")),
+        }
+    }
 }
 
 /// Cuts `output` to [`OUTPUT_PREVIEW_CHARS`] characters, on a char boundary.
 pub fn output_preview(output: &str) -> String {
-    match output.char_indices().nth(OUTPUT_PREVIEW_CHARS) {
-        Some((end, _)) => output.get(..end).unwrap_or(output).to_owned(),
-        None => output.to_owned(),
+    cut_chars(output, OUTPUT_PREVIEW_CHARS)
+}
+
+fn cut_chars(text: &str, n: usize) -> String {
+    match text.char_indices().nth(n) {
+        Some((end, _)) => text.get(..end).unwrap_or(text).to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// Adds the lines of `secret` (a JSON-escaped `\n` counts as a line break) to `pieces`.
+fn push_pieces(secret: &str, pieces: &mut Vec<String>) {
+    for line in secret
+        .split(['\n', '\r'])
+        .flat_map(|l| l.split("\\n"))
+        .flat_map(|l| l.split("\\r"))
+    {
+        let line = line.trim();
+        if line.chars().count() >= 8 && !pieces.iter().any(|p| p == line) {
+            pieces.push(line.to_owned());
+        }
+    }
+}
+
+/// `text` with its secrets masked, and the pieces of every secret found, line by line: a
+/// message that quotes the input word by word (the guard's own reasons do) carries a secret's
+/// lines without the context a detector needs, so those pieces are masked there too. JSON text
+/// is redacted string by string (in its escaped form a `\n` hides the boundary before a
+/// token), then as text.
+pub(crate) fn redact_any(scanner: &SecretScanner, text: &str) -> (String, Vec<String>) {
+    let mut pieces = Vec::new();
+    let mut current = std::borrow::Cow::Borrowed(text);
+    // Only escapes hide a boundary; text without a backslash is judged as it is, once.
+    if text.starts_with(['{', '[', '"'])
+        && text.contains('\\')
+        && let Ok(value) = serde_json::from_str::<serde_json::Value>(text)
+    {
+        let (masked, findings) = scanner.redact_json(&value);
+        for f in &findings {
+            if let Some(found) = value
+                .pointer(&f.pointer)
+                .and_then(serde_json::Value::as_str)
+                .and_then(|s| s.get(f.span.clone()))
+            {
+                push_pieces(found, &mut pieces);
+            }
+        }
+        if !findings.is_empty() {
+            current = std::borrow::Cow::Owned(masked.to_string());
+        }
+    }
+    let plain = scanner.redact(&current);
+    for f in &plain.findings {
+        if let Some(found) = current.get(f.span.clone()) {
+            push_pieces(found, &mut pieces);
+        }
+    }
+    let out = plain.text.into_owned();
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    (out, pieces)
+}
+
+/// `text` with every piece masked.
+pub(crate) fn mask_pieces(text: &str, pieces: &[String]) -> String {
+    let mut out = text.to_owned();
+    for p in pieces {
+        if out.contains(p.as_str()) {
+            out = out.replace(p.as_str(), "[REDACTED]");
+        }
+    }
+    out
+}
+
+/// What a row may hold: secrets masked by the built-in detectors (the ones the redaction hook
+/// runs), also where a message quotes the input's secrets in pieces, NUL (which PostgreSQL
+/// text cannot hold) replaced, and the texts bounded. Applied by [`AuditLog::record`] to every
+/// row, whoever built it.
+fn sanitize(row: &mut AuditRow) {
+    let scanner = SecretScanner::default_set();
+    let (input, mut pieces) = redact_any(scanner, &row.input);
+    let (preview, more) = redact_any(scanner, &row.output_preview);
+    pieces.extend(more);
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let bound = |text: &str, limit: usize| -> String {
+        cut_chars(&mask_pieces(text, &pieces), limit).replace('\0', "\u{fffd}")
+    };
+    row.input = bound(&input, INPUT_CHARS);
+    row.output_preview = bound(&preview, OUTPUT_PREVIEW_CHARS);
+    if let Some(r) = &row.resolution {
+        row.resolution = Some(bound(&scanner.redact(r).text, OUTPUT_PREVIEW_CHARS));
+    }
+    for field in [
+        &mut row.session_id,
+        &mut row.tool_name,
+        &mut row.agent_name,
+        &mut row.client,
+        &mut row.call_id,
+    ] {
+        if field.contains('\0') {
+            *field = field.replace('\0', "\u{fffd}");
+        }
     }
 }
 
@@ -239,11 +457,20 @@ impl AuditRow {
                 AuditStatus::Ok
             },
             elapsed_ms: millis(ctx.elapsed),
-            output_preview: output_preview(&ctx.output),
+            // More than the preview keeps: redaction needs the context after a secret's start;
+            // `record` cuts to the preview after masking.
+            output_preview: cut_chars(&ctx.output, REDACT_WINDOW),
             agent_name: ctx.agent_name.clone(),
             decision: Some(Decision::Allow),
             reason_code: None,
             ts: now_ms(),
+            client: String::new(),
+            call_id: ctx.tool_call_id.clone(),
+            input: input_text(&ctx.args),
+            layer: None,
+            resolved_by: None,
+            resolution: None,
+            ref_code: None,
         }
     }
 
@@ -268,6 +495,44 @@ impl AuditRow {
             decision: Some(decision),
             reason_code: Some(reason_code.to_owned()),
             ts: now_ms(),
+            client: String::new(),
+            call_id: String::new(),
+            input: String::new(),
+            layer: None,
+            resolved_by: None,
+            resolution: None,
+            ref_code: None,
+        }
+    }
+
+    /// A decision row, written when a call is judged (a hook's PreToolUse): status `ALLOWED`,
+    /// `ASKED` or `DENIED` from `decision`; the outcome row (`OK`/`FAIL`) follows with the
+    /// same `call_id` if it runs. Fill the other fields (`session_id`, `tool_name`,
+    /// `call_id`, [`AuditRow::set_input`], `client`, `layer`, `resolved_by`, `ref_code`, ...)
+    /// on the returned row.
+    pub fn decided(decision: Decision, reason_code: &str, message: &str) -> Self {
+        AuditRow {
+            session_id: String::new(),
+            step: 0,
+            tool_name: String::new(),
+            status: match decision {
+                Decision::Allow => AuditStatus::Allowed,
+                Decision::Ask => AuditStatus::Asked,
+                Decision::Deny => AuditStatus::Denied,
+            },
+            elapsed_ms: 0,
+            output_preview: cut_chars(message, REDACT_WINDOW),
+            agent_name: "lead".to_owned(),
+            decision: Some(decision),
+            reason_code: Some(reason_code.to_owned()),
+            ts: now_ms(),
+            client: String::new(),
+            call_id: String::new(),
+            input: String::new(),
+            layer: None,
+            resolved_by: None,
+            resolution: None,
+            ref_code: None,
         }
     }
 
@@ -284,8 +549,33 @@ impl AuditRow {
             decision: None,
             reason_code: None,
             ts: now_ms(),
+            client: String::new(),
+            call_id: String::new(),
+            input: String::new(),
+            layer: None,
+            resolved_by: None,
+            resolution: None,
+            ref_code: None,
         }
     }
+}
+
+impl AuditRow {
+    /// Sets the call's input (its JSON text; [`AuditLog::record`] redacts and bounds it).
+    pub fn set_input(&mut self, input: &serde_json::Value) {
+        self.input = input_text(input);
+    }
+}
+
+/// A call's input as stored text: a JSON string as itself, anything else as JSON, cut well
+/// past [`INPUT_CHARS`] here (redaction then sees whole secrets) and to it when recorded.
+fn input_text(input: &serde_json::Value) -> String {
+    let text = match input {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    cut_chars(&text, REDACT_WINDOW)
 }
 
 /// A stored row with its id.
@@ -296,6 +586,69 @@ pub struct AuditRecord {
     /// The row.
     #[serde(flatten)]
     pub row: AuditRow,
+    /// The previous row's `row_hash` (empty for the first chained row); `None` for rows
+    /// written before the chain.
+    pub prev_hash: Option<String>,
+    /// SHA-256 over `prev_hash` and the row ([`chain_hash`]).
+    pub row_hash: Option<String>,
+}
+
+/// The chain link of `row` after `prev`: SHA-256 over the previous hash and every stored field,
+/// each length-prefixed so no two rows encode alike. Hex.
+pub fn chain_hash(prev: &str, row: &AuditRow) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_be_bytes());
+        h.update(bytes);
+    };
+    field(b"agent-guard audit v1");
+    field(prev.as_bytes());
+    field(row.session_id.as_bytes());
+    field(&i64::from(row.step).to_be_bytes());
+    field(row.tool_name.as_bytes());
+    field(row.status.as_str().as_bytes());
+    field(
+        &i64::try_from(row.elapsed_ms)
+            .unwrap_or(i64::MAX)
+            .to_be_bytes(),
+    );
+    field(row.output_preview.as_bytes());
+    field(row.agent_name.as_bytes());
+    field(row.decision.map(Decision::as_str).unwrap_or("-").as_bytes());
+    field(row.reason_code.as_deref().unwrap_or("\u{0}-").as_bytes());
+    field(&row.ts.to_be_bytes());
+    field(row.client.as_bytes());
+    field(row.call_id.as_bytes());
+    field(row.input.as_bytes());
+    for opt in [&row.layer, &row.resolution, &row.ref_code] {
+        field(opt.as_deref().unwrap_or("\u{0}-").as_bytes());
+    }
+    field(
+        row.resolved_by
+            .map(Resolver::as_str)
+            .unwrap_or("-")
+            .as_bytes(),
+    );
+    let digest = h.finalize();
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        for nibble in [b >> 4, b & 15] {
+            out.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    out
+}
+
+/// The rows of a batch with their links, starting after `prev`.
+fn chain(prev: &str, rows: &[AuditRow]) -> Vec<(String, String)> {
+    let mut prev = prev.to_owned();
+    rows.iter()
+        .map(|row| {
+            let hash = chain_hash(&prev, row);
+            (std::mem::replace(&mut prev, hash.clone()), hash)
+        })
+        .collect()
 }
 
 /// Filters for [`AuditReader::query`] and [`AuditReader::summary`]; `None` matches all.
@@ -315,6 +668,10 @@ pub struct AuditQuery {
     pub until: Option<i64>,
     /// At most this many rows (the oldest first).
     pub limit: Option<u32>,
+    /// Only this client (`claude-code`, `codex`, `gemini`; empty: the runtime).
+    pub client: Option<String>,
+    /// Only the row a refusal's reference names (`ABCD-EFGH`), and the rows of its call.
+    pub ref_code: Option<String>,
 }
 
 /// Per-tool totals over the rows a query matches.
@@ -387,10 +744,11 @@ enum Db {
 enum Access {
     /// The audit writer: create, check integrity, migrate.
     Write,
-    /// Readers: an existing database only, integrity checked.
+    /// Readers: an existing database only (migrated to the schema this build reads).
     Read,
-    /// The kill switch: create and migrate, but skip SQLite's integrity check, whose cost
-    /// grows with the log and would be paid by every one-shot hook process.
+    /// The kill switch and ledger: create and migrate, but skip SQLite's integrity check,
+    /// whose cost grows with the log and would be paid by every one-shot hook process. The
+    /// schema check (cheap) runs at every open.
     Control,
 }
 
@@ -401,6 +759,10 @@ impl Db {
         options: &AuditOptions,
         max_connections: u32,
     ) -> Result<Db, Error> {
+        let options = &AuditOptions {
+            write_timeout: lock_wait(options.write_timeout),
+            ..*options
+        };
         match target {
             AuditTarget::Sqlite(path) => {
                 sqlite::open(path, &target.to_string(), access, options, max_connections)
@@ -504,6 +866,24 @@ where
     if let Some(until) = q.until {
         qb.push(" AND ts < ").push_bind(until);
     }
+    if let Some(client) = &q.client {
+        qb.push(" AND client = ").push_bind(client.clone());
+    }
+    if let Some(code) = &q.ref_code {
+        // The refusal's row, and the other rows of the same client call (same session and
+        // call id), so its timeline shows what came of it.
+        qb.push(" AND (ref_code = ")
+            .push_bind(code.clone())
+            .push(
+                " OR (call_id <> '' AND EXISTS (SELECT 1 FROM agent_audit_log r \
+                 WHERE r.ref_code = ",
+            )
+            .push_bind(code.clone())
+            .push(
+                " AND r.session_id = agent_audit_log.session_id \
+                 AND r.call_id = agent_audit_log.call_id)))",
+            );
+    }
 }
 
 fn push_order_limit<DB: Database>(qb: &mut QueryBuilder<DB>, q: &AuditQuery)
@@ -539,6 +919,7 @@ where
             source: e.into(),
         })?;
     let decision: Option<String> = row.try_get("decision")?;
+    let resolved_by: Option<String> = row.try_get("resolved_by")?;
     let step: i64 = row.try_get("step")?;
     let elapsed: i64 = row.try_get("elapsed_ms")?;
     Ok(AuditRecord {
@@ -554,7 +935,16 @@ where
             decision: decision.as_deref().and_then(parse_decision),
             reason_code: row.try_get("reason_code")?,
             ts: row.try_get("ts")?,
+            client: row.try_get("client")?,
+            call_id: row.try_get("call_id")?,
+            input: row.try_get("input")?,
+            layer: row.try_get("layer")?,
+            resolved_by: resolved_by.as_deref().and_then(|r| r.parse().ok()),
+            resolution: row.try_get("resolution")?,
+            ref_code: row.try_get("ref_code")?,
         },
+        prev_hash: row.try_get("prev_hash")?,
+        row_hash: row.try_get("row_hash")?,
     })
 }
 
@@ -581,7 +971,7 @@ where
 }
 
 enum Msg {
-    Row(AuditRow),
+    Row(Box<AuditRow>),
     Flush(oneshot::Sender<()>),
     Stop(oneshot::Sender<()>),
 }
@@ -650,6 +1040,92 @@ impl fmt::Debug for AuditLog {
     }
 }
 
+/// The longest any one database wait may take in this process, in ms (0: no cap).
+static LOCK_WAIT_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Caps every database wait of this process (SQLite's busy timeout, PostgreSQL's lock timeout
+/// and outage retries) at `limit`, for every log, ledger and kill switch opened afterwards. A
+/// hook process sets it so that a lock held by another process costs it a bounded, small
+/// part of its deadline, whatever the database does.
+pub fn set_lock_wait(limit: Duration) {
+    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).max(1);
+    LOCK_WAIT_MS.store(ms, Ordering::Release);
+}
+
+/// `default`, capped by [`set_lock_wait`].
+pub(crate) fn lock_wait(default: Duration) -> Duration {
+    match LOCK_WAIT_MS.load(Ordering::Acquire) {
+        0 => default,
+        ms => default.min(Duration::from_millis(ms)),
+    }
+}
+
+/// What [`AuditReader::verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    /// Rows read.
+    pub rows: u64,
+    /// Rows whose link checked.
+    pub chained: u64,
+    /// Rows written before the chain existed (they precede every chained row).
+    pub unchained: u64,
+    /// What does not check, first problems first (at most [`VerifyReport::MAX_PROBLEMS`]).
+    pub problems: Vec<String>,
+    /// How many rows failed, in all.
+    pub broken: u64,
+}
+
+impl VerifyReport {
+    /// Problems kept in [`VerifyReport::problems`].
+    pub const MAX_PROBLEMS: usize = 20;
+
+    /// True when every chained row checks.
+    pub fn is_intact(&self) -> bool {
+        self.broken == 0
+    }
+
+    fn fail(&mut self, what: String) {
+        self.broken += 1;
+        if self.problems.len() < Self::MAX_PROBLEMS {
+            self.problems.push(what);
+        }
+    }
+}
+
+/// Checks the chain over `records`, in id order.
+fn verify_records(records: &[AuditRecord]) -> VerifyReport {
+    let mut report = VerifyReport::default();
+    let mut last: Option<String> = None;
+    for r in records {
+        report.rows += 1;
+        let Some(hash) = &r.row_hash else {
+            if last.is_some() {
+                report.fail(format!(
+                    "row {} has no link after chained rows (inserted by other means)",
+                    r.id
+                ));
+            } else {
+                report.unchained += 1;
+            }
+            continue;
+        };
+        let expected_prev = last.clone().unwrap_or_default();
+        let prev = r.prev_hash.clone().unwrap_or_default();
+        if prev != expected_prev {
+            report.fail(format!(
+                "row {} does not follow the row before it (a row was deleted or inserted before it)",
+                r.id
+            ));
+        } else if chain_hash(&prev, &r.row) != *hash {
+            report.fail(format!("row {} was changed after it was written", r.id));
+        } else {
+            report.chained += 1;
+        }
+        last = Some(hash.clone());
+    }
+    report
+}
+
 /// Connections per writing log: the writer uses one at a time, readers the rest.
 const POOL_SIZE: u32 = 4;
 
@@ -667,6 +1143,10 @@ impl AuditLog {
         options: AuditOptions,
     ) -> Result<AuditLog, Error> {
         let target = AuditTarget::parse(target);
+        let options = AuditOptions {
+            write_timeout: lock_wait(options.write_timeout),
+            ..options
+        };
         let db = Db::open(&target, Access::Write, &options, POOL_SIZE).await?;
         let (tx, rx) = mpsc::channel(options.queue_capacity.max(1));
         let shared = Arc::new(Shared {
@@ -691,11 +1171,12 @@ impl AuditLog {
 
     /// Queues `row`. Waits at most the enqueue timeout on a full queue, then counts the row
     /// as refused (and logs a warning) rather than blocking the agent indefinitely.
-    pub async fn record(&self, row: AuditRow) -> Recorded {
+    pub async fn record(&self, mut row: AuditRow) -> Recorded {
+        sanitize(&mut row);
         if self.shared.closed.load(Ordering::Acquire) {
             return self.refuse("the audit log is shut down");
         }
-        let msg = match self.shared.tx.try_send(Msg::Row(row)) {
+        let msg = match self.shared.tx.try_send(Msg::Row(Box::new(row))) {
             Ok(()) => return Recorded::Queued,
             Err(mpsc::error::TrySendError::Closed(_)) => {
                 return self.refuse("the audit writer has stopped");
@@ -821,7 +1302,7 @@ async fn writer(
         let mut next = Some(first);
         while let Some(msg) = next.take() {
             match msg {
-                Msg::Row(row) => batch.push(row),
+                Msg::Row(row) => batch.push(*row),
                 Msg::Flush(done) => waiters.push(done),
                 Msg::Stop(done) => {
                     waiters.push(done);
@@ -934,6 +1415,13 @@ impl AuditReader {
     /// Per-tool totals over the rows matching `q` (its `limit` is ignored).
     pub async fn summary(&self, q: &AuditQuery) -> Result<Vec<ToolSummary>, Error> {
         self.db.summary(q).await.map_err(self.err())
+    }
+
+    /// Checks the hash chain over every row: a row changed, deleted or inserted by anything
+    /// but the guard's writer breaks it.
+    pub async fn verify(&self) -> Result<VerifyReport, Error> {
+        let rows = self.query(&AuditQuery::default()).await?;
+        Ok(verify_records(&rows))
     }
 
     /// Closes the connection.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use perm_rules::Decision;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::{Access, AuditOptions, AuditRow};
+use super::{Access, AuditOptions, AuditRow, Resolver, chain};
 use crate::error::Error;
 
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -17,7 +17,12 @@ pub(super) const CANCEL_CHANNEL: &str = "agent_guard_cancel";
 /// A batch is one `COPY ... FROM STDIN` (text format): no bind limit to chunk around, no
 /// per-row statement work on the server, and atomic like any single statement.
 const COPY_IN: &str = "COPY agent_audit_log (session_id, step, tool_name, status, elapsed_ms, \
-     output_preview, agent_name, decision, reason_code, ts) FROM STDIN";
+     output_preview, agent_name, decision, reason_code, ts, client, call_id, input, layer, \
+     resolved_by, resolution, ref_code, prev_hash, row_hash) FROM STDIN";
+
+/// The advisory lock every writer holds while it reads the last link and appends, so the
+/// chain never forks; released at commit. (An arbitrary constant: "agaudit" in ASCII.)
+const CHAIN_LOCK: i64 = 0x0061_6761_7564_6974;
 
 /// Appends `value` as one COPY text field. PostgreSQL text cannot hold NUL, which a tool's
 /// output may contain: it becomes U+FFFD rather than failing the whole batch.
@@ -41,11 +46,11 @@ fn push_opt(buf: &mut String, value: Option<&str>) {
     }
 }
 
-/// The COPY text of `rows`: tab-separated fields, one line per row.
-fn copy_text(rows: &[AuditRow]) -> String {
+/// The COPY text of `rows` with their links: tab-separated fields, one line per row.
+fn copy_text(rows: &[AuditRow], links: &[(String, String)]) -> String {
     use std::fmt::Write as _;
-    let mut buf = String::with_capacity(rows.len() * 160);
-    for row in rows {
+    let mut buf = String::with_capacity(rows.len() * 320);
+    for (row, (prev, hash)) in rows.iter().zip(links) {
         push_field(&mut buf, &row.session_id);
         let _ = write!(buf, "\t{}\t", row.step);
         push_field(&mut buf, &row.tool_name);
@@ -63,9 +68,62 @@ fn copy_text(rows: &[AuditRow]) -> String {
         push_opt(&mut buf, row.decision.map(Decision::as_str));
         buf.push('\t');
         push_opt(&mut buf, row.reason_code.as_deref());
-        let _ = writeln!(buf, "\t{}", row.ts);
+        let _ = write!(buf, "\t{}\t", row.ts);
+        push_field(&mut buf, &row.client);
+        buf.push('\t');
+        push_field(&mut buf, &row.call_id);
+        buf.push('\t');
+        push_field(&mut buf, &row.input);
+        buf.push('\t');
+        push_opt(&mut buf, row.layer.as_deref());
+        buf.push('\t');
+        push_opt(&mut buf, row.resolved_by.map(Resolver::as_str));
+        buf.push('\t');
+        push_opt(&mut buf, row.resolution.as_deref());
+        buf.push('\t');
+        push_opt(&mut buf, row.ref_code.as_deref());
+        buf.push('\t');
+        push_field(&mut buf, prev);
+        buf.push('\t');
+        push_field(&mut buf, hash);
+        buf.push('\n');
     }
     buf
+}
+
+/// Refuses a database whose audit objects carry anything our migrations did not make:
+/// triggers, rewrite rules, views or row-level policies on the guard's tables.
+async fn check_schema(pool: &PgPool, name: &str) -> Result<(), Error> {
+    const FOREIGN: &str = "\
+        SELECT 'trigger `' || t.tgname || '` on `' || c.relname || '`' FROM pg_trigger t \
+          JOIN pg_class c ON c.oid = t.tgrelid \
+         WHERE NOT t.tgisinternal AND c.relname LIKE 'agent\\_%' \
+           AND c.relnamespace = current_schema()::regnamespace \
+        UNION ALL \
+        SELECT 'rule `' || rulename || '` on `' || tablename || '`' FROM pg_rules \
+         WHERE tablename LIKE 'agent\\_%' AND schemaname = current_schema() \
+        UNION ALL \
+        SELECT 'view `' || viewname || '`' FROM pg_views \
+         WHERE viewname LIKE 'agent\\_%' AND schemaname = current_schema() \
+        UNION ALL \
+        SELECT 'policy `' || policyname || '` on `' || tablename || '`' FROM pg_policies \
+         WHERE tablename LIKE 'agent\\_%' AND schemaname = current_schema() \
+        LIMIT 3";
+    let found: Vec<String> =
+        sqlx::query_scalar(FOREIGN)
+            .fetch_all(pool)
+            .await
+            .map_err(|source| Error::Database {
+                path: name.to_owned(),
+                source,
+            })?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::ForeignSchema {
+        target: name.to_owned(),
+        detail: format!("it has a {}", found.join(", a ")),
+    })
 }
 
 pub(super) async fn open(
@@ -94,12 +152,16 @@ pub(super) async fn open(
             target: name.to_owned(),
             source,
         })?;
+    // Before a migration's UPDATE could fire a planted trigger, and after.
+    check_schema(&pool, name).await?;
+    // A reader may hold a role without CREATE (a fleet's auditors): it reads what is there.
     if access != Access::Read {
         // sqlx holds an advisory lock while migrating, so concurrent guards are safe.
         MIGRATOR.run(&pool).await.map_err(|source| Error::Migrate {
             path: name.to_owned(),
             source,
         })?;
+        check_schema(&pool, name).await?;
     }
     Ok(pool)
 }
@@ -129,12 +191,22 @@ pub(super) async fn write_batch(
     rows: &[AuditRow],
     timeout: Duration,
 ) -> Result<(), sqlx::Error> {
-    let text = copy_text(rows);
     let copy = async {
-        let mut conn = pool.acquire().await?;
-        let mut copy = conn.copy_in_raw(COPY_IN).await?;
+        let mut tx = pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CHAIN_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        let prev: Option<Option<String>> =
+            sqlx::query_scalar("SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1")
+                .fetch_optional(&mut *tx)
+                .await?;
+        let links = chain(&prev.flatten().unwrap_or_default(), rows);
+        let text = copy_text(rows, &links);
+        let mut copy = (*tx).copy_in_raw(COPY_IN).await?;
         copy.send(text.as_bytes()).await?;
-        copy.finish().await.map(|_| ())
+        copy.finish().await?;
+        tx.commit().await
     };
     match tokio::time::timeout(timeout.max(Duration::from_secs(1)), copy).await {
         Ok(result) => result,
@@ -193,25 +265,18 @@ pub(super) async fn is_cancelled(pool: &PgPool, session: &str) -> Result<bool, s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AuditStatus;
 
     #[test]
     fn copy_text_escapes_every_special_character() {
-        let row = AuditRow {
-            session_id: "s\t1".into(),
-            step: 3,
-            tool_name: "run_bash".into(),
-            status: AuditStatus::Denied,
-            elapsed_ms: 7,
-            output_preview: "a\\b\nc\rd\0e".into(),
-            agent_name: "lead".into(),
-            decision: Some(Decision::Deny),
-            reason_code: None,
-            ts: 42,
-        };
+        let mut row = AuditRow::denied("s\t1", 3, "lead", "run_bash", Decision::Deny, "x", "");
+        row.reason_code = None;
+        row.elapsed_ms = 7;
+        row.output_preview = "a\\b\nc\rd\0e".into();
+        row.ts = 42;
+        let links = [("p".to_owned(), "h".to_owned())];
         assert_eq!(
-            copy_text(&[row]),
-            "s\\t1\t3\trun_bash\tDENIED\t7\ta\\\\b\\nc\\rd\u{fffd}e\tlead\tdeny\t\\N\t42\n"
+            copy_text(&[row], &links),
+            "s\\t1\t3\trun_bash\tDENIED\t7\ta\\\\b\\nc\\rd\u{fffd}e\tlead\tdeny\t\\N\t42\t\t\t\t\\N\t\\N\t\\N\t\\N\tp\th\n"
         );
     }
 }

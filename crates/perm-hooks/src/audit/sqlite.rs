@@ -9,12 +9,12 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
-use super::{Access, AuditOptions, AuditRow, INSERT_COLUMNS};
+use super::{Access, AuditOptions, AuditRow, COLUMN_LIST, Resolver, chain};
 use crate::error::Error;
 
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// Rows per INSERT statement; 10 binds each (5000) stays far below SQLite's variable limit.
+/// Rows per INSERT statement; 19 binds each (9500) stays below SQLite's variable limit (32766).
 const ROWS_PER_STATEMENT: usize = 500;
 
 /// SQLite's result codes for a file that is not a database or is damaged.
@@ -49,41 +49,178 @@ pub(super) async fn open(
     options: &AuditOptions,
     max_connections: u32,
 ) -> Result<SqlitePool, Error> {
+    let io_err = |e: std::io::Error| Error::Database {
+        path: name.to_owned(),
+        source: sqlx::Error::Io(e),
+    };
     let mut connect = SqliteConnectOptions::new()
         .filename(path)
-        .busy_timeout(options.write_timeout);
+        .busy_timeout(super::lock_wait(options.write_timeout))
+        .journal_mode(SqliteJournalMode::Wal)
+        // WAL + NORMAL: a committed batch survives a process crash; only power loss can lose
+        // the last transactions.
+        .synchronous(SqliteSynchronous::Normal);
     match access {
         Access::Read => {
+            // Readers never create a database: a wrong path must say so, not show an empty log.
             if !path.is_file() {
                 return Err(Error::MissingDatabase(name.to_owned()));
             }
-            connect = connect.read_only(true);
         }
         Access::Write | Access::Control => {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| Error::Database {
-                    path: name.to_owned(),
-                    source: sqlx::Error::Io(e),
-                })?;
-            }
-            connect = connect
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                // WAL + NORMAL: a committed batch survives a process crash; only power loss
-                // can lose the last transactions.
-                .synchronous(SqliteSynchronous::Normal);
+            private_file(path).map_err(io_err)?;
+            connect = connect.create_if_missing(true);
         }
     }
     let pool = connect_retrying(connect, max_connections)
         .await
         .map_err(open_err(name))?;
-    if access != Access::Control {
+    if access == Access::Write {
         quick_check(&pool, name).await?;
     }
-    if access != Access::Read {
-        migrate(&pool, name).await?;
+    // Before anything writes (a migration runs UPDATEs, and so would a planted trigger): only
+    // objects of our own schema may exist.
+    if let Err(e) = check_schema(&pool, name, false).await {
+        pool.close().await;
+        return Err(e);
+    }
+    migrate(&pool, name).await?;
+    if let Err(e) = check_schema(&pool, name, true).await {
+        pool.close().await;
+        return Err(e);
     }
     Ok(pool)
+}
+
+/// Creates the database file 0600 in a 0700 directory (each created with those modes, so no
+/// other user ever sees it readable), and takes group and other access away from an existing
+/// one and its WAL files.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.exists()
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let mut shm = path.as_os_str().to_owned();
+    shm.push("-shm");
+    for file in [path.as_os_str(), wal.as_os_str(), shm.as_os_str()] {
+        let file = Path::new(file);
+        if let Ok(meta) = std::fs::metadata(file)
+            && meta.is_file()
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
+}
+
+/// One schema object: (type, name, table).
+type SchemaObject = (String, String, String);
+
+/// One column of a table: (table, column, type, not null, default, primary-key index).
+type SchemaColumn = (String, String, String, i64, Option<String>, i64);
+
+const SELECT_OBJECTS: &str = "SELECT type, name, tbl_name FROM sqlite_master ORDER BY type, name";
+
+/// Every column of every table, as SQLite reports it (not the CREATE text, whose spelling
+/// differs between a database the seed created and one our migrations made).
+const SELECT_COLUMNS: &str = "SELECT m.name, c.name, c.type, c.\"notnull\", c.dflt_value, c.pk \
+     FROM sqlite_master m JOIN pragma_table_info(m.name) c \
+     WHERE m.type = 'table' ORDER BY m.name, c.cid";
+
+type Schema = (Vec<SchemaObject>, Vec<SchemaColumn>);
+
+async fn schema_of(pool: &SqlitePool) -> Result<Schema, sqlx::Error> {
+    Ok((
+        sqlx::query_as(SELECT_OBJECTS).fetch_all(pool).await?,
+        sqlx::query_as(SELECT_COLUMNS).fetch_all(pool).await?,
+    ))
+}
+
+/// The schema our migrations make, read from a private in-memory database migrated by the same
+/// migrator (so it is exactly what a file at the latest version holds).
+async fn expected_schema() -> Result<&'static Schema, sqlx::Error> {
+    static EXPECTED: tokio::sync::OnceCell<Schema> = tokio::sync::OnceCell::const_new();
+    EXPECTED
+        .get_or_try_init(|| async {
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(SqliteConnectOptions::new().in_memory(true))
+                .await?;
+            MIGRATOR
+                .run(&pool)
+                .await
+                .map_err(|e| sqlx::Error::Migrate(Box::new(e)))?;
+            let schema = schema_of(&pool).await?;
+            pool.close().await;
+            Ok(schema)
+        })
+        .await
+}
+
+/// Refuses a database holding anything our migrations did not make: a trigger or a view (which
+/// could rewrite or hide rows, with `quick_check` still "ok"), an unknown table or index, or,
+/// once migrated (`exact`), a missing object or a table whose columns differ.
+async fn check_schema(pool: &SqlitePool, name: &str, exact: bool) -> Result<(), Error> {
+    let (objects, columns) = expected_schema().await.map_err(open_err(name))?;
+    let (found, found_columns) = schema_of(pool).await.map_err(open_err(name))?;
+    let foreign = |what: String| Error::ForeignSchema {
+        target: name.to_owned(),
+        detail: what,
+    };
+    for (kind, object, table) in &found {
+        if matches!(kind.as_str(), "trigger" | "view") {
+            return Err(foreign(format!("it has a {kind} `{object}` on `{table}`")));
+        }
+        match objects.iter().find(|(k, n, _)| k == kind && n == object) {
+            None => {
+                return Err(foreign(format!(
+                    "it has a {kind} `{object}` the guard did not make"
+                )));
+            }
+            Some((_, _, t)) if t != table => {
+                return Err(foreign(format!("the {kind} `{object}` was changed")));
+            }
+            Some(_) => {}
+        }
+    }
+    if exact {
+        if found.len() != objects.len() {
+            return Err(foreign(
+                "objects of the guard's schema are missing".to_owned(),
+            ));
+        }
+        if let Some(c) = found_columns
+            .iter()
+            .zip(columns.iter())
+            .find_map(|(f, e)| (f != e).then_some(f))
+            .or_else(|| {
+                (found_columns.len() != columns.len())
+                    .then(|| found_columns.first())
+                    .flatten()
+            })
+        {
+            return Err(foreign(format!("the table `{}` was changed", c.0)));
+        }
+    }
+    Ok(())
 }
 
 /// Connects, retrying while another process holds the file's lock. Switching a new file to WAL
@@ -164,12 +301,20 @@ async fn migrate(pool: &SqlitePool, name: &str) -> Result<(), Error> {
     }
 }
 
+/// Writes a batch as one `BEGIN IMMEDIATE` transaction: the write lock is taken before the
+/// last link is read, so two processes appending at once cannot fork the chain.
 pub(super) async fn write_batch(pool: &SqlitePool, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(INSERT_COLUMNS);
-        qb.push(' ');
-        qb.push_values(chunk, |mut b, row| {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let prev: Option<Option<String>> =
+        sqlx::query_scalar("SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+    let links = chain(&prev.flatten().unwrap_or_default(), rows);
+    let linked: Vec<(&AuditRow, &(String, String))> = rows.iter().zip(links.iter()).collect();
+    for chunk in linked.chunks(ROWS_PER_STATEMENT) {
+        let mut qb: QueryBuilder<Sqlite> =
+            QueryBuilder::new(format!("INSERT INTO agent_audit_log ({COLUMN_LIST}) "));
+        qb.push_values(chunk, |mut b, (row, (prev, hash))| {
             b.push_bind(row.session_id.clone())
                 .push_bind(i64::from(row.step))
                 .push_bind(row.tool_name.clone())
@@ -179,7 +324,16 @@ pub(super) async fn write_batch(pool: &SqlitePool, rows: &[AuditRow]) -> Result<
                 .push_bind(row.agent_name.clone())
                 .push_bind(row.decision.map(Decision::as_str))
                 .push_bind(row.reason_code.clone())
-                .push_bind(row.ts);
+                .push_bind(row.ts)
+                .push_bind(row.client.clone())
+                .push_bind(row.call_id.clone())
+                .push_bind(row.input.clone())
+                .push_bind(row.layer.clone())
+                .push_bind(row.resolved_by.map(Resolver::as_str))
+                .push_bind(row.resolution.clone())
+                .push_bind(row.ref_code.clone())
+                .push_bind(prev.clone())
+                .push_bind(hash.clone());
         });
         qb.build().persistent(true).execute(&mut *tx).await?;
     }

@@ -241,12 +241,9 @@ async fn special_characters_round_trip() {
         let reader = AuditReader::open(&t.url).await.unwrap();
         let back = reader.query(&AuditQuery::default()).await.unwrap();
         let back = &back[0].row;
-        let expected = if t.is_postgres() {
-            // PostgreSQL text cannot hold NUL.
-            r.output_preview.replace('\0', "\u{fffd}")
-        } else {
-            r.output_preview.clone()
-        };
+        // PostgreSQL text cannot hold NUL, so no backend stores it (the chain hashes what
+        // both can read back).
+        let expected = r.output_preview.replace('\0', "\u{fffd}");
         assert_eq!(back.output_preview, expected, "{}", t.kind);
         assert_eq!(back.session_id, "s\tq");
         assert_eq!(back.reason_code.as_deref(), Some("code\\N"));
@@ -347,4 +344,167 @@ fn committed_batches_survive_sigkill() {
         reader.query(&AuditQuery::default()).await.unwrap().len()
     });
     assert!(n >= 500, "only {n} rows survived");
+}
+
+/// Runs `sql` on a target with a connection of its own (as an attacker with write access).
+async fn tamper(t: &crate::backends::Target, sql: &str) {
+    if t.is_postgres() {
+        let pool = sqlx::PgPool::connect(&t.url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::SqlitePool::connect(&t.url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
+    for t in targets("chain").await {
+        // Two logs (two processes' worth of writers) appending at once.
+        let a = AuditLog::open_with(
+            &t.url,
+            AuditOptions {
+                max_batch: 7,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let b = AuditLog::open_with(
+            &t.url,
+            AuditOptions {
+                max_batch: 5,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let (la, lb) = (a.clone(), b.clone());
+        let ta = tokio::spawn(async move {
+            for step in 0..60 {
+                la.record(row("a", step)).await;
+            }
+        });
+        let tb = tokio::spawn(async move {
+            for step in 0..60 {
+                lb.record(row("b", step)).await;
+            }
+        });
+        ta.await.unwrap();
+        tb.await.unwrap();
+        a.shutdown().await.unwrap();
+        b.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify().await.unwrap();
+        assert!(report.is_intact(), "{}: {report:?}", t.kind);
+        assert_eq!(report.chained, 120, "{}", t.kind);
+        reader.close().await;
+
+        // Rewriting a row's decision is found.
+        tamper(
+            &t,
+            "UPDATE agent_audit_log SET output_preview = 'all fine' WHERE id = 10",
+        )
+        .await;
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify().await.unwrap();
+        assert!(!report.is_intact(), "{}", t.kind);
+        assert!(
+            report.problems[0].contains("row 10 was changed"),
+            "{report:?}"
+        );
+        reader.close().await;
+
+        // So is deleting one.
+        tamper(&t, "DELETE FROM agent_audit_log WHERE id = 30").await;
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify().await.unwrap();
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.contains("row 31 does not follow")),
+            "{}: {report:?}",
+            t.kind
+        );
+        reader.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_database_with_a_planted_trigger_or_view_is_refused() {
+    for t in targets("planted").await {
+        AuditLog::open(&t.url)
+            .await
+            .unwrap()
+            .shutdown()
+            .await
+            .unwrap();
+        let plant = if t.is_postgres() {
+            "CREATE VIEW agent_audit_view AS SELECT * FROM agent_audit_log"
+        } else {
+            "CREATE TRIGGER keep_going BEFORE INSERT ON agent_guard_cancellations \
+             BEGIN SELECT RAISE(IGNORE); END"
+        };
+        tamper(&t, plant).await;
+        for result in [
+            AuditLog::open(&t.url).await.map(|_| ()),
+            AuditReader::open(&t.url).await.map(|_| ()),
+            KillSwitch::open(&t.url).await.map(|_| ()),
+            Ledger::open(&t.url).await.map(|_| ()),
+        ] {
+            let err = result.unwrap_err();
+            assert!(
+                matches!(err, Error::ForeignSchema { .. }),
+                "{}: {err}",
+                t.kind
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_changed_column_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db").display().to_string();
+    AuditLog::open(&path)
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
+    let pool = sqlx::SqlitePool::connect(&path).await.unwrap();
+    sqlx::raw_sql("ALTER TABLE agent_audit_log ADD COLUMN extra TEXT")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let err = AuditReader::open(&path).await.unwrap_err();
+    assert!(err.to_string().contains("was changed"), "{err}");
+}
+
+#[tokio::test]
+async fn a_new_database_is_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state/agent-guard/audit.db");
+    let log = AuditLog::open(&path).await.unwrap();
+    log.record(row("s", 1)).await;
+    log.flush().await.unwrap();
+    for file in std::fs::read_dir(path.parent().unwrap()).unwrap().flatten() {
+        let mode = file.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.path().display());
+    }
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+    assert_eq!(mode(&dir.path().join("state")), 0o700);
+    log.shutdown().await.unwrap();
 }

@@ -236,8 +236,21 @@ fn config_rejects_unknown_keys_and_bad_values() {
     assert!(bad.command_hooks().is_err());
     let d = HooksConfig::default();
     assert!(d.redact_secrets);
+    // The default is in the guard's state directory, never relative to a project.
+    let db = d.audit_db_path().unwrap();
+    assert!(db.is_absolute(), "{}", db.display());
+    assert!(db.ends_with(DEFAULT_AUDIT_DB));
+    // A relative path in a policy resolves against the policy file's directory.
+    let mut rel: HooksConfig = toml::from_str("audit_db = \"logs/a.db\"").unwrap();
+    rel.anchor(std::path::Path::new("/etc/agent-guard/policy.toml"));
     assert_eq!(
-        d.audit_db_path(),
-        std::path::PathBuf::from(DEFAULT_AUDIT_DB)
+        rel.audit_db_path().unwrap(),
+        std::path::PathBuf::from("/etc/agent-guard/logs/a.db")
+    );
+    let mut url: HooksConfig = toml::from_str("audit_db = \"postgres://h/db\"").unwrap();
+    url.anchor(std::path::Path::new("/etc/p.toml"));
+    assert_eq!(
+        url.audit_db_path().unwrap(),
+        std::path::PathBuf::from("postgres://h/db")
     );
 }
