@@ -515,15 +515,21 @@ impl AgentRuntime {
                 content: answer.clone(),
             });
         }
-        hooks
-            .session_stop(&SessionStopContext {
-                session_id: session_id.to_owned(),
-                agent_name: self.config.agent_name.clone(),
-                reason: stop.code().to_owned(),
-                steps: step,
-                elapsed: started.elapsed(),
-            })
-            .await;
+        let stop_ctx = SessionStopContext {
+            session_id: session_id.to_owned(),
+            agent_name: self.config.agent_name.clone(),
+            reason: stop.code().to_owned(),
+            steps: step,
+            elapsed: started.elapsed(),
+        };
+        hooks.session_stop(&stop_ctx).await;
+        // The audit log is the executor's, not a registered hook: the seed's `SESSION_STOP`
+        // row is written here, on every way a session ends.
+        if let Some(audit) = self.executor.audit() {
+            audit
+                .record(perm_hooks::AuditRow::session_stop(&stop_ctx))
+                .await;
+        }
         TurnOutcome {
             answer,
             stop,

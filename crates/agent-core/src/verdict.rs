@@ -536,7 +536,7 @@ impl Executor {
         // judged like the known tools' arguments. A name is no reason to look away: `LS`,
         // `Read` under another client's name or `fs_read` reach files as an MCP tool does.
         if tool.is_none() && !has_argument_table(&call.tool) {
-            steps.extend(self.opaque_input_steps(&args, &cwd));
+            steps.extend(self.opaque_input_steps(&args, &cwd, tool_may_write(&call.tool)));
         }
 
         // What the client adapter saw.
@@ -850,7 +850,12 @@ impl Executor {
     /// file the tool might write. URLs inside prose are not (a chat message may mention
     /// `http://localhost:3000`), and nothing else is refused: an MCP server has its own scope,
     /// so a path outside the roots is not a refusal here. No refusal, no step.
-    fn opaque_input_steps(&self, args: &Value, cwd: &Path) -> Vec<Step> {
+    ///
+    /// A string that holds a catastrophe as a shell command (`rm -rf ~`) is refused whatever
+    /// the tool: an unknown tool may run it. When the tool's name says it writes
+    /// ([`tool_may_write`]), a path outside the roots is asked: it may be `~/.bashrc` or
+    /// `~/.config/autostart`, code that runs later.
+    fn opaque_input_steps(&self, args: &Value, cwd: &Path, may_write: bool) -> Vec<Step> {
         let mut strings = Vec::new();
         let mut steps = Vec::new();
         if !collect_strings(args, &mut strings, 0, false) {
@@ -909,6 +914,17 @@ impl Executor {
                 continue;
             }
             if !path_like {
+                if let Some(what) = bash_guard::catastrophic_text(text) {
+                    steps.push(Step::new(
+                        "bash-guard",
+                        format!("`{}`", crate::truncate_chars(text, 200).0),
+                        Decision::Deny,
+                        "catastrophic_text",
+                        format!(
+                            "the input holds {what}; a tool the guard does not know may run it"
+                        ),
+                    ));
+                }
                 continue;
             }
             if text.len() > PATH_MAX_BYTES {
@@ -959,19 +975,27 @@ impl Executor {
                     err.code(),
                     err.to_string(),
                 ));
-            } else if let Err(err @ SandboxError::Protected { .. }) =
-                sandbox.check(&path, Op::Write)
-            {
-                // The guard cannot tell whether an opaque tool writes what it names: a file
-                // that makes tools run code later (`.git/hooks/*`, `.claude/settings.json`) is
-                // for a person to let it touch.
-                steps.push(Step::new(
-                    "fs-sandbox",
-                    format!("`{}`", path.display()),
-                    Decision::Ask,
-                    err.code(),
-                    format!("{err}; the tool may write it"),
-                ));
+            } else {
+                match sandbox.check(&path, Op::Write) {
+                    // The guard cannot tell whether an opaque tool writes what it names: a
+                    // file that makes tools run code later (`.git/hooks/*`,
+                    // `.claude/settings.json`) is for a person to let it touch.
+                    Err(err @ SandboxError::Protected { .. }) => steps.push(Step::new(
+                        "fs-sandbox",
+                        format!("`{}`", path.display()),
+                        Decision::Ask,
+                        err.code(),
+                        format!("{err}; the tool may write it"),
+                    )),
+                    Err(err) if may_write => steps.push(Step::new(
+                        "fs-sandbox",
+                        format!("`{}`", path.display()),
+                        Decision::Ask,
+                        err.code(),
+                        format!("{err}; the tool's name says it writes, and outside the project it may write code that runs later (a shell profile, an autostart entry)"),
+                    )),
+                    _ => {}
+                }
             }
         }
         steps
@@ -1439,6 +1463,20 @@ fn is_path_key(key: &str) -> bool {
 /// The strings of a JSON value, depth first, each with whether its key (the nearest object
 /// key; list items inherit it) names a path. `false` when some of it lies deeper than
 /// [`MAX_INPUT_DEPTH`] (the caller refuses the whole input, so the rest need not be read).
+/// Whether a tool's name says it changes files (`mcp__fs__write_file`, `move_file`,
+/// `createDirectory`): the words are matched case-blind inside the name.
+pub(crate) fn tool_may_write(tool: &str) -> bool {
+    let name = tool.to_ascii_lowercase();
+    WRITE_WORDS.iter().any(|w| name.contains(w))
+}
+
+/// Words in a tool name that mean it changes files (not `put`, `set` or `patch`: `output`,
+/// `get_settings` and `dispatch` would match them).
+pub(crate) const WRITE_WORDS: &[&str] = &[
+    "write", "edit", "create", "move", "rename", "copy", "save", "append", "upload", "mkdir",
+    "delete", "remove", "replace", "insert", "update",
+];
+
 fn collect_strings<'a>(
     value: &'a Value,
     out: &mut Vec<(&'a str, bool)>,
@@ -1554,6 +1592,24 @@ mod tests {
                 bash_guard::catastrophic_text(text).is_some(),
                 "{tool}.{key}"
             );
+        }
+    }
+
+    #[test]
+    fn tool_names_that_write_are_recognised() {
+        for name in [
+            "mcp__fs__write_file",
+            "mcp__fs__move_file",
+            "createDirectory",
+            "FooEdit",
+        ] {
+            assert!(tool_may_write(name), "{name}");
+        }
+        for name in ["mcp__fs__read_file", "mcp__github__list_issues", "search"] {
+            assert!(!tool_may_write(name), "{name}");
+        }
+        for word in WRITE_WORDS {
+            assert!(tool_may_write(&format!("mcp__x__{word}_thing")), "{word}");
         }
     }
 

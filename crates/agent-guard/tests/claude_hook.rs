@@ -513,3 +513,44 @@ fn searches_over_credential_stores_and_tilde_patterns_are_denied() {
     );
     assert_eq!(pre_decision(&v).0, "allow", "{v}");
 }
+
+/// Tools the guard has no contract for are judged by what their input carries: a catastrophic
+/// command anywhere in it, and, when the name says the tool writes, a path outside the project
+/// (a shell profile, an autostart entry: code that runs later).
+#[test]
+fn unknown_and_mcp_tools_are_judged_by_their_input() {
+    let work = tempfile::tempdir().unwrap();
+    let allow = format!("{DATA}/default-allow.toml");
+    let home = std::env::var("HOME").unwrap();
+    let event = |tool: &str, input: serde_json::Value| {
+        serde_json::json!({"session_id": "s", "cwd": work.path(), "hook_event_name": "PreToolUse",
+                           "tool_name": tool, "tool_input": input})
+        .to_string()
+    };
+    let cases = [
+        ("FooTool", serde_json::json!({"cmd": "rm -rf ~"}), "deny"),
+        (
+            "mcp__fs__write",
+            serde_json::json!({"target": "~/.bashrc", "text": "x"}),
+            "ask",
+        ),
+        (
+            "mcp__fs__move_file",
+            serde_json::json!({"from": "a", "to": format!("{home}/.config/autostart/a.desktop")}),
+            "ask",
+        ),
+    ];
+    for (tool, input, want) in cases {
+        let v = answer(&["--policy", &allow], event(tool, input));
+        assert_eq!(pre_decision(&v).0, want, "{tool}: {v}");
+    }
+    // Reading outside the project, or writing inside it, is not asked for that.
+    let v = answer(
+        &["--policy", &allow],
+        event(
+            "mcp__fs__read_file",
+            serde_json::json!({"path": "/usr/share/doc"}),
+        ),
+    );
+    assert_eq!(v, serde_json::json!({}));
+}

@@ -80,8 +80,19 @@ fn demo_hits_every_kind_of_decision_and_audits_it() {
     assert_eq!(v["stop"], "max_steps");
     // One audit row per lead call (refusals included), in the file we asked for.
     let rows = v["audit_rows"].as_array().unwrap();
-    let lead_rows = rows.iter().filter(|r| r["agent_name"] == "lead").count();
+    let lead_rows = rows
+        .iter()
+        .filter(|r| r["agent_name"] == "lead" && r["status"] != "SESSION_STOP")
+        .count();
     assert_eq!(lead_rows, calls_of(&v).len());
+    // And the seed's SESSION_STOP row when the session ends.
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["agent_name"] == "lead" && r["status"] == "SESSION_STOP")
+            .count(),
+        1,
+        "{rows:?}"
+    );
     assert!(db.is_file());
     // The subagent's calls are audited under its own agent name: its search ran, its read
     // outside the sandbox and its `ask_user` (not in the explore tool set) did not.
