@@ -159,6 +159,9 @@ impl<'a> Walker<'a> {
     /// holds a credential store is refused. The judge knows the stores; without one, `/` and
     /// the home directory (or a directory above it) still are.
     pub(crate) fn tree_read(&mut self, word: &Decoded, sub: &str, name: &str) {
+        if let Some(likely) = likely(word) {
+            return self.tree_read(&likely, sub, name);
+        }
         if word.dynamic || word.text.is_empty() {
             return;
         }
@@ -193,6 +196,11 @@ impl<'a> Walker<'a> {
                 sub,
                 format!("the {what} target is only known at run time"),
             );
+            // `$HOME/...`: the run-time ask stands, and the place it most likely names is
+            // judged too (a credential store there is refused as `~/...` is).
+            if let Some(likely) = likely(word) {
+                self.path(&likely, access, sub, what);
+            }
             return;
         }
         let mut text = word.text.as_str();
@@ -447,4 +455,15 @@ pub(crate) fn display_words(words: &[Decoded]) -> String {
         }
     }
     s
+}
+
+/// The word as it most likely expands (`$HOME` replaced by the home directory), as a word known
+/// now; `None` when it has no such reading.
+fn likely(word: &Decoded) -> Option<Decoded> {
+    let text = word.likely.clone()?;
+    word.dynamic.then(|| Decoded {
+        text,
+        glob: word.glob,
+        ..Decoded::default()
+    })
 }

@@ -25,6 +25,26 @@ pub(crate) struct Decoded {
     pub glob: bool,
     /// `${x@P}`: prompt expansion runs command substitutions stored in a variable.
     pub prompt_expansion: bool,
+    /// For a dynamic word whose only run-time parts are `$HOME` / `${HOME}`: the text with the
+    /// home directory the walker knows in their place (`cat $HOME/.ssh/id_rsa` reads the same
+    /// key as `cat ~/.ssh/id_rsa`). Judged in addition to the run-time ask, never instead.
+    pub likely: Option<String>,
+}
+
+impl Decoded {
+    /// Text known now: the word's and its likely expansion's.
+    fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+        if let Some(likely) = self.likely.as_mut() {
+            likely.push_str(text);
+        }
+    }
+
+    /// A part only known at run time, with no likely value.
+    fn run_time(&mut self) {
+        self.dynamic = true;
+        self.likely = None;
+    }
 }
 
 /// The result of decoding: the words and every nested command string met on the way.
@@ -186,13 +206,22 @@ impl Decoder<'_> {
     }
 
     fn decode_one(&self, raw: &str, out: &mut DecodeOut) {
-        let mut decoded = Decoded::default();
+        let mut decoded = Decoded {
+            likely: Some(String::new()),
+            ..Decoded::default()
+        };
         match crate::limits::guarded(|| word::parse(raw, self.options).map_err(|e| e.to_string()))
             .and_then(|r| r)
         {
-            Ok(pieces) => self.pieces(&pieces, false, &mut decoded, out),
+            Ok(pieces) => {
+                self.pieces(&pieces, false, &mut decoded, out);
+                if !decoded.dynamic {
+                    decoded.likely = None;
+                }
+            }
             Err(err) => {
                 decoded.dynamic = true;
+                decoded.likely = None;
                 out.errors
                     .push(format!("cannot decode word `{raw}`: {err}"));
                 // A word the word parser cannot read may still hide a substitution.
@@ -267,28 +296,32 @@ impl Decoder<'_> {
                     if !quoted && s.contains(['*', '?', '[']) {
                         d.glob = true;
                     }
-                    d.text.push_str(s);
+                    d.push(s);
                 }
-                WordPiece::SingleQuotedText(s) => d.text.push_str(s),
-                WordPiece::AnsiCQuotedText(s) => d.text.push_str(&decode_ansi_c(s)),
+                WordPiece::SingleQuotedText(s) => d.push(s),
+                WordPiece::AnsiCQuotedText(s) => d.push(&decode_ansi_c(s)),
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     self.pieces(inner, true, d, out);
                 }
                 WordPiece::TildeExpansion(t) => match (t, self.home) {
-                    (word::TildeExpr::Home, Some(home)) => d.text.push_str(home),
-                    _ => d.dynamic = true,
+                    (word::TildeExpr::Home, Some(home)) => d.push(home),
+                    _ => d.run_time(),
                 },
                 WordPiece::ParameterExpansion(expr) => {
                     d.dynamic = true;
+                    match (self.home_of(expr, quoted), d.likely.as_mut()) {
+                        (Some(home), Some(likely)) => likely.push_str(home),
+                        _ => d.likely = None,
+                    }
                     self.parameter(expr, d, out);
                 }
                 WordPiece::CommandSubstitution(s) => {
-                    d.dynamic = true;
+                    d.run_time();
                     out.substitutions.push(s.clone());
                 }
                 WordPiece::BackquotedCommandSubstitution(s) => {
-                    d.dynamic = true;
+                    d.run_time();
                     out.substitutions.push(unescape_backquoted(s));
                 }
                 WordPiece::EscapeSequence(s) => {
@@ -296,19 +329,37 @@ impl Decoder<'_> {
                     if chars.next() == Some('\\') {
                         let rest: String = chars.collect();
                         if rest != "\n" {
-                            d.text.push_str(&rest);
+                            d.push(&rest);
                         }
                     } else {
-                        d.text.push_str(s);
+                        d.push(s);
                     }
                 }
                 WordPiece::ArithmeticExpression(expr) => {
-                    d.dynamic = true;
+                    d.run_time();
                     self.scan_fragment(&expr.value, out);
                     out.arith.push(expr.value.clone());
                 }
             }
         }
+    }
+
+    /// The home directory a plain `$HOME` / `${HOME}` expands to, when the walker knows it and
+    /// the expansion cannot be split or globbed into something else (quoted, or a home of
+    /// plain characters).
+    fn home_of(&self, expr: &ParameterExpr, quoted: bool) -> Option<&str> {
+        let ParameterExpr::Parameter {
+            parameter: word::Parameter::Named(name),
+            indirect: false,
+        } = expr
+        else {
+            return None;
+        };
+        let home = self.home.filter(|_| name == "HOME")?;
+        let plain = home
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'));
+        (quoted || plain).then_some(home)
     }
 
     fn parameter(&self, expr: &ParameterExpr, d: &mut Decoded, out: &mut DecodeOut) {
