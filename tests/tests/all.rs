@@ -1203,12 +1203,15 @@ async fn a_subagent_budget_is_carved_from_what_the_parent_has_left() {
     let out = run(&guard.runtime(model), "go").await;
     assert_eq!(out.answer, "lead done");
     let rows = p.rows().await;
-    let child: Vec<_> = rows
+    let (child, stops): (Vec<_>, Vec<_>) = rows
         .iter()
         .filter(|r| r.row.agent_name == "nested")
-        .collect();
+        .partition(|r| r.row.status != AuditStatus::SessionStop);
     // One step (the parent had 2 - 1 left): c1 ran, c2 was refused, c3 never came.
     assert_eq!(child.len(), 2, "{child:#?}");
+    // The child's session ended on the step limit, and says so.
+    assert_eq!(stops.len(), 1, "{stops:#?}");
+    assert!(stops.iter().all(|r| r.row.output_preview == "max_steps"));
     let nested = child
         .iter()
         .find(|r| r.row.tool_name == "subagent")
