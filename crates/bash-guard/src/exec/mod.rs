@@ -653,6 +653,13 @@ impl Runner {
         };
         let status = match status {
             Some(st) => Some(st),
+            // Past the write cap every moment of grace is more bytes written, and a shell that is
+            // its namespace's init ignores SIGTERM while its children die of it (the rest of the
+            // script would run on): the run ends at once.
+            None if write_cap_exceeded => {
+                signal_group(pgid, cgroup, Signal::KILL);
+                child.wait().await.ok()
+            }
             None => {
                 signal_group(pgid, cgroup, Signal::TERM);
                 let grace = Duration::from_millis(self.config.kill_grace_ms);
