@@ -539,6 +539,24 @@ impl Executor {
             steps.extend(self.opaque_input_steps(&args, &cwd, tool_may_write(&call.tool)));
         }
 
+        // The policy's default is for what no rule names and no layer can vouch for. A call the
+        // judging layers proved read-only (bash-guard: it only reads; the sandbox: each path
+        // inside the roots) has nothing a person must see, so the default's ask does not apply
+        // to it; a configured ask rule, any other layer's ask and every deny still do.
+        if resolution.decision == Decision::Ask
+            && resolution.decided_by.priority == Priority::Default
+            && vouched_read_only(&call.tool, read_only, &steps)
+            && let Some(step) = steps
+                .iter_mut()
+                .find(|s| s.layer == "perm-rules" && s.code == DEFAULT_CODE)
+        {
+            step.decision = Decision::Allow;
+            step.message = format!(
+                "{}; the call only reads (every layer that judged it allowed it), so the default's ask does not apply",
+                step.message
+            );
+        }
+
         // What the client adapter saw.
         let before_client = steps.iter().map(|s| s.decision).max();
         let explicit_allow = resolution.decision == Decision::Allow
@@ -1318,6 +1336,27 @@ async fn limits_step(
 pub(crate) struct HookVerdicts {
     pub(crate) block: Option<HookBlock>,
     pub(crate) requests: Vec<HookPermissionRequest>,
+}
+
+/// The rules layer's code when no rule matched and the policy's default decided.
+const DEFAULT_CODE: &str = "p8-default";
+
+/// Whether the layers that judge what a call does all proved it read-only: for `run_bash`,
+/// bash-guard allowed it; for a read-only tool, the sandbox allowed each path it names. Every
+/// step but the rules' default must allow, and at least one such judging step must be there (a
+/// tool no layer looked into is never vouched for).
+fn vouched_read_only(tool: &str, read_only: bool, steps: &[Step]) -> bool {
+    let judge = match tool {
+        "run_bash" => "bash-guard",
+        _ if read_only => "fs-sandbox",
+        _ => return false,
+    };
+    let others = || {
+        steps
+            .iter()
+            .filter(|s| !(s.layer == "perm-rules" && s.code == DEFAULT_CODE))
+    };
+    others().all(|s| s.decision == Decision::Allow) && others().any(|s| s.layer == judge)
 }
 
 fn rules_step(tool: &str, args: &Value, resolution: &Resolution) -> Step {

@@ -186,3 +186,53 @@ proptest! {
         }
     }
 }
+
+/// The policy's default ask is for calls with effects: what bash-guard or the sandbox proved
+/// read-only passes, while writes, builds, reads outside the roots and configured asks still ask.
+#[test]
+fn the_default_ask_does_not_apply_to_what_only_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("notes.txt"), "x").unwrap();
+    let g = guard(d, Decision::Ask, &[]);
+    for command in [
+        "ls -la",
+        "wc -l notes.txt",
+        "git log --oneline -n 5 2>/dev/null",
+    ] {
+        let v = judge(&g, d, command);
+        assert_eq!(v.decision, Decision::Allow, "{command}: {}", v.summary());
+    }
+    for command in ["mkdir x", "cargo test", "cat /etc/hostname"] {
+        let v = judge(&g, d, command);
+        assert_eq!(v.decision, Decision::Ask, "{command}: {}", v.summary());
+    }
+    // As the hook front ends build them: the client table says which tools only read.
+    let read = |tool: &str, args: serde_json::Value| {
+        let mut call = Call::new(tool, args).with_cwd(d);
+        call.read_only = tool == "read_file";
+        rt().block_on(g.evaluate(&call))
+    };
+    let v = read(
+        "read_file",
+        json!({ "file_path": d.join("notes.txt").display().to_string() }),
+    );
+    assert_eq!(v.decision, Decision::Allow, "{}", v.summary());
+    let v = read(
+        "file_write",
+        json!({ "file_path": d.join("new.txt").display().to_string(), "content": "y" }),
+    );
+    assert_eq!(v.decision, Decision::Ask, "{}", v.summary());
+
+    // A configured ask is not the default: it stands for a read-only command too.
+    let mut checker = PermissionChecker::new();
+    checker.set_default(Decision::Ask);
+    checker.add_rule(
+        PermissionRule::parse(RuleKind::Ask, "run_bash(ls:*)", RuleSource::Session).unwrap(),
+    );
+    let g = rt()
+        .block_on(Guard::builder(d).permissions(checker).build())
+        .unwrap();
+    let v = judge(&g, d, "ls -la");
+    assert_eq!(v.decision, Decision::Ask, "{}", v.summary());
+}
