@@ -3,7 +3,7 @@
 //! - Dependency direction (docs/architecture.md): the leaf layers depend on no sibling,
 //!   `perm-hooks` only on `perm-rules`, nothing depends on the CLI.
 //! - Every crate has a README that is its crate documentation, and inherits the workspace lints.
-//! - One composition: only agent-core's `Guard::evaluate` (`src/verdict.rs`) combines layers.
+//! - One composition: only agent-core's `Guard::evaluate` (`src/compose.rs`) combines layers.
 //!   No other source file of agent-core or of the CLI's deciding front ends resolves rule
 //!   precedence, applies a mode, or runs bash-guard or the sandbox judge to reach a verdict.
 
@@ -32,7 +32,7 @@ const COMPOSING: &[&str] = &[
     ".analyze(",
 ];
 /// The one file that composes the layers.
-const COMPOSER: &str = "crates/agent-core/src/verdict.rs";
+const COMPOSER: &str = "crates/agent-core/src/compose.rs";
 /// Files that may use those calls for something else: the tool that builds its analyzer and
 /// judge (bash.rs); the CLI's
 /// single-layer commands (`check`, `bash`, `path`, `exec`, `lint`) are not deciding front ends.

@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use perm_hooks::{CallKey, Ledger, Refusal, Tally};
 use perm_rules::{Decision, Priority};
 use runtime_limits::SessionLimits;
-use serde_json::Value;
 
 use crate::verdict::{Step, Verdict};
 
@@ -65,39 +64,6 @@ fn now_ms() -> i64 {
 pub(crate) struct Wired {
     pub(crate) ledger: Arc<dyn SessionLedger>,
     pub(crate) limits: SessionLimits,
-}
-
-/// How the ledger sees one guard call: the client call it came from (the client's tool name
-/// and input, so Claude's `Edit` of one file with different text is not a duplicate, though
-/// the guard's `file_edit` call only carries the path).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerUse {
-    /// The client's tool name.
-    pub tool: String,
-    /// The client's input.
-    pub input: Value,
-    /// Count it: true for the first guard call of a client call answered at the client's
-    /// pre-tool event; false for the other guard calls it translated into and for a second
-    /// event about the same call (Claude Code's `PermissionRequest` after its `PreToolUse`).
-    pub count: bool,
-    /// A grant may lift it: the client call translated into this one guard call. A patch
-    /// touching several files is several guard calls and no single grant can name them.
-    pub grantable: bool,
-}
-
-impl LedgerUse {
-    /// The canonical text of the input: serde_json's maps are ordered by key, so equal
-    /// inputs serialise equally whatever the client's key order. Grants compare this text,
-    /// not a hash: a hash collision must never let another call through.
-    pub fn canonical_input(&self) -> String {
-        self.input.to_string()
-    }
-
-    /// The input's canonical hash (runtime-limits' [`runtime_limits::canonical_hash`]), as the
-    /// ledger stores it. A collision only makes two calls count as identical (a refusal).
-    pub fn input_hash(&self) -> String {
-        format!("{:016x}", runtime_limits::canonical_hash(&self.input))
-    }
 }
 
 /// Deny findings a person may lift once with `agent-guard allow-once`: side effects that are
@@ -214,6 +180,7 @@ fn step_not_liftable(step: &Step) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::LedgerUse;
 
     #[test]
     fn liftable_entries_are_unique_and_never_catastrophic() {

@@ -4,6 +4,7 @@ pub mod apply_patch;
 mod approver;
 pub mod auto;
 pub mod clients;
+mod compose;
 mod context;
 mod error;
 mod event;
@@ -37,7 +38,7 @@ pub use executor::{
     ToolCallResult,
 };
 pub use guard::{Guard, GuardBuilder};
-pub use ledger::{CATASTROPHIC, LIFTABLE_DENIES, LedgerUse, SessionLedger, not_liftable_because};
+pub use ledger::{CATASTROPHIC, LIFTABLE_DENIES, SessionLedger, not_liftable_because};
 pub use lift::{
     AskItem, AskKind, AskResolution, CONFIGURED_ASKS, STEP_ASK_KINDS, only_side_effects,
     step_ask_kind,
@@ -57,6 +58,6 @@ pub use sniff::{DetectorSniffer, PROJECT_TOLERATED};
 pub use tool::{AgentTool, InterruptBehavior, ToolError, ToolOutput, ToolSchema};
 pub use tools::{SubagentRequest, SubagentSpawner};
 pub use verdict::{
-    Call, ClientFinding, PATH_ARGS, PATTERN_ARGS, PathArg, PatternArg, Step, URL_ARGS, Verdict,
-    sandbox_refusal_decision,
+    Call, ClientFinding, LedgerUse, PATH_ARGS, PATTERN_ARGS, PathArg, PatternArg, Step, URL_ARGS,
+    Verdict, sandbox_refusal_decision,
 };

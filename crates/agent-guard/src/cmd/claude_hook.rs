@@ -13,6 +13,7 @@ use agent_core::clients::Client;
 use perm_rules::Decision;
 use serde_json::{Value, json};
 
+use super::claude_post::{self, HookInput};
 use super::hook::{self, Answer, Event, HookArgs, Protocol};
 use crate::policy::Policy;
 
@@ -51,14 +52,6 @@ pub(crate) fn run(args: Args) -> ExitCode {
 
 /// Claude Code's protocol.
 pub(crate) struct Claude;
-
-/// The fields of a Claude Code `PostToolUse` event the redaction uses.
-#[derive(Debug)]
-pub(crate) struct HookInput {
-    pub tool_name: String,
-    pub tool_input: Value,
-    pub tool_response: Option<Value>,
-}
 
 impl Protocol for Claude {
     fn client(&self) -> Client {
@@ -112,7 +105,7 @@ impl Protocol for Claude {
                     tool_input: event.tool_input.clone().unwrap_or(Value::Null),
                     tool_response: event.tool_response.clone(),
                 };
-                Ok(Answer::json(super::claude_post::post_tool_use(
+                Ok(Answer::json(claude_post::post_tool_use(
                     &input,
                     &policy.doc.hooks,
                 )?))

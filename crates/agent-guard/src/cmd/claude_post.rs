@@ -8,7 +8,13 @@
 
 use serde_json::{Value, json};
 
-use super::claude_hook::HookInput;
+/// The fields of a Claude Code `PostToolUse` event the redaction uses.
+#[derive(Debug)]
+pub(crate) struct HookInput {
+    pub tool_name: String,
+    pub tool_input: Value,
+    pub tool_response: Option<Value>,
+}
 
 /// A response with its secrets redacted.
 pub(crate) struct Redacted {

@@ -674,7 +674,16 @@ fn allow_once_note(
 fn approve_via(verdict: Verdict, client: Client, event: &Event, args: &HookArgs) -> Verdict {
     match &args.approve_via {
         Some(url) if verdict.decision == Decision::Ask => {
-            super::serve::client::decide_hook_ask(verdict, url, client.as_str(), event, args)
+            let ask = super::serve::client::HookAsk {
+                session_id: &event.session_id,
+                raw: &event.raw,
+                tool_name: event.tool_name.as_deref(),
+                tool_input: event.tool_input.as_ref(),
+                cwd: event.cwd.as_deref(),
+                wait_secs: args.approve_wait_secs,
+                token_file: args.approve_token_file.as_deref(),
+            };
+            super::serve::client::decide_hook_ask(verdict, url, client.as_str(), &ask)
         }
         _ => verdict,
     }

@@ -434,6 +434,25 @@ impl EventSink for ReportSink {
     }
 }
 
+/// What a hook's Ask hands the approval server: the parts of the client's event and of the
+/// hook's options the request carries. The hook builds it, so this module never imports the
+/// hook (the hook calls down into the client, one way).
+pub(crate) struct HookAsk<'a> {
+    /// The client's session id (empty: none given).
+    pub session_id: &'a str,
+    /// The whole event, for the client's own fields (`agent_type`, `tool_use_id`).
+    pub raw: &'a serde_json::Map<String, serde_json::Value>,
+    /// The client's tool name and input, shown whole to the person.
+    pub tool_name: Option<&'a str>,
+    pub tool_input: Option<&'a serde_json::Value>,
+    /// Where the client's relative paths resolve.
+    pub cwd: Option<&'a std::path::Path>,
+    /// `--approve-wait`, in seconds.
+    pub wait_secs: u64,
+    /// `--approve-token-file`.
+    pub token_file: Option<&'a std::path::Path>,
+}
+
 /// For the hooks' `--approve-via`: posts the Ask and turns the verdict into the person's
 /// answer. The `approver` step goes first, so it is the step that decided; every failure
 /// (no token, unreachable, a restart, the deadline) is a Deny with its own code.
@@ -441,8 +460,7 @@ pub(crate) fn decide_hook_ask(
     mut verdict: agent_core::Verdict,
     url: &str,
     client: &str,
-    event: &crate::cmd::hook::Event,
-    args: &crate::cmd::hook::HookArgs,
+    event: &HookAsk<'_>,
 ) -> agent_core::Verdict {
     use perm_rules::Decision as D;
     let raw = |key: &str| {
@@ -453,7 +471,7 @@ pub(crate) fn decide_hook_ask(
             .unwrap_or_default()
             .to_owned()
     };
-    let wait = Duration::from_secs(args.approve_wait_secs.max(1));
+    let wait = Duration::from_secs(event.wait_secs.max(1));
     let message = verdict
         .deciding()
         .map(|s| format!("[{}] {}", s.layer, s.message))
@@ -462,7 +480,7 @@ pub(crate) fn decide_hook_ask(
         session: if event.session_id.is_empty() {
             format!("{client}-hook")
         } else {
-            event.session_id.clone()
+            event.session_id.to_owned()
         },
         agent: match raw("agent_type") {
             a if a.is_empty() => "lead".to_owned(),
@@ -478,7 +496,7 @@ pub(crate) fn decide_hook_ask(
         change: hook_change(&verdict, event),
         nonce: String::new(),
     };
-    let answer = client_token(args.approve_token_file.as_deref())
+    let answer = client_token(event.token_file)
         .map_err(|e| format!("{e:#}"))
         .and_then(|token| ask_blocking(url, token, client, req, wait));
     let (decision, code, message) = match answer {
@@ -505,10 +523,10 @@ pub(crate) fn decide_hook_ask(
 
 /// What a hook's person approves: the client's whole tool input (the judged call may be one
 /// file of a patch, one edit of several), and the files its command names.
-fn hook_change(verdict: &agent_core::Verdict, event: &crate::cmd::hook::Event) -> Vec<Shown> {
+fn hook_change(verdict: &agent_core::Verdict, event: &HookAsk<'_>) -> Vec<Shown> {
     let mut change = Vec::new();
-    if let Some(input) = &event.tool_input {
-        let tool = event.tool_name.as_deref().unwrap_or("tool");
+    if let Some(input) = event.tool_input {
+        let tool = event.tool_name.unwrap_or("tool");
         let text = match input
             .get("command")
             .or_else(|| input.get("patch"))
@@ -527,7 +545,7 @@ fn hook_change(verdict: &agent_core::Verdict, event: &crate::cmd::hook::Event) -
             text,
         });
     }
-    change.extend(named_files(&verdict.final_args, event.cwd.as_deref()));
+    change.extend(named_files(&verdict.final_args, event.cwd));
     change
 }
 
