@@ -448,7 +448,10 @@ pub(crate) fn display_words(words: &[Decoded]) -> String {
         if i > 0 {
             s.push(' ');
         }
-        if w.dynamic && w.text.is_empty() {
+        if let Some(likely) = w.likely.as_deref().filter(|_| w.dynamic) {
+            // `$HOME/.ssh/id_rsa` is shown (and matched by rules) as the place it names.
+            s.push_str(likely);
+        } else if w.dynamic && w.text.is_empty() {
             s.push_str("$?");
         } else {
             s.push_str(&w.text);

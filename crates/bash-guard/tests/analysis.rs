@@ -875,3 +875,23 @@ fn benign_corpus_friction_is_low() {
         asked.join("\n")
     );
 }
+
+/// `$HOME` names the home directory in the messages and in the simple commands rules match,
+/// as `~` does: `cat $HOME/.ssh/id_rsa` is quoted with the key's real path, not `/.ssh/id_rsa`.
+#[test]
+fn home_variable_is_shown_as_the_home_directory() {
+    let f = fixture();
+    for command in ["cat $HOME/.ssh/id_rsa", "cat \"${HOME}/.ssh/id_rsa\""] {
+        let v = f.check(command);
+        assert_eq!(v.decision, Decision::Deny, "{command}: {v:?}");
+        assert_eq!(
+            v.simple_commands().unwrap(),
+            vec![format!("cat {HOME}/.ssh/id_rsa")],
+            "{command}"
+        );
+        assert!(
+            v.findings.iter().all(|x| !x.subcommand.contains(" /.ssh")),
+            "{command}: {v:?}"
+        );
+    }
+}
