@@ -43,11 +43,12 @@ impl ContentSniffer for DetectorSniffer {
             return Some(found);
         }
         let text = String::from_utf8_lossy(head);
+        // Detection only: the answer `find` would give (its first refused finding), without
+        // the findings, and inside the project without the `NAME=value` pass.
         self.scanner
-            .find(&text)
-            .into_iter()
-            .map(|finding| finding.detector)
-            .find(|id| scope == SniffScope::Outside || !PROJECT_TOLERATED.contains(&&**id))
+            .sniff(&text, |id| {
+                scope == SniffScope::Outside || !PROJECT_TOLERATED.contains(&id)
+            })
             .map(|id| id.to_string())
     }
 }

@@ -92,6 +92,41 @@ fn scan(c: &mut Criterion) {
     });
     g.finish();
 
+    // A read check's question over a 16 KiB config without secrets: `find` then the first
+    // refused, against `sniff` (inside the project `NAME=value` findings do not refuse).
+    let mut yaml = String::from("apiVersion: apps/v1\nkind: Deployment\n");
+    let mut i = 0;
+    while yaml.len() < 16 * 1024 {
+        yaml.push_str(&format!(
+            "- name: service-{i}\n  image: registry.example.com/team/service-{i}:1.{i}.0\n  env:\n    - name: API_TOKEN_FILE\n      value: /run/secrets/token\n"
+        ));
+        i += 1;
+    }
+    yaml.truncate(16 * 1024);
+    let mut g = c.benchmark_group("sniff_16k");
+    g.measurement_time(Duration::from_secs(3)).sample_size(30);
+    for (name, refuses) in [
+        (
+            "project",
+            (|id: &str| id != "secret-assignment") as fn(&str) -> bool,
+        ),
+        ("outside", |_: &str| true),
+    ] {
+        g.bench_function(format!("find_first_{name}"), |b| {
+            b.iter(|| {
+                scanner
+                    .find(black_box(&yaml))
+                    .into_iter()
+                    .find(|f| refuses(&f.detector))
+                    .map(|f| f.detector)
+            });
+        });
+        g.bench_function(format!("sniff_{name}"), |b| {
+            b.iter(|| scanner.sniff(black_box(&yaml), refuses));
+        });
+    }
+    g.finish();
+
     let mut g = c.benchmark_group("redact_setup");
     g.measurement_time(Duration::from_secs(2)).sample_size(20);
     g.bench_function("from_config_default", |b| {

@@ -393,36 +393,8 @@ impl SecretScanner {
     /// Finds every secret in `text`, non-overlapping, in text order.
     pub fn find(&self, text: &str) -> Vec<SecretFinding> {
         // Specific formats first; `NAME=value` only where no format matched.
-        let mut specific: Vec<(Range<usize>, usize)> = Vec::new();
+        let specific = self.kept(self.specific(text, None));
         let mut generic: Vec<Range<usize>> = Vec::new();
-        let mut next_try = vec![0usize; self.detectors.len()];
-
-        for (ac, targets) in &self.tokens {
-            // Per automaton: a detector whose anchors landed in two automata sees each one's
-            // hits in text order; a span found twice is dropped by the overlap pass below.
-            next_try.fill(0);
-            // Restart one byte after each hit's start, so an anchor starting inside another
-            // one's text is still seen (`disk-----BEGIN`): token anchors are rare, so this is
-            // cheap.
-            let mut at = 0;
-            while let Some(m) = ac.find(Input::new(text).range(at..)) {
-                at = m.start() + 1;
-                for &index in targets.get(m.pattern().as_usize()).into_iter().flatten() {
-                    let (Some(slot), Some(det)) =
-                        (next_try.get_mut(index), self.detectors.get(index))
-                    else {
-                        continue;
-                    };
-                    if m.start() < *slot {
-                        continue;
-                    }
-                    if let Some(span) = det.try_at(text, m.start()) {
-                        *slot = span.end.max(m.end());
-                        specific.push((span, index));
-                    }
-                }
-            }
-        }
         if let (Some(ac), Some((_, judge))) = (&self.words, &self.assignment) {
             // One judgement per name: the search resumes after the name a word was found in.
             let mut at = 0;
@@ -438,51 +410,34 @@ impl SecretScanner {
                 }
             }
         }
-        for (index, det) in self.detectors.iter().enumerate() {
-            if det.unanchored
-                && let Ok(compiled) = det.re.get()
-            {
-                for caps in compiled.re.captures_iter(text) {
-                    if let Some(span) = det.accept(text, &caps, 0, compiled.secret_group) {
-                        specific.push((span, index));
-                    }
-                }
-            }
-        }
-
-        specific.sort_by_key(|(r, index)| {
-            let generic = self.detectors.get(*index).is_some_and(|d| d.generic);
-            (r.start, std::cmp::Reverse(r.end), generic)
-        });
+        let id_of = |index: usize| self.detectors.get(index).map(|d| d.id.clone());
         let mut kept: Vec<(Range<usize>, Arc<str>)> = Vec::new();
-        let mut end = 0;
-        for (r, index) in specific {
-            if r.start >= end
-                && let Some(det) = self.detectors.get(index)
-            {
-                end = r.end;
-                kept.push((r, det.id.clone()));
-            }
-        }
-        if let Some((id, _)) = &self.assignment
-            && !generic.is_empty()
-        {
-            // Both lists are in text order and disjoint within themselves: merge, dropping a
-            // `NAME=value` finding that overlaps a token format's.
-            let specific = std::mem::take(&mut kept);
-            let mut i = 0;
-            for r in generic {
-                while specific.get(i).is_some_and(|(k, _)| k.end <= r.start) {
-                    if let Some(k) = specific.get(i) {
-                        kept.push(k.clone());
+        match &self.assignment {
+            Some((id, _)) if !generic.is_empty() => {
+                // Both lists are in text order and disjoint within themselves: merge, dropping
+                // a `NAME=value` finding that overlaps a token format's.
+                let mut i = 0;
+                for r in generic {
+                    while let Some((k, index)) = specific.get(i).filter(|(k, _)| k.end <= r.start) {
+                        kept.extend(id_of(*index).map(|id| (k.clone(), id)));
+                        i += 1;
                     }
-                    i += 1;
+                    if specific.get(i).is_none_or(|(k, _)| k.start >= r.end) {
+                        kept.push((r, id.clone()));
+                    }
                 }
-                if specific.get(i).is_none_or(|(k, _)| k.start >= r.end) {
-                    kept.push((r, id.clone()));
-                }
+                kept.extend(
+                    specific
+                        .into_iter()
+                        .skip(i)
+                        .filter_map(|(k, index)| id_of(index).map(|id| (k, id))),
+                );
             }
-            kept.extend(specific.into_iter().skip(i));
+            _ => kept.extend(
+                specific
+                    .into_iter()
+                    .filter_map(|(k, index)| id_of(index).map(|id| (k, id))),
+            ),
         }
         kept.into_iter()
             .map(|(span, detector)| SecretFinding {
@@ -491,6 +446,149 @@ impl SecretScanner {
                 pointer: String::new(),
             })
             .collect()
+    }
+
+    /// The detector of the first finding of [`find`](Self::find) (in text order) for which
+    /// `refuses` holds, without building the findings: for a reader that only asks whether
+    /// `text` holds a secret it must refuse. Stops at the first such finding that no later
+    /// anchor hit can displace, and runs the `NAME=value` pass only when `refuses` holds for
+    /// its id (its findings never displace a token format's, so skipping it changes nothing
+    /// else).
+    pub fn sniff(&self, text: &str, refuses: impl Fn(&str) -> bool) -> Option<Arc<str>> {
+        let refused = |index: usize| self.detectors.get(index).is_some_and(|d| refuses(&d.id));
+        let specific = self.kept(self.specific(text, Some(&refused)));
+        let first = specific.iter().find(|(_, index)| refused(*index));
+        let first_id = first.and_then(|(_, index)| self.detectors.get(*index).map(|d| &d.id));
+        let (Some(ac), Some((id, judge))) = (&self.words, &self.assignment) else {
+            return first_id.cloned();
+        };
+        if !refuses(id) {
+            return first_id.cloned();
+        }
+        // A `NAME=value` finding comes out before `first` when it ends before it starts and
+        // overlaps no kept format span (every kept span before `first` is final).
+        let limit = first.map_or(text.len(), |(r, _)| r.start);
+        let mut at = 0;
+        while let Some(m) = ac.find(Input::new(text).range(at..)) {
+            if m.start() >= limit {
+                break;
+            }
+            let hit = judge.at(text, m.range());
+            at = hit.name_end.max(m.end());
+            if let Some(v) = hit.value {
+                at = at.max(v.end);
+                if v.start >= limit {
+                    break;
+                }
+                let overlaps = specific
+                    .iter()
+                    .any(|(k, _)| k.start < v.end && v.start < k.end);
+                if !overlaps {
+                    return Some(id.clone());
+                }
+            }
+            if at >= text.len() {
+                break;
+            }
+        }
+        first_id.cloned()
+    }
+
+    /// The token formats' spans, with their detector's index, in the order [`kept`](Self::kept)
+    /// breaks ties by: per automaton in hit order, then the unanchored extras.
+    ///
+    /// With `refused`, the last automaton stops at a hit past the start of the first kept span
+    /// whose detector is refused: every later hit yields a span starting after it, which sorts
+    /// after it and so cannot drop it or anything before it from the kept list.
+    fn specific(
+        &self,
+        text: &str,
+        refused: Option<&dyn Fn(usize) -> bool>,
+    ) -> Vec<(Range<usize>, usize)> {
+        let mut loose: Vec<(Range<usize>, usize)> = Vec::new();
+        for (index, det) in self.detectors.iter().enumerate() {
+            if det.unanchored
+                && let Ok(compiled) = det.re.get()
+            {
+                for caps in compiled.re.captures_iter(text) {
+                    if let Some(span) = det.accept(text, &caps, 0, compiled.secret_group) {
+                        loose.push((span, index));
+                    }
+                }
+            }
+        }
+        let first_refused_start = |spans: &[(Range<usize>, usize)]| {
+            let refused = refused?;
+            let all = spans.iter().chain(&loose).cloned().collect();
+            self.kept(all)
+                .into_iter()
+                .find(|(_, index)| refused(*index))
+                .map(|(r, _)| r.start)
+        };
+
+        let mut specific: Vec<(Range<usize>, usize)> = Vec::new();
+        let mut next_try = vec![0usize; self.detectors.len()];
+        let last = self.tokens.len().saturating_sub(1);
+        for (k, (ac, targets)) in self.tokens.iter().enumerate() {
+            // Per automaton: a detector whose anchors landed in two automata sees each one's
+            // hits in text order; a span found twice is dropped by the overlap pass.
+            next_try.fill(0);
+            // Stopping early is sound only once every other source of spans is in.
+            let mut stop_after = if k == last {
+                first_refused_start(&specific)
+            } else {
+                None
+            };
+            // Restart one byte after each hit's start, so an anchor starting inside another
+            // one's text is still seen (`disk-----BEGIN`): token anchors are rare, so this is
+            // cheap.
+            let mut at = 0;
+            while let Some(m) = ac.find(Input::new(text).range(at..)) {
+                if stop_after.is_some_and(|start| m.start() > start) {
+                    break;
+                }
+                at = m.start() + 1;
+                let mut found = false;
+                for &index in targets.get(m.pattern().as_usize()).into_iter().flatten() {
+                    let (Some(slot), Some(det)) =
+                        (next_try.get_mut(index), self.detectors.get(index))
+                    else {
+                        continue;
+                    };
+                    if m.start() < *slot {
+                        continue;
+                    }
+                    if let Some(span) = det.try_at(text, m.start()) {
+                        *slot = span.end.max(m.end());
+                        specific.push((span, index));
+                        found = true;
+                    }
+                }
+                if found && k == last {
+                    stop_after = first_refused_start(&specific);
+                }
+            }
+        }
+        specific.extend(loose);
+        specific
+    }
+
+    /// The non-overlapping spans `find` reports, in text order: at each start the longest,
+    /// a token format before a generic shape over the same span.
+    fn kept(&self, mut specific: Vec<(Range<usize>, usize)>) -> Vec<(Range<usize>, usize)> {
+        specific.sort_by_key(|(r, index)| {
+            let generic = self.detectors.get(*index).is_some_and(|d| d.generic);
+            (r.start, std::cmp::Reverse(r.end), generic)
+        });
+        let mut kept = Vec::new();
+        let mut end = 0;
+        for (r, index) in specific {
+            if r.start >= end && self.detectors.get(index).is_some() {
+                end = r.end;
+                kept.push((r, index));
+            }
+        }
+        kept
     }
 
     /// Masks every secret in `text` as `[REDACTED:<id>]`, keeping the newlines it covered.

@@ -16,3 +16,4 @@ mod killswitch;
 mod ledger;
 mod pipeline;
 mod redact;
+mod sniff;
