@@ -378,7 +378,7 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// "asked -> allowed by a person (how)", "denied by [layer] code", ...
+/// "asked -> allowed by a person (how)", "denied by \[layer\] code", ...
 fn story(c: &CallEntry) -> String {
     let mut text = match c.decision {
         Some(Decision::Allow) => "allowed".to_owned(),
