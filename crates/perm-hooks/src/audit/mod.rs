@@ -206,6 +206,16 @@ pub enum AuditStatus {
 }
 
 impl AuditStatus {
+    /// Every status, so that parsing reads the same table `as_str` writes.
+    const ALL: [AuditStatus; 6] = [
+        AuditStatus::Ok,
+        AuditStatus::Fail,
+        AuditStatus::Denied,
+        AuditStatus::SessionStop,
+        AuditStatus::Allowed,
+        AuditStatus::Asked,
+    ];
+
     /// The stored text.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -223,17 +233,14 @@ impl FromStr for AuditStatus {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_uppercase().as_str() {
-            "OK" => Ok(AuditStatus::Ok),
-            "FAIL" => Ok(AuditStatus::Fail),
-            "DENIED" => Ok(AuditStatus::Denied),
-            "SESSION_STOP" => Ok(AuditStatus::SessionStop),
-            "ALLOWED" => Ok(AuditStatus::Allowed),
-            "ASKED" => Ok(AuditStatus::Asked),
-            _ => Err(format!(
-                "unknown audit status `{s}` (expected ok, fail, denied, allowed, asked or session_stop)"
-            )),
-        }
+        AuditStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown audit status `{s}` (expected ok, fail, denied, allowed, asked or session_stop)"
+                )
+            })
     }
 }
 
@@ -301,6 +308,15 @@ pub enum Resolver {
 }
 
 impl Resolver {
+    /// Every resolver, so that parsing reads the same table `as_str` writes.
+    const ALL: [Resolver; 5] = [
+        Resolver::Rule,
+        Resolver::Guard,
+        Resolver::Person,
+        Resolver::Auto,
+        Resolver::AllowOnce,
+    ];
+
     /// The stored text.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -317,14 +333,10 @@ impl FromStr for Resolver {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "rule" => Ok(Resolver::Rule),
-            "guard" => Ok(Resolver::Guard),
-            "person" => Ok(Resolver::Person),
-            "auto" => Ok(Resolver::Auto),
-            "allow-once" => Ok(Resolver::AllowOnce),
-            _ => Err(format!("unknown resolver `{s}`")),
-        }
+        Resolver::ALL
+            .into_iter()
+            .find(|resolver| resolver.as_str() == s)
+            .ok_or_else(|| format!("unknown resolver `{s}`"))
     }
 }
 
@@ -1456,5 +1468,24 @@ impl AgentHook for AuditLogHook {
     async fn on_session_stop(&self, ctx: &SessionStopContext) -> HookResult {
         self.log.record(AuditRow::session_stop(ctx)).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_texts_parse_back_to_their_value() {
+        for status in AuditStatus::ALL {
+            assert_eq!(status.as_str().parse::<AuditStatus>(), Ok(status));
+            let lower = status.as_str().to_ascii_lowercase();
+            assert_eq!(lower.parse::<AuditStatus>(), Ok(status), "{lower}");
+        }
+        for resolver in Resolver::ALL {
+            assert_eq!(resolver.as_str().parse::<Resolver>(), Ok(resolver));
+        }
+        assert!("RULE".parse::<Resolver>().is_err());
+        assert!("maybe".parse::<AuditStatus>().is_err());
     }
 }
