@@ -63,6 +63,12 @@ pub(crate) struct DecodeOut {
 }
 
 /// Characters after which a word needs the full word parser.
+/// A home directory that bash neither splits nor globs and the word parser reads back as it is.
+fn plain_home(home: &str) -> bool {
+    home.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
+}
+
 fn is_plain(raw: &str) -> bool {
     !raw.bytes().any(|b| {
         matches!(
@@ -175,10 +181,7 @@ impl Decoder<'_> {
         }
         let home = self.home?;
         // The home text goes back through the word parser: quote it unless it is plain.
-        let home = if home
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
-        {
+        let home = if plain_home(home) {
             home.to_owned()
         } else if !home.contains('\'') {
             format!("'{home}'")
@@ -356,10 +359,7 @@ impl Decoder<'_> {
             return None;
         };
         let home = self.home.filter(|_| name == "HOME")?;
-        let plain = home
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'));
-        (quoted || plain).then_some(home)
+        (quoted || plain_home(home)).then_some(home)
     }
 
     fn parameter(&self, expr: &ParameterExpr, d: &mut Decoded, out: &mut DecodeOut) {
