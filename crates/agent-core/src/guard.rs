@@ -244,7 +244,7 @@ impl GuardBuilder {
             message: e.to_string(),
         };
         // Files are sniffed with the redaction's detectors before a read is allowed.
-        let sniffer = crate::DetectorSniffer::new(self.hooks.secret_scanner().map_err(hooks_err)?);
+        let sniffer = crate::DetectorSniffer::new(self.hooks.shared_scanner().map_err(hooks_err)?);
         let sandbox = Arc::new(
             self.sandbox
                 .builder(&self.cwd)
@@ -280,22 +280,18 @@ impl GuardBuilder {
             None if self.hooks.audit => {
                 let target =
                     audit_target(&self.cwd, &self.hooks.audit_db_path().map_err(hooks_err)?);
-                let log = AuditLog::open(&target).await.map_err(hooks_err)?;
+                // One open (integrity, schema, migrations) for the log, the ledger and the
+                // kill switch: a hook process opened the same file three times before.
+                let db = perm_hooks::AuditDb::open(&target)
+                    .await
+                    .map_err(hooks_err)?;
                 if ledger.is_none() && self.ledger_from_audit {
-                    ledger = Some(Arc::new(
-                        perm_hooks::Ledger::open(&target.to_string_lossy())
-                            .await
-                            .map_err(hooks_err)?,
-                    ));
+                    ledger = Some(Arc::new(perm_hooks::Ledger::on(&db)));
                 }
                 if kill.is_none() {
-                    kill = Some(
-                        KillSwitch::open(&target.to_string_lossy())
-                            .await
-                            .map_err(hooks_err)?,
-                    );
+                    kill = Some(KillSwitch::on(&db).await.map_err(hooks_err)?);
                 }
-                Some(log)
+                Some(AuditLog::on(&db))
             }
             None => None,
         };

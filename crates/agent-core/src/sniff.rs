@@ -5,10 +5,8 @@
 //! token formats (cloud, forge, registry `auth`, kubeconfig key data). One table, two uses:
 //! what the redaction would hide from the output, the sandbox refuses to read at all.
 
-use std::sync::Arc;
-
 use fs_sandbox::{ContentSniffer, SniffScope};
-use perm_hooks::SecretScanner;
+use perm_hooks::SharedScanner;
 
 /// Detectors of container shapes and `NAME=value` assignments: they catch a secret wherever
 /// it sits, and so also a compose file's `POSTGRES_PASSWORD: devpass1` that the project reads
@@ -25,13 +23,16 @@ pub const PROJECT_TOLERATED: &[&str] = &[
 /// The redaction's detectors as a content sniffer.
 #[derive(Debug, Clone)]
 pub struct DetectorSniffer {
-    scanner: Arc<SecretScanner>,
+    scanner: SharedScanner,
 }
 
 impl DetectorSniffer {
-    /// A sniffer over `scanner` (the policy's `[hooks.redaction]` set).
-    pub fn new(scanner: Arc<SecretScanner>) -> Self {
-        DetectorSniffer { scanner }
+    /// A sniffer over `scanner` (the policy's `[hooks.redaction]` set; a [`SharedScanner`]
+    /// compiles the built-in set only when a file is sniffed).
+    pub fn new(scanner: impl Into<SharedScanner>) -> Self {
+        DetectorSniffer {
+            scanner: scanner.into(),
+        }
     }
 }
 
@@ -46,6 +47,7 @@ impl ContentSniffer for DetectorSniffer {
         // Detection only: the answer `find` would give (its first refused finding), without
         // the findings, and inside the project without the `NAME=value` pass.
         self.scanner
+            .get()
             .sniff(&text, |id| {
                 scope == SniffScope::Outside || !PROJECT_TOLERATED.contains(&id)
             })
@@ -58,6 +60,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
     use super::*;
+    use perm_hooks::SecretScanner;
 
     fn sniffer() -> DetectorSniffer {
         DetectorSniffer::new(SecretScanner::default_set_arc())

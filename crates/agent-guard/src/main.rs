@@ -44,12 +44,8 @@ enum Command {
     AllowOnce(cmd::allow_once::Args),
     /// Validate a bash command, then run it confined (layer 5).
     Exec(cmd::exec::Args),
-    /// A drop-in Claude Code hook for every event: hook JSON on stdin, decision on stdout.
-    ClaudeHook(cmd::claude_hook::Args),
-    /// A Codex CLI hook (PreToolUse, PermissionRequest, PostToolUse; apply_patch parsed).
-    CodexHook(cmd::codex_hook::Args),
-    /// A Gemini CLI hook (BeforeTool, AfterTool).
-    GeminiHook(cmd::gemini_hook::Args),
+    #[command(flatten)]
+    Hook(HookCommand),
     /// Run policy test cases: expected decisions for tool calls; non-zero exit on any failure.
     Test(cmd::test::Args),
     /// Find rules that can never decide, allow rules that allow everything, unknown tools.
@@ -87,16 +83,62 @@ fn quiet_broken_pipe() {
     }));
 }
 
+/// The hook subcommands alone. A client starts a hook process for every tool call, and
+/// building the whole command tree (twenty subcommands, their arguments and help) was a few
+/// percent of such a call; the parse and the help a hook prints are the same.
+#[derive(Parser, Debug)]
+#[command(name = "agent-guard", version, about, after_help = EXIT_CODES)]
+struct HookCli {
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum HookCommand {
+    /// A drop-in Claude Code hook for every event: hook JSON on stdin, decision on stdout.
+    ClaudeHook(cmd::claude_hook::Args),
+    /// A Codex CLI hook (PreToolUse, PermissionRequest, PostToolUse; apply_patch parsed).
+    CodexHook(cmd::codex_hook::Args),
+    /// A Gemini CLI hook (BeforeTool, AfterTool).
+    GeminiHook(cmd::gemini_hook::Args),
+}
+
+const HOOK_COMMANDS: [&str; 3] = ["claude-hook", "codex-hook", "gemini-hook"];
+
+impl HookCommand {
+    fn run(self) -> ExitCode {
+        match self {
+            HookCommand::ClaudeHook(args) => cmd::claude_hook::run(args),
+            HookCommand::CodexHook(args) => cmd::codex_hook::run(args),
+            HookCommand::GeminiHook(args) => cmd::gemini_hook::run(args),
+        }
+    }
+}
+
+/// The command line, or the exit status after clap printed why not (2 for usage errors, 0 for
+/// `--help`/`--version`: clap's contract).
+fn parse<T: Parser>() -> Result<T, ExitCode> {
+    T::try_parse().map_err(|err| {
+        let code = if err.use_stderr() { 2 } else { 0 };
+        let _ = err.print();
+        ExitCode::from(code)
+    })
+}
+
 fn main() -> ExitCode {
     quiet_broken_pipe();
-    let cli = match Cli::try_parse() {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| HOOK_COMMANDS.iter().any(|h| first == *h))
+    {
+        return match parse::<HookCli>() {
+            Ok(cli) => cli.command.run(),
+            Err(code) => code,
+        };
+    }
+    let cli = match parse::<Cli>() {
         Ok(cli) => cli,
-        Err(err) => {
-            // clap exits 2 for usage errors and 0 for --help/--version; keep that contract.
-            let code = if err.use_stderr() { 2 } else { 0 };
-            let _ = err.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
@@ -109,9 +151,7 @@ fn main() -> ExitCode {
         Command::AllowOnce(args) => cmd::allow_once::run(args),
         Command::Auto(args) => cmd::auto::run(args),
         Command::Exec(args) => cmd::exec::run(args),
-        Command::ClaudeHook(args) => return cmd::claude_hook::run(args),
-        Command::CodexHook(args) => return cmd::codex_hook::run(args),
-        Command::GeminiHook(args) => return cmd::gemini_hook::run(args),
+        Command::Hook(hook) => return hook.run(),
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
         Command::Explain(args) => cmd::explain::run(args),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{CommandHook, HookEvent};
 use crate::error::Error;
-use crate::redact::{RedactionHook, SecretScanner};
+use crate::redact::{RedactionHook, SecretScanner, SharedScanner};
 use crate::registry::{DEFAULT_HOOK_TIMEOUT, HookOptions, HookRegistry, OnError};
 
 fn yes() -> bool {
@@ -203,9 +203,19 @@ impl HooksConfig {
         }
     }
 
+    /// The policy's detectors as a [`SharedScanner`]: the built-in set is compiled on first
+    /// use, a changed set now (its errors are the policy's).
+    pub fn shared_scanner(&self) -> Result<SharedScanner, Error> {
+        if self.redaction == RedactionConfig::default() {
+            Ok(SharedScanner::builtin())
+        } else {
+            SecretScanner::from_config(&self.redaction).map(|s| SharedScanner::from(Arc::new(s)))
+        }
+    }
+
     /// The redaction hook this policy asks for.
     pub fn redaction_hook(&self) -> Result<RedactionHook, Error> {
-        self.secret_scanner().map(RedactionHook::new)
+        self.shared_scanner().map(RedactionHook::new)
     }
 
     /// Registers the configured hooks: the command hooks in file order, then redaction (when

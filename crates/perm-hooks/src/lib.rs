@@ -12,7 +12,7 @@ mod registry;
 /// Re-exported so implementors need not depend on `async-trait` by version.
 pub use async_trait::async_trait;
 pub use audit::{
-    ALLOW_ONCE_WINDOW, AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord,
+    ALLOW_ONCE_WINDOW, AuditDb, AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord,
     AuditRow, AuditStatus, AuditTarget, CallEntry, CallKey, DEFAULT_AUDIT_DB, GRANT_KEY_FILE,
     GRANT_KEY_VAR, GrantOutcome, INPUT_CHARS, KillSwitch, Ledger, OUTPUT_PREVIEW_CHARS, Offer,
     Outcome, Recorded, Refusal, Resolver, STATE_DIR_VAR, Tally, ToolSummary, USED_JOURNAL_FILE,
@@ -31,7 +31,8 @@ pub use hook::{
     SubagentStartContext, SubagentStopContext,
 };
 pub use redact::{
-    Redacted, RedactionHook, SecretFinding, SecretScanner, call_path, redact_secrets,
+    Redacted, RedactionHook, SecretFinding, SecretScanner, SharedScanner, call_path,
+    redact_secrets,
 };
 pub use registry::{
     Blocked, DEFAULT_HOOK_TIMEOUT, FailureKind, HookFailure, HookOptions, HookRegistry, Mutation,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Access, AuditOptions, AuditTarget, Db, now_ms, postgres, sqlite};
+use super::{Access, AuditDb, AuditOptions, AuditTarget, Db, now_ms, postgres, sqlite};
 use crate::error::Error;
 
 /// How often a guard re-reads the cancellations table. On PostgreSQL this is the fallback
@@ -122,9 +122,19 @@ impl KillSwitch {
     pub async fn open(url_or_path: &str) -> Result<KillSwitch, Error> {
         let target = AuditTarget::parse(url_or_path);
         let db = Db::open(&target, Access::Control, &AuditOptions::default(), 2).await?;
+        KillSwitch::start(db, target.to_string()).await
+    }
+
+    /// The kill switch on a database already opened by [`AuditDb::open`], sharing its
+    /// connections. Must be called inside a tokio runtime.
+    pub async fn on(db: &AuditDb) -> Result<KillSwitch, Error> {
+        KillSwitch::start(db.db().clone(), db.target().to_owned()).await
+    }
+
+    async fn start(db: Db, target: String) -> Result<KillSwitch, Error> {
         let inner = Arc::new(Inner {
             db,
-            target: target.to_string(),
+            target,
             state: Mutex::new(State::default()),
             task: Mutex::new(None),
         });

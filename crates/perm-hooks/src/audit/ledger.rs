@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use hmac::{KeyInit as _, Mac as _};
 
-use super::{Access, AuditOptions, AuditTarget, Db, now_ms};
+use super::{Access, AuditDb, AuditOptions, AuditTarget, Db, now_ms};
 use crate::error::Error;
 
 /// How long a granted code lets its call through (the window `agent-guard allow-once` opens).
@@ -300,6 +300,15 @@ impl Ledger {
     pub async fn open(url_or_path: &str) -> Result<Ledger, Error> {
         let target = AuditTarget::parse(url_or_path);
         let db = Db::open(&target, Access::Control, &AuditOptions::default(), 1).await?;
+        Ok(Ledger::with_db(db, target.to_string()))
+    }
+
+    /// The ledger on a database already opened by [`AuditDb::open`], sharing its connections.
+    pub fn on(db: &AuditDb) -> Ledger {
+        Ledger::with_db(db.db().clone(), db.target().to_owned())
+    }
+
+    fn with_db(db: Db, target: String) -> Ledger {
         let grant_key = match std::env::var_os(GRANT_KEY_VAR) {
             Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
             _ => std::env::var_os("HOME")
@@ -307,11 +316,11 @@ impl Ledger {
                 .filter(|h| h.is_absolute())
                 .map(|h| h.join(GRANT_KEY_FILE)),
         };
-        Ok(Ledger {
+        Ledger {
             db,
-            target: target.to_string(),
+            target,
             grant_key,
-        })
+        }
     }
 
     /// Signs and checks grants with the key in `path` instead of the default one.

@@ -1038,6 +1038,50 @@ struct Shared {
     options: AuditOptions,
 }
 
+/// One audit database, opened and checked once (integrity, schema, migrations) and shared by
+/// the [`AuditLog`], the [`Ledger`] and the [`KillSwitch`] of one guard: a hook process pays
+/// one open, not three.
+#[derive(Clone)]
+pub struct AuditDb {
+    db: Db,
+    target: String,
+    options: AuditOptions,
+}
+
+impl fmt::Debug for AuditDb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditDb")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditDb {
+    /// Opens the database at `target` (a SQLite path or a PostgreSQL URL) for writing, as
+    /// [`AuditLog::open`] does. Must be called inside a tokio runtime.
+    pub async fn open(target: impl AsRef<Path>) -> Result<AuditDb, Error> {
+        let target = AuditTarget::parse(target);
+        let options = AuditOptions {
+            write_timeout: lock_wait(AuditOptions::default().write_timeout),
+            ..AuditOptions::default()
+        };
+        let db = Db::open(&target, Access::Write, &options, POOL_SIZE).await?;
+        Ok(AuditDb {
+            db,
+            target: target.to_string(),
+            options,
+        })
+    }
+
+    fn db(&self) -> &Db {
+        &self.db
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+}
+
 /// The audit log: a cheap-to-clone handle on one database and its writer task.
 #[derive(Clone)]
 pub struct AuditLog {
@@ -1160,9 +1204,19 @@ impl AuditLog {
             ..options
         };
         let db = Db::open(&target, Access::Write, &options, POOL_SIZE).await?;
+        Ok(AuditLog::start(db, target.to_string(), options))
+    }
+
+    /// The log on a database already opened (and checked) by [`AuditDb::open`], sharing its
+    /// connections. Must be called inside a tokio runtime.
+    pub fn on(db: &AuditDb) -> AuditLog {
+        AuditLog::start(db.db.clone(), db.target.clone(), db.options)
+    }
+
+    fn start(db: Db, target: String, options: AuditOptions) -> AuditLog {
         let (tx, rx) = mpsc::channel(options.queue_capacity.max(1));
         let shared = Arc::new(Shared {
-            target: target.to_string(),
+            target,
             db: db.clone(),
             tx,
             counters: Arc::new(Counters::default()),
@@ -1178,7 +1232,7 @@ impl AuditLog {
             shared.target.clone(),
         ));
         *shared.writer.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
-        Ok(AuditLog { shared })
+        AuditLog { shared }
     }
 
     /// Queues `row`. Waits at most the enqueue timeout on a full queue, then counts the row

@@ -80,14 +80,19 @@ pub(super) async fn open(
     }
     // Before anything writes (a migration runs UPDATEs, and so would a planted trigger): only
     // objects of our own schema may exist.
-    if let Err(e) = check_schema(&pool, name, false).await {
-        pool.close().await;
-        return Err(e);
-    }
-    migrate(&pool, name).await?;
-    if let Err(e) = check_schema(&pool, name, true).await {
-        pool.close().await;
-        return Err(e);
+    let latest = match check_schema(&pool, name, false).await {
+        Ok(latest) => latest,
+        Err(e) => {
+            pool.close().await;
+            return Err(e);
+        }
+    };
+    if !latest {
+        migrate(&pool, name).await?;
+        if let Err(e) = check_schema(&pool, name, true).await {
+            pool.close().await;
+            return Err(e);
+        }
     }
     Ok(pool)
 }
@@ -154,32 +159,68 @@ async fn schema_of(pool: &SqlitePool) -> Result<Schema, sqlx::Error> {
     ))
 }
 
-/// The schema our migrations make, read from a private in-memory database migrated by the same
-/// migrator (so it is exactly what a file at the latest version holds).
-async fn expected_schema() -> Result<&'static Schema, sqlx::Error> {
-    static EXPECTED: tokio::sync::OnceCell<Schema> = tokio::sync::OnceCell::const_new();
+/// The schema our migrations make, one object or column per line, as [`render`] writes it.
+/// `the_expected_schema_is_what_the_migrations_make` migrates a private in-memory database and
+/// compares: a new migration fails that test until this file is written anew. (Migrating an
+/// in-memory database in every hook process to learn it was a fifth of a hook's audit cost.)
+const EXPECTED_SCHEMA: &str = include_str!("schema.sqlite.txt");
+
+/// [`EXPECTED_SCHEMA`], parsed.
+fn expected_schema() -> Result<&'static Schema, sqlx::Error> {
+    static EXPECTED: std::sync::OnceLock<Result<Schema, String>> = std::sync::OnceLock::new();
     EXPECTED
-        .get_or_try_init(|| async {
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .connect_with(SqliteConnectOptions::new().in_memory(true))
-                .await?;
-            MIGRATOR
-                .run(&pool)
-                .await
-                .map_err(|e| sqlx::Error::Migrate(Box::new(e)))?;
-            let schema = schema_of(&pool).await?;
-            pool.close().await;
-            Ok(schema)
-        })
-        .await
+        .get_or_init(|| parse_schema(EXPECTED_SCHEMA))
+        .as_ref()
+        .map_err(|e| sqlx::Error::Protocol(format!("the guard's own schema table: {e}")))
+}
+
+/// One line per object (`object TYPE NAME TABLE`) and per column (`column TABLE NAME TYPE
+/// NOTNULL DEFAULT PK`, `DEFAULT` `-` when there is none), tab-separated.
+#[cfg(test)]
+fn render((objects, columns): &Schema) -> String {
+    let mut out = String::new();
+    for (kind, name, table) in objects {
+        out.push_str(&format!("object\t{kind}\t{name}\t{table}\n"));
+    }
+    for (table, name, kind, not_null, default, pk) in columns {
+        let default = default.as_deref().unwrap_or("-");
+        out.push_str(&format!(
+            "column\t{table}\t{name}\t{kind}\t{not_null}\t{default}\t{pk}\n"
+        ));
+    }
+    out
+}
+
+fn parse_schema(text: &str) -> Result<Schema, String> {
+    let mut schema: Schema = (Vec::new(), Vec::new());
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let number = |s: &str| s.parse::<i64>().map_err(|e| format!("`{line}`: {e}"));
+        match fields.as_slice() {
+            ["object", kind, name, table] => {
+                schema
+                    .0
+                    .push(((*kind).to_owned(), (*name).to_owned(), (*table).to_owned()));
+            }
+            ["column", table, name, kind, not_null, default, pk] => schema.1.push((
+                (*table).to_owned(),
+                (*name).to_owned(),
+                (*kind).to_owned(),
+                number(not_null)?,
+                (*default != "-").then(|| (*default).to_owned()),
+                number(pk)?,
+            )),
+            _ => return Err(format!("unreadable line `{line}`")),
+        }
+    }
+    Ok(schema)
 }
 
 /// Refuses a database holding anything our migrations did not make: a trigger or a view (which
 /// could rewrite or hide rows, with `quick_check` still "ok"), an unknown table or index, or,
 /// once migrated (`exact`), a missing object or a table whose columns differ.
-async fn check_schema(pool: &SqlitePool, name: &str, exact: bool) -> Result<(), Error> {
-    let (objects, columns) = expected_schema().await.map_err(open_err(name))?;
+async fn check_schema(pool: &SqlitePool, name: &str, exact: bool) -> Result<bool, Error> {
+    let (objects, columns) = expected_schema().map_err(open_err(name))?;
     let (found, found_columns) = schema_of(pool).await.map_err(open_err(name))?;
     let foreign = |what: String| Error::ForeignSchema {
         target: name.to_owned(),
@@ -220,7 +261,8 @@ async fn check_schema(pool: &SqlitePool, name: &str, exact: bool) -> Result<(), 
             return Err(foreign(format!("the table `{}` was changed", c.0)));
         }
     }
-    Ok(())
+    // Exactly the latest schema: nothing left to migrate.
+    Ok(found == *objects && found_columns == *columns)
 }
 
 /// Connects, retrying while another process holds the file's lock. Switching a new file to WAL
@@ -373,4 +415,42 @@ pub(super) async fn is_cancelled(pool: &SqlitePool, session: &str) -> Result<boo
     .bind(session)
     .fetch_one(pool)
     .await
+}
+
+#[cfg(test)]
+mod schema_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// What a fresh in-memory database holds once every migration has run.
+    async fn migrated() -> Schema {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(SqliteConnectOptions::new().in_memory(true))
+            .await
+            .unwrap();
+        MIGRATOR.run(&pool).await.unwrap();
+        let schema = schema_of(&pool).await.unwrap();
+        pool.close().await;
+        schema
+    }
+
+    #[tokio::test]
+    async fn the_expected_schema_is_what_the_migrations_make() {
+        let made = render(&migrated().await);
+        // `BLESS=1 cargo test -p perm-hooks the_expected_schema` writes the file after a new
+        // migration (then review its diff).
+        if std::env::var_os("BLESS").is_some() {
+            let file = concat!(env!("CARGO_MANIFEST_DIR"), "/src/audit/schema.sqlite.txt");
+            std::fs::write(file, &made).unwrap();
+            return;
+        }
+        assert_eq!(
+            EXPECTED_SCHEMA, made,
+            "crates/perm-hooks/src/audit/schema.sqlite.txt must be what the migrations make; \
+             write the right-hand text there"
+        );
+        assert_eq!(render(expected_schema().unwrap()), made);
+    }
 }

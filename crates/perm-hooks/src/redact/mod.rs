@@ -34,29 +34,62 @@ pub fn call_path(args: &serde_json::Value) -> Option<&str> {
         .find_map(|k| args.get(*k).and_then(serde_json::Value::as_str))
 }
 
+/// A [`SecretScanner`] that may not be compiled yet: the built-in set compiles on first use
+/// (once per process), a policy's own set when it is built (so a bad pattern is a
+/// configuration error at load, not at the first tool output).
+///
+/// A hook process that judges one read of a source file never scans anything; compiling the
+/// detectors for it was a tenth of such a call.
+#[derive(Debug, Clone)]
+pub struct SharedScanner(Option<Arc<SecretScanner>>);
+
+impl SharedScanner {
+    /// The built-in detectors, compiled when [`SharedScanner::get`] is first called.
+    pub fn builtin() -> SharedScanner {
+        SharedScanner(None)
+    }
+
+    /// The scanner.
+    pub fn get(&self) -> &SecretScanner {
+        match &self.0 {
+            Some(scanner) => scanner,
+            None => SecretScanner::default_set(),
+        }
+    }
+}
+
+impl From<Arc<SecretScanner>> for SharedScanner {
+    fn from(scanner: Arc<SecretScanner>) -> Self {
+        SharedScanner(Some(scanner))
+    }
+}
+
 /// A post hook that masks secrets in every tool output with its [`SecretScanner`], except for
 /// output read from a path the policy's `allow_paths` exempts.
 #[derive(Debug, Clone)]
 pub struct RedactionHook {
-    scanner: Arc<SecretScanner>,
+    scanner: SharedScanner,
 }
 
 impl RedactionHook {
-    /// A hook using `scanner` (e.g. [`crate::HooksConfig::secret_scanner`]).
-    pub fn new(scanner: Arc<SecretScanner>) -> RedactionHook {
-        RedactionHook { scanner }
+    /// A hook using `scanner` (e.g. [`crate::HooksConfig::secret_scanner`], or a
+    /// [`SharedScanner`] from [`crate::HooksConfig::shared_scanner`]).
+    pub fn new(scanner: impl Into<SharedScanner>) -> RedactionHook {
+        RedactionHook {
+            scanner: scanner.into(),
+        }
     }
 
     /// The scanner it uses.
     pub fn scanner(&self) -> &SecretScanner {
-        &self.scanner
+        self.scanner.get()
     }
 }
 
 impl Default for RedactionHook {
     /// The built-in detectors, no allow-lists.
     fn default() -> Self {
-        RedactionHook::new(SecretScanner::default_set_arc())
+        RedactionHook::new(SharedScanner::builtin())
     }
 }
 
@@ -71,10 +104,11 @@ impl AgentHook for RedactionHook {
     }
 
     async fn post_tool_use(&self, ctx: &PostToolUseContext) -> HookResult<PostToolUseAction> {
-        if call_path(&ctx.args).is_some_and(|p| self.scanner.path_allowed(p)) {
+        let scanner = self.scanner.get();
+        if call_path(&ctx.args).is_some_and(|p| scanner.path_allowed(p)) {
             return Ok(PostToolUseAction::Continue);
         }
-        Ok(match self.scanner.redact(&ctx.output).text {
+        Ok(match scanner.redact(&ctx.output).text {
             Cow::Borrowed(_) => PostToolUseAction::Continue,
             Cow::Owned(updated_content) => PostToolUseAction::MutateOutput { updated_content },
         })
