@@ -9,12 +9,12 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
-use super::{Access, AuditOptions, AuditRow, COLUMN_LIST, Resolver, chain};
+use super::{Access, AuditOptions, AuditRow, COLUMN_LIST, ChainKey, Resolver, chain};
 use crate::error::Error;
 
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// Rows per INSERT statement; 19 binds each (9500) stays below SQLite's variable limit (32766).
+/// Rows per INSERT statement; 20 binds each (10000) stays below SQLite's variable limit (32766).
 const ROWS_PER_STATEMENT: usize = 500;
 
 /// SQLite's result codes for a file that is not a database or is damaged.
@@ -303,13 +303,17 @@ async fn migrate(pool: &SqlitePool, name: &str) -> Result<(), Error> {
 
 /// Writes a batch as one `BEGIN IMMEDIATE` transaction: the write lock is taken before the
 /// last link is read, so two processes appending at once cannot fork the chain.
-pub(super) async fn write_batch(pool: &SqlitePool, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+pub(super) async fn write_batch(
+    pool: &SqlitePool,
+    rows: &[AuditRow],
+    key: &ChainKey,
+) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let prev: Option<Option<String>> =
         sqlx::query_scalar("SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1")
             .fetch_optional(&mut *tx)
             .await?;
-    let links = chain(&prev.flatten().unwrap_or_default(), rows);
+    let links = chain(key, &prev.flatten().unwrap_or_default(), rows);
     let linked: Vec<(&AuditRow, &(String, String))> = rows.iter().zip(links.iter()).collect();
     for chunk in linked.chunks(ROWS_PER_STATEMENT) {
         let mut qb: QueryBuilder<Sqlite> =
@@ -333,7 +337,8 @@ pub(super) async fn write_batch(pool: &SqlitePool, rows: &[AuditRow]) -> Result<
                 .push_bind(row.resolution.clone())
                 .push_bind(row.ref_code.clone())
                 .push_bind(prev.clone())
-                .push_bind(hash.clone());
+                .push_bind(hash.clone())
+                .push_bind(key.id().to_owned());
         });
         qb.build().persistent(true).execute(&mut *tx).await?;
     }
