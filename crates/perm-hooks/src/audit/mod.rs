@@ -427,10 +427,10 @@ fn sanitize(row: &mut AuditRow) {
         sanitize_scanned(scanner, row);
     } else {
         // What the scanner would leave of these texts: no finding, no pieces to mask.
-        row.input = bound_text(&row.input, INPUT_CHARS);
-        row.output_preview = bound_text(&row.output_preview, OUTPUT_PREVIEW_CHARS);
-        if let Some(r) = &row.resolution {
-            row.resolution = Some(bound_text(r, OUTPUT_PREVIEW_CHARS));
+        bound_in_place(&mut row.input, INPUT_CHARS);
+        bound_in_place(&mut row.output_preview, OUTPUT_PREVIEW_CHARS);
+        if let Some(r) = &mut row.resolution {
+            bound_in_place(r, OUTPUT_PREVIEW_CHARS);
         }
         replace_nul(row);
     }
@@ -467,8 +467,18 @@ fn may_hold_secret(scanner: &SecretScanner, row: &AuditRow) -> bool {
             .is_some_and(|r| scanner.may_find(r))
 }
 
-fn bound_text(text: &str, limit: usize) -> String {
-    cut_chars(text, limit).replace('\0', "\u{fffd}")
+/// `text` cut to `limit` characters with NUL replaced, as the scanned path bounds it, without
+/// copying a text that needs neither (most rows).
+fn bound_in_place(text: &mut String, limit: usize) {
+    // A char is at least one byte: a text of at most `limit` bytes needs no cut.
+    if text.len() > limit
+        && let Some((end, _)) = text.char_indices().nth(limit)
+    {
+        text.truncate(end);
+    }
+    if text.contains('\0') {
+        *text = text.replace('\0', "\u{fffd}");
+    }
 }
 
 /// NUL, which PostgreSQL text cannot hold, out of the short fields.
