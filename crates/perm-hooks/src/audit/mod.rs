@@ -872,14 +872,16 @@ impl Db {
         }
     }
 
+    /// SQLite takes the rows (leaving `rows` empty): its failures are never retried
+    /// ([`Db::is_transient`]). PostgreSQL only reads them, for a retry.
     async fn write_batch(
         &self,
-        rows: &[AuditRow],
+        rows: &mut Vec<AuditRow>,
         key: &ChainKey,
         timeout: Duration,
     ) -> Result<(), sqlx::Error> {
         match self {
-            Db::Sqlite(pool) => sqlite::write_batch(pool, rows, key).await,
+            Db::Sqlite(pool) => sqlite::write_batch(pool, std::mem::take(rows), key).await,
             Db::Postgres(pool) => postgres::write_batch(pool, rows, key, timeout).await,
         }
     }
@@ -952,7 +954,8 @@ impl Db {
     }
 
     /// Errors worth retrying: the server went away or is restarting. A SQLite lock has
-    /// already been waited for (its busy timeout), so nothing there is retried.
+    /// already been waited for (its busy timeout), so nothing there is retried (and
+    /// [`Db::write_batch`] has taken the rows).
     fn is_transient(&self, err: &sqlx::Error) -> bool {
         match self {
             Db::Sqlite(_) => false,
@@ -1552,7 +1555,16 @@ async fn writer(
             next = rx.try_recv().ok();
         }
         if !batch.is_empty() {
-            write_with_retry(&db, &key, &batch, &options, &counters, &target, &mut outage).await;
+            write_with_retry(
+                &db,
+                &key,
+                &mut batch,
+                &options,
+                &counters,
+                &target,
+                &mut outage,
+            )
+            .await;
             batch.clear();
         }
         // A waiter is answered only once everything queued before it is settled; while
@@ -1574,7 +1586,7 @@ async fn writer(
 async fn write_with_retry(
     db: &Db,
     key: &ChainKey,
-    batch: &[AuditRow],
+    batch: &mut Vec<AuditRow>,
     options: &AuditOptions,
     counters: &Counters,
     target: &str,

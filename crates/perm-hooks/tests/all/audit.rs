@@ -597,6 +597,39 @@ async fn a_log_linked_before_the_key_is_relinked_only_if_its_chain_holds() {
 }
 
 #[tokio::test]
+async fn a_database_from_before_the_index_change_opens_and_loses_the_old_indexes() {
+    for t in targets("old_indexes").await {
+        AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap()
+            .shutdown()
+            .await
+            .unwrap();
+        // Back to what migration 0006 left.
+        let (table, version) = ("_sqlx_migrations", 7);
+        tamper(
+            &t,
+            &format!(
+                "DELETE FROM {table} WHERE version = {version}; \
+                 DROP INDEX agent_audit_log_ref; \
+                 CREATE INDEX agent_audit_log_tool ON agent_audit_log (tool_name, id); \
+                 CREATE INDEX agent_audit_log_call ON agent_audit_log (session_id, call_id); \
+                 CREATE INDEX agent_audit_log_ref ON agent_audit_log (ref_code);"
+            ),
+        )
+        .await;
+        let log = AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", t.kind));
+        log.record(row("s", 1)).await;
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        assert!(reader.verify_with(&test_key()).await.unwrap().is_intact());
+        reader.close().await;
+    }
+}
+
+#[tokio::test]
 async fn a_database_with_a_planted_trigger_or_view_is_refused() {
     for t in targets("planted").await {
         AuditLog::open(&t.url)
