@@ -30,7 +30,7 @@ pub(crate) struct Args {
     /// Print CSV: one line per call (with --rows: per row).
     #[arg(long)]
     pub csv: bool,
-    /// Check the chain with your audit key (`audit.key` in the guard's state directory): exit 1
+    /// Check the chain with your audit key (`~/.agent-guard/audit.key`): exit 1
     /// when a row was changed, deleted or inserted by other means, or carries no link under
     /// the key (even with every later link recomputed, which only the key's holder can do).
     #[arg(long, conflicts_with_all = ["json", "csv", "rows"])]

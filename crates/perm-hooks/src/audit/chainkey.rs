@@ -1,5 +1,5 @@
 //! The audit chain's key: each row's link is an HMAC-SHA256 under a key kept in the user's
-//! state directory, so whoever can write the database but cannot read the key cannot rewrite
+//! own directory, so whoever can write the database but cannot read the key cannot rewrite
 //! rows and recompute the links.
 
 use std::fmt;
@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 
 use hmac::{KeyInit as _, Mac as _};
 
-use super::{AuditRow, state_dir};
+use super::AuditRow;
 use crate::error::Error;
 
-/// The key's file name inside the guard's state directory ([`state_dir`]).
-pub const AUDIT_KEY_FILE: &str = "audit.key";
+/// Where the key lives, below `HOME`: next to the approval server's token and the grant key
+/// (`~/.agent-guard/`, which the sandbox keeps the agent from writing, and whose keys it keeps
+/// the agent from reading, inside a root too).
+pub const AUDIT_KEY_FILE: &str = ".agent-guard/audit.key";
 
 const KEY_LEN: usize = 32;
 
@@ -63,16 +65,18 @@ impl ChainKey {
         &self.id
     }
 
-    /// `audit.key` in the user's state directory.
+    /// `~/.agent-guard/audit.key` ([`AUDIT_KEY_FILE`]). Only an absolute `HOME` counts (never
+    /// the current directory, which is the project); no variable names another key file.
     pub fn default_path() -> Result<PathBuf, Error> {
-        state_dir()
-            .map(|d| d.join(AUDIT_KEY_FILE))
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .map(|h| h.join(AUDIT_KEY_FILE))
             .ok_or_else(|| Error::AuditKey {
-                path: AUDIT_KEY_FILE.to_owned(),
-                message: format!(
-                    "no state directory for the audit key: set HOME, XDG_STATE_HOME or {}",
-                    super::STATE_DIR_VAR
-                ),
+                path: format!("~/{AUDIT_KEY_FILE}"),
+                message: "HOME is not set (or not absolute): there is nowhere to keep the \
+                          audit key"
+                    .to_owned(),
             })
     }
 
@@ -192,7 +196,7 @@ fn create(path: &Path) -> Result<ChainKey, Error> {
         .and_then(|mut f| f.read_exact(&mut key))
         .map_err(|e| key_err(path, e.to_string()))?;
     let tmp = dir.join(format!(
-        ".{AUDIT_KEY_FILE}.{}.{}",
+        ".audit.key.{}.{}",
         std::process::id(),
         hex(key.get(..4).unwrap_or_default())
     ));
