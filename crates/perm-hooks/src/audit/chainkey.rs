@@ -242,6 +242,20 @@ mod tests {
     }
 
     #[test]
+    fn processes_creating_the_key_at_once_all_get_the_same_whole_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/audit.key");
+        let ids: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| ChainKey::load_or_create(&path).unwrap().id().to_owned()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+        assert_eq!(std::fs::read(&path).unwrap().len(), KEY_LEN);
+    }
+
+    #[test]
     fn a_key_others_may_read_or_a_symlink_is_refused() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
