@@ -151,3 +151,89 @@ fn policy_roots_and_bad_input_exit_2() {
     ]);
     assert_eq!(code, 2);
 }
+
+/// A tmpfs build directory inside the project is writable through `agent-guard path`, a bind
+/// mount of a directory outside is not (issue 26 item 4). The mounts are made in a private
+/// mount namespace (`unshare -m`, or `-Urm` when not root); a machine that cannot make one fails
+/// the test unless `FS_SANDBOX_SKIP_MOUNT_TESTS` is set, when it prints that it was skipped.
+#[test]
+fn tmpfs_build_directory_is_writable_and_a_bind_mount_is_not() {
+    let (_d, base) = tree();
+    std::fs::create_dir_all(format!("{base}/outside")).unwrap();
+    std::fs::write(format!("{base}/outside/secret"), "s").unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
+    let script = r#"set -e
+P="$1"; OUT="$2"; BIN="$3"
+mkdir "$P/target" "$P/bind"
+mount -t tmpfs tmpfs "$P/target"
+mount --bind "$OUT" "$P/bind"
+echo built > "$P/target/x.txt"
+for spec in "write target/debug/app" "read target/x.txt" "write target/.claude/settings.json" \
+    "write bind/new" "read bind/secret"; do
+  set -- $spec
+  echo "=== $1 $2"
+  "$BIN" path --cwd "$P" --op "$1" --json -- "$2"
+done
+"#;
+    let mut args = vec!["-m", "--propagation", "private"];
+    if !rustix::process::geteuid().is_root() {
+        args.extend(["-U", "-r"]);
+    }
+    let out = std::process::Command::new("unshare")
+        .args(&args)
+        .args(["--", "sh", "-c", script, "sh"])
+        .arg(format!("{base}/proj"))
+        .arg(format!("{base}/outside"))
+        .arg(&bin)
+        .output();
+    let stdout = out
+        .as_ref()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if !stdout.contains("=== ") && std::env::var_os("FS_SANDBOX_SKIP_MOUNT_TESTS").is_some() {
+        eprintln!(
+            "SKIPPED: no private mount namespace here (`unshare {}`): {out:?}",
+            args.join(" ")
+        );
+        return;
+    }
+    let out = out.unwrap();
+    assert!(
+        out.status.success(),
+        "the mount script failed (`unshare {}`; set FS_SANDBOX_SKIP_MOUNT_TESTS=1 to skip where \
+         no mount namespace can be made): {stdout}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdicts: std::collections::HashMap<String, serde_json::Value> = stdout
+        .split("=== ")
+        .filter(|chunk| !chunk.is_empty())
+        .map(|chunk| {
+            let (label, json) = chunk.split_once('\n').unwrap();
+            (label.to_owned(), serde_json::from_str(json).unwrap())
+        })
+        .collect();
+    for (label, decision, code) in [
+        ("write target/debug/app", "allow", "inside_root"),
+        ("read target/x.txt", "allow", "inside_root"),
+        (
+            "write target/.claude/settings.json",
+            "deny",
+            "protected_path",
+        ),
+        ("write bind/new", "deny", "other_filesystem"),
+        ("read bind/secret", "deny", "other_filesystem"),
+    ] {
+        let v = &verdicts[label];
+        assert_eq!(v["decision"], decision, "{label}: {v}");
+        assert_eq!(v["reasons"][0]["code"], code, "{label}: {v}");
+    }
+    assert!(
+        verdicts["read bind/secret"]["reasons"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("bind mount"),
+        "{}",
+        verdicts["read bind/secret"]
+    );
+}
