@@ -161,3 +161,178 @@ fn a_key_outside_the_project_is_refused_not_asked() {
     }
     assert_eq!(path_code(&fx, &key, &[]), "sensitive_path");
 }
+
+/// A write through one client's write tool, from `cwd`, as that client decides it.
+fn write_door(fx: &Fixture, client: &str, cwd: &std::path::Path, path: &str) -> (String, String) {
+    let abs = cwd.join(path).display().to_string();
+    let (event, tool, input) = match client {
+        "claude-hook" => (
+            "PreToolUse",
+            "Write",
+            json!({"file_path": abs, "content": "x"}),
+        ),
+        "gemini-hook" => (
+            "BeforeTool",
+            "write_file",
+            json!({"file_path": abs, "content": "x"}),
+        ),
+        _ => (
+            "PreToolUse",
+            "apply_patch",
+            json!({"command": format!("*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n")}),
+        ),
+    };
+    let stdin = json!({
+        "session_id": "s1", "transcript_path": "/dev/null", "cwd": cwd,
+        "hook_event_name": event, "tool_name": tool, "tool_input": input,
+        "tool_use_id": "t1", "turn_id": "u1",
+    });
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .arg(client)
+        .arg("--policy")
+        .arg(&fx.policy)
+        .env("HOME", &fx.home)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("GEMINI_PROJECT_DIR")
+        .write_stdin(stdin.to_string())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.code() == Some(2) {
+        return ("deny".to_owned(), all);
+    }
+    assert_eq!(out.status.code(), Some(0), "{client}: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.trim().is_empty() {
+        return ("allow".to_owned(), all);
+    }
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let decision = v["hookSpecificOutput"]["permissionDecision"]
+        .as_str()
+        .or(v["decision"].as_str())
+        .unwrap_or("allow")
+        .to_owned();
+    (decision, all)
+}
+
+/// The runtime's (`agent-guard run`) decision and code for each `file_write`, from `cwd`.
+fn runtime_writes(fx: &Fixture, cwd: &std::path::Path, paths: &[&str]) -> Vec<(String, String)> {
+    let calls: Vec<Value> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"id": format!("c{i}"), "name": "file_write",
+                   "arguments": {"file_path": cwd.join(p), "content": "x"}})
+        })
+        .collect();
+    let script = json!({"prompt": "w", "turns": [
+        {"content": "", "tool_calls": calls}, {"content": "done", "tool_calls": []}]});
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("script.json");
+    std::fs::write(&file, script.to_string()).unwrap();
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .args(["run", "--json", "--approve", "no", "--script"])
+        .arg(&file)
+        .arg("--policy")
+        .arg(&fx.policy)
+        .arg("--cwd")
+        .arg(cwd)
+        .arg("--audit-db")
+        .arg(dir.path().join("audit.db"))
+        .env("HOME", &fx.home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["decision"].as_str().unwrap_or("none").to_owned(),
+                c["code"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn path_write_code(fx: &Fixture, cwd: &std::path::Path, path: &str) -> String {
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .args(["path", "--json", "--op", "write", path])
+        .current_dir(cwd)
+        .env("HOME", &fx.home)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["reasons"][0]["code"].as_str().unwrap_or("").to_owned()
+}
+
+/// Files that configuration makes code (a hooks directory named by `~/.gitconfig`, a file an
+/// allowed `.envrc` sources) and, with the home as the writable root (the agent started in
+/// `~`), the places every desktop and shell runs from: refused in every door, while an
+/// ordinary file beside them is written.
+#[test]
+fn code_run_later_files_by_role_are_refused_in_every_door() {
+    let fx = fixture();
+    std::fs::write(
+        fx.home.join(".gitconfig"),
+        format!("[core]\n\thooksPath = {}/githooks\n", fx.project.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        fx.project.join(".envrc"),
+        "source_env_if_exists env/dev.sh\n",
+    )
+    .unwrap();
+    let layouts: [(&std::path::Path, &[&str], &str); 2] = [
+        (
+            &fx.project,
+            &["githooks/pre-commit", "env/dev.sh"],
+            "ci/notes.md",
+        ),
+        (
+            &fx.home,
+            &[
+                ".config/systemd/user/agent.service",
+                ".bashrc.d/99.sh",
+                ".local/bin/git",
+            ],
+            "work/notes.md",
+        ),
+    ];
+    for (cwd, refused, ordinary) in layouts {
+        for client in ["claude-hook", "gemini-hook", "codex-hook"] {
+            for path in refused {
+                let (decision, text) = write_door(&fx, client, cwd, path);
+                assert_eq!(decision, "deny", "{client} {path}: {text}");
+                assert!(text.contains("protected"), "{client} {path}: {text}");
+            }
+            let (decision, text) = write_door(&fx, client, cwd, ordinary);
+            assert_ne!(decision, "deny", "{client} {ordinary}: {text}");
+        }
+        let mut all: Vec<&str> = refused.to_vec();
+        all.push(ordinary);
+        let runtime = runtime_writes(&fx, cwd, &all);
+        for (path, (decision, code)) in all.iter().zip(&runtime) {
+            if *path == ordinary {
+                assert_eq!(decision, "allow", "runtime {path}: {code}");
+                assert_eq!(path_write_code(&fx, cwd, path), "inside_root", "{path}");
+            } else {
+                assert_eq!(
+                    (decision.as_str(), code.as_str()),
+                    ("deny", "protected_path"),
+                    "runtime {path}"
+                );
+                assert_eq!(path_write_code(&fx, cwd, path), "protected_path", "{path}");
+            }
+        }
+    }
+}
