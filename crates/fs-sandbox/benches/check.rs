@@ -102,7 +102,11 @@ fn bench(c: &mut Criterion) {
             .arg(&target)
             .status()
             .unwrap();
-        assert!(status.success(), "cannot mount a tmpfs on {}", target.display());
+        assert!(
+            status.success(),
+            "cannot mount a tmpfs on {}",
+            target.display()
+        );
         std::fs::write(target.join("lib.rs"), "pub fn f() {}\n").unwrap();
         let path = target.join("lib.rs");
         group.bench_function("read_scratch_mount", |b| {
