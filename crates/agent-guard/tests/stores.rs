@@ -1,6 +1,8 @@
 //! Issue 26 through the real binaries: stores located by the variables their programs read,
 //! hard links of stores, and secrets by content, through the three hooks and `agent-guard
-//! path`. The policy allows every read, so only the sandbox stands between a call and a store.
+//! path`, and the runtime (`run`); files that run code later by role and the home as a writable
+//! and as a read-only root. The policy allows every call, so only the sandbox stands between it
+//! and a store.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -335,4 +337,134 @@ fn code_run_later_files_by_role_are_refused_in_every_door() {
             }
         }
     }
+}
+
+/// The runtime's (`agent-guard run`) decision and code for each `read_file`, from the project,
+/// with `env` added to its environment.
+fn runtime_reads(fx: &Fixture, paths: &[&str], env: &[(&str, &str)]) -> Vec<(String, String)> {
+    let calls: Vec<Value> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!({"id": format!("c{i}"), "name": "read_file", "arguments": {"file_path": p}}))
+        .collect();
+    let script = json!({"prompt": "r", "turns": [
+        {"content": "", "tool_calls": calls}, {"content": "done", "tool_calls": []}]});
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("script.json");
+    std::fs::write(&file, script.to_string()).unwrap();
+    let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+    cmd.args(["run", "--json", "--approve", "no", "--script"])
+        .arg(&file)
+        .arg("--policy")
+        .arg(&fx.policy)
+        .arg("--cwd")
+        .arg(&fx.project)
+        .arg("--audit-db")
+        .arg(dir.path().join("audit.db"))
+        .env("HOME", &fx.home)
+        .env_remove("KUBECONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["decision"].as_str().unwrap_or("none").to_owned(),
+                c["code"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The runtime judges stores as the hooks do: moved by a variable, a hard link, a key by
+/// content.
+#[test]
+fn the_runtime_refuses_stores_by_variable_link_and_content() {
+    let fx = fixture();
+    let key = fx.home.join("backup-2024");
+    std::fs::write(&key, "-----BEGIN RSA PRIVATE KEY-----\nMII\n").unwrap();
+    let kube = fx.project.join("ci/kube.yaml").display().to_string();
+    let link = fx.project.join("notes.txt").display().to_string();
+    let key = key.display().to_string();
+    let paths = [kube.as_str(), link.as_str(), key.as_str()];
+    let moved = runtime_reads(&fx, &paths, &[("KUBECONFIG", kube.as_str())]);
+    for (path, seen) in paths.iter().zip(&moved) {
+        assert_eq!(
+            (seen.0.as_str(), seen.1.as_str()),
+            ("deny", "sensitive_path"),
+            "{path}"
+        );
+    }
+    let plain = runtime_reads(&fx, &[kube.as_str()], &[]);
+    assert_eq!(plain[0].0, "allow", "without the variable: {plain:?}");
+}
+
+/// The home as a read-only root (the person lets the agent read dotfiles): a dotfile is read,
+/// a key under an ordinary name is refused by content, and nothing in the home is written,
+/// in every door.
+#[test]
+fn a_read_only_home_is_read_but_not_for_its_secrets_in_every_door() {
+    let mut fx = fixture();
+    let policy = fx.policy.with_file_name("policy-ro-home.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "{POLICY}[sandbox]\nroots = [\".\"]\nread_only_roots = [\"{}\"]\n",
+            fx.home.display()
+        ),
+    )
+    .unwrap();
+    fx.policy = policy;
+    std::fs::create_dir_all(fx.home.join(".config")).unwrap();
+    std::fs::write(fx.home.join(".vimrc"), "set nu\n").unwrap();
+    std::fs::write(
+        fx.home.join(".config/deploy"),
+        "-----BEGIN PRIVATE KEY-----\nMII\n",
+    )
+    .unwrap();
+    let vimrc = fx.home.join(".vimrc").display().to_string();
+    let deploy = fx.home.join(".config/deploy").display().to_string();
+    for hook in HOOKS {
+        assert_eq!(door(&fx, hook, &vimrc, &[]).0, "allow", "{}", hook.0);
+        let (decision, text) = door(&fx, hook, &deploy, &[]);
+        assert_eq!(decision, "deny", "{}: {text}", hook.0);
+    }
+    let bin = fx.home.join(".local/bin/git");
+    for client in ["claude-hook", "gemini-hook", "codex-hook"] {
+        let (decision, text) = write_door(&fx, client, &fx.project, bin.to_str().unwrap());
+        assert_eq!(decision, "deny", "{client}: {text}");
+        assert!(text.contains("read-only root"), "{client}: {text}");
+    }
+    let runtime = runtime_reads(&fx, &[vimrc.as_str(), deploy.as_str()], &[]);
+    assert_eq!(runtime[0].0, "allow", "{runtime:?}");
+    assert_eq!(
+        (runtime[1].0.as_str(), runtime[1].1.as_str()),
+        ("deny", "sensitive_path")
+    );
+    assert_eq!(
+        runtime_writes(&fx, &fx.project, &[bin.to_str().unwrap()])[0],
+        ("deny".to_owned(), "read_only_root".to_owned())
+    );
+    let path_door = |op: &str, path: &str| {
+        let out = Command::cargo_bin("agent-guard")
+            .unwrap()
+            .args(["path", "--json", "--op", op, "--policy"])
+            .arg(&fx.policy)
+            .arg(path)
+            .current_dir(&fx.project)
+            .env("HOME", &fx.home)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["reasons"][0]["code"].as_str().unwrap_or("").to_owned()
+    };
+    assert_eq!(path_door("read", &deploy), "sensitive_path");
+    assert_eq!(path_door("read", &vimrc), "inside_root");
+    assert_eq!(path_door("write", bin.to_str().unwrap()), "read_only_root");
 }
