@@ -468,3 +468,46 @@ fn a_read_only_home_is_read_but_not_for_its_secrets_in_every_door() {
     assert_eq!(path_door("read", &vimrc), "inside_root");
     assert_eq!(path_door("write", bin.to_str().unwrap()), "read_only_root");
 }
+
+/// Every variable of fs-sandbox's `RELOCATIONS` moves its store through `agent-guard path`: a
+/// file with harmless content in the project is refused only while the variable names it.
+#[test]
+fn every_relocation_variable_moves_its_store_through_path() {
+    let fx = fixture();
+    for entry in fs_sandbox::RELOCATIONS {
+        let moved = fx
+            .project
+            .join(format!("moved-{}", entry.var.to_lowercase()));
+        let target = match entry.moves {
+            fs_sandbox::Moves::File | fs_sandbox::Moves::FileList => {
+                std::fs::write(&moved, "nothing to see\n").unwrap();
+                moved.clone()
+            }
+            fs_sandbox::Moves::Dir(names) => {
+                let name = names.first().unwrap();
+                let file = if *name == "**" {
+                    moved.join("any/file")
+                } else {
+                    moved.join(name)
+                };
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(&file, "nothing to see\n").unwrap();
+                file
+            }
+        };
+        let target = target.display().to_string();
+        let moved = moved.display().to_string();
+        assert_ne!(
+            path_code(&fx, &target, &[]),
+            "sensitive_path",
+            "{}",
+            entry.var
+        );
+        assert_eq!(
+            path_code(&fx, &target, &[(entry.var, moved.as_str())]),
+            "sensitive_path",
+            "{}",
+            entry.var
+        );
+    }
+}
