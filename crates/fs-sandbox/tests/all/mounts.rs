@@ -151,7 +151,7 @@ fn windows_onto_elsewhere_are_still_refused() {
         &["--bind", &s(&elsewhere.join("sub")), &s(&p("subbind"))],
     );
     run("mount", &["--bind", &s(&elsewhere), &s(&p("wholebind"))]);
-    run("mount", &["--bind", "/", &s(&p("rootbind"))]);
+    run("mount", &["--rbind", "/", &s(&p("rootbind"))]);
     // A tmpfs on a tmpfs: its parent is not the project's filesystem.
     run("mount", &["-t", "tmpfs", "tmpfs", &s(&p("target"))]);
     std::fs::create_dir(p("target/inner")).unwrap();
