@@ -841,9 +841,9 @@ enum Access {
     Write,
     /// Readers: an existing database only (migrated to the schema this build reads).
     Read,
-    /// The kill switch and ledger: create and migrate, but skip SQLite's integrity check,
-    /// whose cost grows with the log and would be paid by every one-shot hook process. The
-    /// schema check (cheap) runs at every open.
+    /// A guard's shared database ([`AuditDb`]), the kill switch and the ledger: create and
+    /// migrate, but skip SQLite's integrity check, whose cost grows with the log and would be
+    /// paid by every one-shot hook process. The schema check (cheap) runs at every open.
     Control,
 }
 
@@ -1219,22 +1219,29 @@ impl fmt::Debug for AuditDb {
 impl AuditDb {
     /// Opens the database at `target` (a SQLite path or a PostgreSQL URL) for writing, as
     /// [`AuditLog::open`] does. Must be called inside a tokio runtime.
+    ///
+    /// Unlike [`AuditLog::open`] it does not run SQLite's integrity check over the whole file:
+    /// a guard is built per hook call, and that check grows with the log (12 ms at 20,000
+    /// rows, on every tool call). SQLite still refuses any damaged page a call reads (the
+    /// schema, the last link, the session's ledger rows), the schema check runs at every open,
+    /// and `agent-guard audit --verify` checks the whole file.
     pub async fn open(target: impl AsRef<Path>) -> Result<AuditDb, Error> {
         let key = ChainKey::load_or_create(&ChainKey::default_path()?)?;
-        AuditDb::open_keyed(target, AuditOptions::default(), key).await
+        AuditDb::open_keyed(target, AuditOptions::default(), key, Access::Control).await
     }
 
     async fn open_keyed(
         target: impl AsRef<Path>,
         options: AuditOptions,
         key: ChainKey,
+        access: Access,
     ) -> Result<AuditDb, Error> {
         let target = AuditTarget::parse(target);
         let options = AuditOptions {
             write_timeout: lock_wait(options.write_timeout),
             ..options
         };
-        let db = Db::open(&target, Access::Write, &options, POOL_SIZE).await?;
+        let db = Db::open(&target, access, &options, POOL_SIZE).await?;
         // Not fatal: a role without UPDATE (a fleet's INSERT/SELECT grants) or a held lock
         // leaves the old rows unkeyed, which `verify` reports; the log itself still works.
         if let Err(err) = db.relink_legacy(&key).await {
@@ -1432,9 +1439,8 @@ impl AuditLog {
         options: AuditOptions,
         key: ChainKey,
     ) -> Result<AuditLog, Error> {
-        Ok(AuditLog::on(
-            &AuditDb::open_keyed(target, options, key).await?,
-        ))
+        let db = AuditDb::open_keyed(target, options, key, Access::Write).await?;
+        Ok(AuditLog::on(&db))
     }
 
     /// The log on a database already opened (and checked) by [`AuditDb::open`], sharing its
@@ -1735,6 +1741,10 @@ impl AuditReader {
 
     /// [`AuditReader::verify`] with `key`.
     pub async fn verify_with(&self, key: &ChainKey) -> Result<VerifyReport, Error> {
+        // The whole file's b-tree too: the guard's per-call opens do not check it.
+        if let Db::Sqlite(pool) = &self.db {
+            sqlite::quick_check(pool, &self.target).await?;
+        }
         let rows = self.query(&AuditQuery::default()).await?;
         Ok(verify_records(&rows, key))
     }

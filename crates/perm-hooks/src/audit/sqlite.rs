@@ -317,7 +317,7 @@ fn is_busy(e: &sqlx::Error) -> bool {
 }
 
 /// `PRAGMA quick_check`: the b-tree structure, without the (slow) index cross-check.
-async fn quick_check(pool: &SqlitePool, name: &str) -> Result<(), Error> {
+pub(super) async fn quick_check(pool: &SqlitePool, name: &str) -> Result<(), Error> {
     let report: Vec<String> = sqlx::query_scalar("PRAGMA quick_check")
         .fetch_all(pool)
         .await

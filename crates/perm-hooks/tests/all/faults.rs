@@ -233,6 +233,12 @@ async fn a_corrupt_sqlite_file_is_refused_at_open() {
     std::fs::write(&damaged, bytes).unwrap();
     let err = AuditLog::open(&damaged).await.unwrap_err();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    // A guard's per-call open skips the whole-file check (its cost grows with the log);
+    // `audit --verify` makes it.
+    let reader = perm_hooks::AuditReader::open(&damaged).await.unwrap();
+    let key = perm_hooks::ChainKey::from_bytes(&[7; 32]).unwrap();
+    let err = reader.verify_with(&key).await.unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 }
 
 #[tokio::test]
