@@ -548,7 +548,7 @@ pub(crate) struct Sensitive {
     trees: Sets<(usize, &'static str)>,
     /// The builder's home forms (as given, canonical).
     homes: Vec<PathBuf>,
-    except: OnFirstUse<Vec<Glob>, GlobSet>,
+    except: OnFirstUse<Vec<SetGlob>, FoldedSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
     /// Stores where the environment moved them (see `stores.rs`), physical paths.
@@ -565,14 +565,14 @@ pub(crate) struct Sensitive {
 /// hook call's compile time.
 #[derive(Debug)]
 struct Sets<M> {
-    absolute: OnFirstUse<Vec<Glob>, GlobSet>,
+    absolute: OnFirstUse<Vec<SetGlob>, FoldedSet>,
     absolute_meta: Vec<M>,
-    home: OnFirstUse<Vec<Glob>, GlobSet>,
+    home: OnFirstUse<Vec<SetGlob>, FoldedSet>,
     home_meta: Vec<M>,
 }
 
 impl<M: Copy> Sets<M> {
-    fn new(absolute: (Vec<Glob>, Vec<M>), home: (Vec<Glob>, Vec<M>)) -> Self {
+    fn new(absolute: (Vec<SetGlob>, Vec<M>), home: (Vec<SetGlob>, Vec<M>)) -> Self {
         Sets {
             absolute: OnFirstUse::new(absolute.0, build_set),
             absolute_meta: absolute.1,
@@ -583,19 +583,17 @@ impl<M: Copy> Sets<M> {
 
     /// What matches the absolute `candidate` and each home `rest`; `None` when a set it needed
     /// failed to compile (callers refuse the path).
-    fn hits(&self, candidate: &Candidate<'_>, rests: &[Candidate<'_>]) -> Option<Vec<M>> {
+    fn hits(&self, path: &Folded, rests: &[Folded]) -> Option<Vec<M>> {
         let absolute = self.absolute.get().ok()?;
         let mut hits: Vec<M> = absolute
-            .matches_candidate(candidate)
-            .into_iter()
+            .matches(path)
             .filter_map(|hit| self.absolute_meta.get(hit).copied())
             .collect();
         if !rests.is_empty() {
             let home = self.home.get().ok()?;
             for rest in rests {
                 hits.extend(
-                    home.matches_candidate(rest)
-                        .into_iter()
+                    home.matches(rest)
                         .filter_map(|hit| self.home_meta.get(hit).copied()),
                 );
             }
@@ -612,14 +610,65 @@ type AnchoredForm = (String, String, &'static str);
 pub(crate) const UNCOMPILED: &str =
     "any path while the sensitive-path table cannot be compiled (fix the policy's patterns)";
 
-fn build_set(globs: &Vec<Glob>) -> Result<GlobSet, SandboxError> {
+/// One glob of a sensitive set as it is compiled (see [`glob_of`]).
+#[derive(Debug, Clone)]
+struct SetGlob {
+    glob: Glob,
+    /// `/**/x` was compiled as `**/x` (globset's basename, extension and suffix strategies
+    /// only see the latter): the same matches on an absolute path, none on a relative one.
+    absolute_only: bool,
+}
+
+/// A compiled set of [`SetGlob`]s, matched against [`Folded`] paths.
+#[derive(Debug)]
+struct FoldedSet {
+    set: GlobSet,
+    absolute_only: Vec<bool>,
+}
+
+impl FoldedSet {
+    /// The indexes of the globs `path` matches, in order.
+    fn matches<'a>(&'a self, path: &Folded) -> impl Iterator<Item = usize> + 'a {
+        let rooted = path.rooted;
+        self.set
+            .matches_candidate(&Candidate::new(&path.lower))
+            .into_iter()
+            .filter(move |&hit| rooted || !self.absolute_only.get(hit).copied().unwrap_or(true))
+    }
+}
+
+/// A path as the sensitive sets read it: ASCII letters lowercased (globset's own case
+/// folding is ASCII-only too: its regexes are `(?-u)(?i)`), other bytes as they are.
+#[derive(Debug)]
+struct Folded {
+    lower: PathBuf,
+    /// Whether the path starts with `/` (see [`SetGlob::absolute_only`]).
+    rooted: bool,
+}
+
+impl Folded {
+    fn new(path: &Path) -> Self {
+        use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+        let bytes = path.as_os_str().as_bytes();
+        Folded {
+            lower: PathBuf::from(std::ffi::OsString::from_vec(bytes.to_ascii_lowercase())),
+            rooted: bytes.first() == Some(&b'/'),
+        }
+    }
+}
+
+fn build_set(globs: &Vec<SetGlob>) -> Result<FoldedSet, SandboxError> {
     let mut set = GlobSetBuilder::new();
     for glob in globs {
-        set.add(glob.clone());
+        set.add(glob.glob.clone());
     }
-    set.build().map_err(|err| SandboxError::BadPattern {
+    let set = set.build().map_err(|err| SandboxError::BadPattern {
         pattern: "sensitive".to_owned(),
         message: err.to_string(),
+    })?;
+    Ok(FoldedSet {
+        set,
+        absolute_only: globs.iter().map(|g| g.absolute_only).collect(),
     })
 }
 
@@ -654,7 +703,9 @@ impl Part {
             return Ok(Part::Any);
         }
         if component.contains(['*', '?', '[', '{', '\\']) {
-            return Ok(Part::Glob(glob_of(pattern, component)?.compile_matcher()));
+            return Ok(Part::Glob(
+                insensitive_glob(pattern, component)?.compile_matcher(),
+            ));
         }
         Ok(Part::Literal(component.to_owned()))
     }
@@ -862,8 +913,8 @@ impl Sensitive {
         }
         // One candidate (basename, extension) shared by the absolute sets, one per home the
         // path is below for the home sets.
-        let candidate = Candidate::new(absolute);
-        let rests: Vec<Candidate<'_>> = self.home_rests(absolute).map(Candidate::new).collect();
+        let candidate = Folded::new(absolute);
+        let rests: Vec<Folded> = self.home_rests(absolute).map(Folded::new).collect();
         // The first table entry that matches names the path, whichever set holds it.
         let Some(tree_hits) = self.trees.hits(&candidate, &rests) else {
             return Some(UNCOMPILED);
@@ -887,7 +938,7 @@ impl Sensitive {
         let excepted = self
             .except
             .get()
-            .is_ok_and(|except| except.is_match_candidate(&candidate));
+            .is_ok_and(|except| except.matches(&candidate).next().is_some());
         if hits.is_empty() || excepted {
             return None;
         }
@@ -1107,7 +1158,48 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
 /// Sensitive globs ignore ASCII case: on a case-insensitive filesystem (macOS, Windows, a
 /// `casefold` ext4 directory) `.ENV` and `.SSH/ID_RSA` open the secrets themselves, and on any
 /// other a file so named is as likely to hold one.
-fn glob_of(pattern: &str, form: &str) -> Result<globset::Glob, SandboxError> {
+///
+/// globset compiles every case-insensitive glob into one regex set, a few hundred globs that
+/// every process paid for on its first file check; a case-sensitive glob of a simple shape
+/// is a hash or literal lookup instead. So the case is folded here: the form is lowercased
+/// and matched against the lowercased path ([`Folded`]), which is what `(?-u)(?i)` does to a
+/// literal, `?`, `*` and `**`. Kept case-insensitive (a regex either way), matched against
+/// the same lowercased path, which a case-insensitive glob cannot tell from the original:
+/// a class (`[Z-a]` lowercased is no range, `[0-Z]` lowercased takes in `[\]^_`), and a form
+/// ending in `.`, which could match a final `..` that globset's basename and extension
+/// strategies never see. `tests::folded_sets_answer_as_case_insensitive_globsets` holds the
+/// two constructions to the same matches.
+fn glob_of(pattern: &str, form: &str) -> Result<SetGlob, SandboxError> {
+    // Parsed as written first: a bad pattern is the same error as it always was.
+    let insensitive = insensitive_glob(pattern, form)?;
+    if form.contains('[') || form.ends_with('.') {
+        return Ok(SetGlob {
+            glob: insensitive,
+            absolute_only: false,
+        });
+    }
+    // `/**/x` only as `**/x` reaches globset's cheap strategies; the same on absolute paths
+    // unless `x` could itself start a path (`**`, an alternation).
+    let (form, absolute_only) = match form.strip_prefix("/**/") {
+        Some(rest) if !rest.contains("**") && !rest.contains('{') => (format!("**/{rest}"), true),
+        _ => (form.to_owned(), false),
+    };
+    let glob = GlobBuilder::new(&form.to_ascii_lowercase())
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|err| SandboxError::BadPattern {
+            pattern: pattern.to_owned(),
+            message: err.kind().to_string(),
+        })?;
+    Ok(SetGlob {
+        glob,
+        absolute_only,
+    })
+}
+
+/// The glob `form` as written, ASCII case ignored.
+fn insensitive_glob(pattern: &str, form: &str) -> Result<Glob, SandboxError> {
     GlobBuilder::new(form)
         .case_insensitive(true)
         .literal_separator(true)
