@@ -26,6 +26,12 @@ impl<I, T> OnFirstUse<I, T> {
         }
     }
 
+    /// What the value is compiled from.
+    #[cfg(test)]
+    pub(crate) fn input(&self) -> &I {
+        &self.input
+    }
+
     /// Whether the value has been compiled (successfully or not).
     pub(crate) fn is_compiled(&self) -> bool {
         self.cell.get().is_some()

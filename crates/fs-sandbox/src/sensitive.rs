@@ -617,6 +617,9 @@ struct SetGlob {
     /// `/**/x` was compiled as `**/x` (globset's basename, extension and suffix strategies
     /// only see the latter): the same matches on an absolute path, none on a relative one.
     absolute_only: bool,
+    /// The form as written, for the test that holds this to the case-insensitive glob.
+    #[cfg(test)]
+    form: String,
 }
 
 /// A compiled set of [`SetGlob`]s, matched against [`Folded`] paths.
@@ -1176,15 +1179,17 @@ fn glob_of(pattern: &str, form: &str) -> Result<SetGlob, SandboxError> {
         return Ok(SetGlob {
             glob: insensitive,
             absolute_only: false,
+            #[cfg(test)]
+            form: form.to_owned(),
         });
     }
     // `/**/x` only as `**/x` reaches globset's cheap strategies; the same on absolute paths
     // unless `x` could itself start a path (`**`, an alternation).
-    let (form, absolute_only) = match form.strip_prefix("/**/") {
+    let (folded, absolute_only) = match form.strip_prefix("/**/") {
         Some(rest) if !rest.contains("**") && !rest.contains('{') => (format!("**/{rest}"), true),
         _ => (form.to_owned(), false),
     };
-    let glob = GlobBuilder::new(&form.to_ascii_lowercase())
+    let glob = GlobBuilder::new(&folded.to_ascii_lowercase())
         .literal_separator(true)
         .backslash_escape(true)
         .build()
@@ -1195,6 +1200,8 @@ fn glob_of(pattern: &str, form: &str) -> Result<SetGlob, SandboxError> {
     Ok(SetGlob {
         glob,
         absolute_only,
+        #[cfg(test)]
+        form: form.to_owned(),
     })
 }
 
@@ -1623,5 +1630,148 @@ mod tests {
         // HOME=/ (some containers): `~/.ssh/**` is `/.ssh/**`, not `//.ssh/**`.
         let root_home = Sensitive::compile(&[], &home_forms(Some(Path::new("/")))).unwrap();
         assert!(root_home.matching(Path::new("/.ssh/id_rsa")).is_some());
+    }
+
+    /// Paths made of the table's own pieces (components of every form, `*` filled in),
+    /// other accounts' homes, relative paths, `.`/`..`, non-ASCII case partners of ASCII
+    /// letters (the Kelvin sign, the long s: globset's folding is ASCII-only) and random case.
+    fn generated_path() -> impl proptest::strategy::Strategy<Value = PathBuf> {
+        use proptest::prelude::*;
+        let mut pieces: Vec<String> = Vec::new();
+        let patterns = DEFAULT_SENSITIVE
+            .iter()
+            .map(|e| e.pattern)
+            .chain(NOT_SENSITIVE.iter().copied());
+        for pattern in patterns {
+            for component in pattern.split('/').filter(|c| !c.is_empty()) {
+                for fill in ["", "x", "prod", "1"] {
+                    let piece = component.replace("**", fill).replace('*', fill);
+                    if !pieces.contains(&piece) {
+                        pieces.push(piece);
+                    }
+                }
+            }
+        }
+        for extra in [
+            "",
+            ".",
+            "..",
+            "x",
+            "home",
+            "u",
+            "root",
+            "Users",
+            "bob",
+            "p",
+            "\u{212a}ey",
+            ".\u{17f}sh",
+            "caf\u{e9}.env",
+            "a\nb",
+            "id_rsa.pub",
+            ".env.example.bak",
+        ] {
+            pieces.push(extra.to_owned());
+        }
+        let prefixes = [
+            "/",
+            "/home/u/",
+            "/root/",
+            "/Users/Bob/",
+            "/HOME/x/",
+            "",
+            "./",
+            "//",
+        ];
+        (
+            prop::collection::vec(0..pieces.len(), 1..7),
+            0..prefixes.len(),
+            any::<u64>(),
+            any::<bool>(),
+        )
+            .prop_map(move |(picks, prefix, case, slash)| {
+                let mut path = prefixes.get(prefix).copied().unwrap_or("/").to_owned();
+                let joined: Vec<&str> = picks
+                    .iter()
+                    .filter_map(|&i| pieces.get(i).map(String::as_str))
+                    .collect();
+                path.push_str(&joined.join("/"));
+                if slash {
+                    path.push('/');
+                }
+                let cased: String = path
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if case >> (i % 64) & 1 == 1 {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                PathBuf::from(cased)
+            })
+    }
+
+    /// Each set of the table compiled the old way: one case-insensitive globset of the forms
+    /// as written, matched against the path as it is.
+    fn insensitive_set(globs: &[SetGlob]) -> GlobSet {
+        let mut set = GlobSetBuilder::new();
+        for g in globs {
+            set.add(insensitive_glob("test", &g.form).unwrap());
+        }
+        set.build().unwrap()
+    }
+
+    #[test]
+    fn folded_sets_answer_as_case_insensitive_globsets() {
+        use proptest::test_runner::{Config, TestCaseError, TestRunner};
+        // Policy patterns with every shape the table lacks: classes (ranges across the case
+        // boundary), alternations, escapes, a leading `**`, a trailing dot.
+        let extra: Vec<String> = [
+            "[A-Z]*.Secret",
+            "[Z-a]x",
+            "[0-Z]y",
+            "cred{s,entials}.TXT",
+            "\\Ke\\y",
+            "**/tok",
+            "Dir/**",
+            "x.",
+            "*.",
+            "~/.Tool/[a-c]*",
+            "/Srv/{A,b}/**",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let homes = [PathBuf::from("/home/u"), PathBuf::from("/Home/U")];
+        let t = Sensitive::compile(&extra, &homes).unwrap();
+        let sets: Vec<(GlobSet, FoldedSet)> = [
+            t.files.absolute.input(),
+            t.files.home.input(),
+            t.trees.absolute.input(),
+            t.trees.home.input(),
+            t.except.input(),
+        ]
+        .into_iter()
+        .map(|globs| (insensitive_set(globs), build_set(globs).unwrap()))
+        .collect();
+        let mut runner = TestRunner::new(Config::with_cases(20_000));
+        runner
+            .run(&generated_path(), |path| {
+                let folded = Folded::new(&path);
+                for (old, new) in &sets {
+                    let want = old.matches(&path);
+                    let got: Vec<usize> = new.matches(&folded).collect();
+                    if want != got {
+                        return Err(TestCaseError::fail(format!(
+                            "{:?}: case-insensitive {want:?}, folded {got:?}",
+                            path
+                        )));
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 }
