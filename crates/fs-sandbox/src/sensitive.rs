@@ -1173,33 +1173,33 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
 /// strategies never see. `tests::folded_sets_answer_as_case_insensitive_globsets` holds the
 /// two constructions to the same matches.
 fn glob_of(pattern: &str, form: &str) -> Result<SetGlob, SandboxError> {
-    // Parsed as written first: a bad pattern is the same error as it always was.
-    let insensitive = insensitive_glob(pattern, form)?;
-    if form.contains('[') || form.ends_with('.') {
-        return Ok(SetGlob {
-            glob: insensitive,
-            absolute_only: false,
-            #[cfg(test)]
-            form: form.to_owned(),
-        });
+    if !form.contains('[') && !form.ends_with('.') {
+        // `/**/x` only as `**/x` reaches globset's cheap strategies; the same on absolute
+        // paths unless `x` could itself start a path (`**`, an alternation).
+        let (folded, absolute_only) = match form.strip_prefix("/**/") {
+            Some(rest) if !rest.contains("**") && !rest.contains('{') => {
+                (format!("**/{rest}"), true)
+            }
+            _ => (form.to_owned(), false),
+        };
+        // Letter case is no glob syntax outside a class: this parses exactly when the form
+        // as written does. A form that does not is parsed as written below, for its error.
+        if let Ok(glob) = GlobBuilder::new(&folded.to_ascii_lowercase())
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+        {
+            return Ok(SetGlob {
+                glob,
+                absolute_only,
+                #[cfg(test)]
+                form: form.to_owned(),
+            });
+        }
     }
-    // `/**/x` only as `**/x` reaches globset's cheap strategies; the same on absolute paths
-    // unless `x` could itself start a path (`**`, an alternation).
-    let (folded, absolute_only) = match form.strip_prefix("/**/") {
-        Some(rest) if !rest.contains("**") && !rest.contains('{') => (format!("**/{rest}"), true),
-        _ => (form.to_owned(), false),
-    };
-    let glob = GlobBuilder::new(&folded.to_ascii_lowercase())
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|err| SandboxError::BadPattern {
-            pattern: pattern.to_owned(),
-            message: err.kind().to_string(),
-        })?;
     Ok(SetGlob {
-        glob,
-        absolute_only,
+        glob: insensitive_glob(pattern, form)?,
+        absolute_only: false,
         #[cfg(test)]
         form: form.to_owned(),
     })
