@@ -548,7 +548,7 @@ pub(crate) struct Sensitive {
     trees: Sets<(usize, &'static str)>,
     /// The builder's home forms (as given, canonical).
     homes: Vec<PathBuf>,
-    except: OnFirstUse<Vec<SetGlob>, FoldedSet>,
+    except: OnFirstUse<Vec<SetForm>, FoldedSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
     /// Stores where the environment moved them (see `stores.rs`), physical paths.
@@ -565,14 +565,14 @@ pub(crate) struct Sensitive {
 /// hook call's compile time.
 #[derive(Debug)]
 struct Sets<M> {
-    absolute: OnFirstUse<Vec<SetGlob>, FoldedSet>,
+    absolute: OnFirstUse<Vec<SetForm>, FoldedSet>,
     absolute_meta: Vec<M>,
-    home: OnFirstUse<Vec<SetGlob>, FoldedSet>,
+    home: OnFirstUse<Vec<SetForm>, FoldedSet>,
     home_meta: Vec<M>,
 }
 
 impl<M: Copy> Sets<M> {
-    fn new(absolute: (Vec<SetGlob>, Vec<M>), home: (Vec<SetGlob>, Vec<M>)) -> Self {
+    fn new(absolute: (Vec<SetForm>, Vec<M>), home: (Vec<SetForm>, Vec<M>)) -> Self {
         Sets {
             absolute: OnFirstUse::new(absolute.0, build_set),
             absolute_meta: absolute.1,
@@ -587,6 +587,7 @@ impl<M: Copy> Sets<M> {
         let absolute = self.absolute.get().ok()?;
         let mut hits: Vec<M> = absolute
             .matches(path)
+            .into_iter()
             .filter_map(|hit| self.absolute_meta.get(hit).copied())
             .collect();
         if !rests.is_empty() {
@@ -594,6 +595,7 @@ impl<M: Copy> Sets<M> {
             for rest in rests {
                 hits.extend(
                     home.matches(rest)
+                        .into_iter()
                         .filter_map(|hit| self.home_meta.get(hit).copied()),
                 );
             }
@@ -610,34 +612,100 @@ type AnchoredForm = (String, String, &'static str);
 pub(crate) const UNCOMPILED: &str =
     "any path while the sensitive-path table cannot be compiled (fix the policy's patterns)";
 
-/// One glob of a sensitive set as it is compiled (see [`glob_of`]).
-#[derive(Debug, Clone)]
-struct SetGlob {
-    glob: Glob,
-    /// `/**/x` was compiled as `**/x` (globset's basename, extension and suffix strategies
-    /// only see the latter): the same matches on an absolute path, none on a relative one.
-    absolute_only: bool,
-    /// The form as written, for the test that holds this to the case-insensitive glob.
-    #[cfg(test)]
-    form: String,
-}
+/// One glob of a sensitive set: the table pattern it came from (for errors), the form.
+type SetForm = (String, String);
 
-/// A compiled set of [`SetGlob`]s, matched against [`Folded`] paths.
-#[derive(Debug)]
+/// A compiled sensitive set, matched against [`Folded`] paths. The forms of the simple shapes
+/// (most of the table) are looked up by hand, exactly as their regexes read, without a glob
+/// parse; the rest go to globset, case folded (see [`glob_of`]).
+#[derive(Debug, Default)]
 struct FoldedSet {
-    set: GlobSet,
-    absolute_only: Vec<bool>,
+    /// A form without glob syntax (`/etc/shadow`, `.docker/config.json`): the whole path.
+    literal: HashMap<Vec<u8>, Vec<usize>>,
+    /// `/**/name`: a rooted path whose last component is `name`.
+    name: HashMap<Vec<u8>, Vec<usize>>,
+    /// `/**/*.ext` (`ext` without a dot): a rooted path whose last component ends in `.ext`,
+    /// keyed by `.ext`.
+    ext: HashMap<Vec<u8>, Vec<usize>>,
+    /// `dir/**`: a path that starts with `dir/`.
+    prefix: Vec<(Vec<u8>, usize)>,
+    /// Every other form, the index of each, and whether it may match only a rooted path.
+    globs: GlobSet,
+    glob_index: Vec<(usize, bool)>,
 }
 
 impl FoldedSet {
-    /// The indexes of the globs `path` matches, in order.
-    fn matches<'a>(&'a self, path: &Folded) -> impl Iterator<Item = usize> + 'a {
-        let rooted = path.rooted;
-        self.set
-            .matches_candidate(&Candidate::new(&path.lower))
-            .into_iter()
-            .filter(move |&hit| rooted || !self.absolute_only.get(hit).copied().unwrap_or(true))
+    /// The indexes of the forms `path` matches, in order.
+    fn matches(&self, path: &Folded) -> Vec<usize> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let bytes = path.lower.as_os_str().as_bytes();
+        let mut hits: Vec<usize> = Vec::new();
+        if let Some(found) = self.literal.get(bytes) {
+            hits.extend(found);
+        }
+        if path.rooted {
+            let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+            if let Some(found) = self.name.get(last) {
+                hits.extend(found);
+            }
+            if let Some(found) = memchr::memrchr(b'.', last)
+                .and_then(|dot| last.get(dot..))
+                .and_then(|ext| self.ext.get(ext))
+            {
+                hits.extend(found);
+            }
+        }
+        hits.extend(
+            self.prefix
+                .iter()
+                .filter(|(prefix, _)| bytes.starts_with(prefix))
+                .map(|(_, index)| *index),
+        );
+        if !self.glob_index.is_empty() {
+            hits.extend(
+                self.globs
+                    .matches_candidate(&Candidate::new(&path.lower))
+                    .into_iter()
+                    .filter_map(|hit| self.glob_index.get(hit))
+                    .filter(|(_, absolute_only)| path.rooted || !absolute_only)
+                    .map(|(index, _)| *index),
+            );
+        }
+        hits.sort_unstable();
+        hits
     }
+}
+
+/// The shapes [`FoldedSet`] matches by hand.
+enum Shape {
+    Literal(Vec<u8>),
+    Name(Vec<u8>),
+    Ext(Vec<u8>),
+    Prefix(Vec<u8>),
+}
+
+/// The hand-matched shape of `form`, folded, if it has one: the parts are plain text (no glob
+/// syntax, not empty), and the rooted `/**/` forms name only a last component.
+fn shape(form: &str) -> Option<Shape> {
+    let plain =
+        |text: &str| !text.is_empty() && !text.contains(['*', '?', '[', ']', '{', '}', '\\']);
+    let lower = |text: &str| text.to_ascii_lowercase().into_bytes();
+    if plain(form) {
+        return Some(Shape::Literal(lower(form)));
+    }
+    if let Some(last) = form.strip_prefix("/**/").filter(|last| !last.contains('/')) {
+        if plain(last) {
+            return Some(Shape::Name(lower(last)));
+        }
+        if let Some(ext) = last
+            .strip_prefix("*.")
+            .filter(|ext| plain(ext) && !ext.contains('.'))
+        {
+            return Some(Shape::Ext(lower(&format!(".{ext}"))));
+        }
+    }
+    let dir = form.strip_suffix("/**").filter(|dir| plain(dir))?;
+    Some(Shape::Prefix(lower(&format!("{dir}/"))))
 }
 
 /// A path as the sensitive sets read it: ASCII letters lowercased (globset's own case
@@ -645,7 +713,7 @@ impl FoldedSet {
 #[derive(Debug)]
 struct Folded {
     lower: PathBuf,
-    /// Whether the path starts with `/` (see [`SetGlob::absolute_only`]).
+    /// Whether the path starts with `/`: a `/**/` form matches no other.
     rooted: bool,
 }
 
@@ -660,19 +728,31 @@ impl Folded {
     }
 }
 
-fn build_set(globs: &Vec<SetGlob>) -> Result<FoldedSet, SandboxError> {
-    let mut set = GlobSetBuilder::new();
-    for glob in globs {
-        set.add(glob.glob.clone());
+#[allow(
+    clippy::ptr_arg,
+    reason = "an `OnFirstUse` compile function takes `&I`"
+)]
+fn build_set(forms: &Vec<SetForm>) -> Result<FoldedSet, SandboxError> {
+    let mut compiled = FoldedSet::default();
+    let mut globs = GlobSetBuilder::new();
+    for (index, (pattern, form)) in forms.iter().enumerate() {
+        match shape(form) {
+            Some(Shape::Literal(key)) => compiled.literal.entry(key).or_default().push(index),
+            Some(Shape::Name(key)) => compiled.name.entry(key).or_default().push(index),
+            Some(Shape::Ext(key)) => compiled.ext.entry(key).or_default().push(index),
+            Some(Shape::Prefix(prefix)) => compiled.prefix.push((prefix, index)),
+            None => {
+                let (glob, absolute_only) = glob_of(pattern, form)?;
+                globs.add(glob);
+                compiled.glob_index.push((index, absolute_only));
+            }
+        }
     }
-    let set = set.build().map_err(|err| SandboxError::BadPattern {
+    compiled.globs = globs.build().map_err(|err| SandboxError::BadPattern {
         pattern: "sensitive".to_owned(),
         message: err.to_string(),
     })?;
-    Ok(FoldedSet {
-        set,
-        absolute_only: globs.iter().map(|g| g.absolute_only).collect(),
-    })
+    Ok(compiled)
 }
 
 fn build_anchored(
@@ -743,8 +823,9 @@ impl Sensitive {
         Ok(())
     }
 
-    /// Reads the default table plus `extra` policy patterns against the home forms: every glob
-    /// is parsed here (a bad pattern is an error now), each set compiles on first use.
+    /// Reads the default table plus `extra` policy patterns against the home forms: every
+    /// policy glob is parsed here (a bad pattern is an error now), each set compiles on first
+    /// use.
     #[cfg(test)]
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
         Self::compile_located(extra, homes, Vec::new())
@@ -756,7 +837,7 @@ impl Sensitive {
         homes: &[PathBuf],
         located: Vec<Located>,
     ) -> Result<Self, SandboxError> {
-        // (globs, metas) for the absolute and the home-relative sets of each kind.
+        // (forms, metas) for the absolute and the home-relative sets of each kind.
         let mut files = (Vec::new(), Vec::new());
         let mut trees = (Vec::new(), Vec::new());
         let mut home_files = (Vec::new(), Vec::new());
@@ -784,21 +865,30 @@ impl Sensitive {
                 None => (forms, &mut trees, &mut files),
             };
             for form in forms {
-                if let Some(base) = form.strip_suffix("/**") {
-                    for glob in [base, form.as_str()] {
-                        trees.0.push(glob_of(pattern, glob)?);
-                        trees.1.push((order, what));
+                // The policy's globs are parsed now (a bad one is an error, not a set that
+                // fails on first use); the default table's by its tests. Each set is built
+                // from the forms as text on first use.
+                if order >= DEFAULT_SENSITIVE.len() {
+                    glob_of(pattern, &form)?;
+                    if let Some(base) = form.strip_suffix("/**") {
+                        glob_of(pattern, base)?;
                     }
+                }
+                if let Some(base) = form.strip_suffix("/**") {
+                    trees.0.push((pattern.to_owned(), base.to_owned()));
+                    trees.1.push((order, what));
+                    trees.0.push((pattern.to_owned(), form.clone()));
+                    trees.1.push((order, what));
                 } else {
-                    files.0.push(glob_of(pattern, &form)?);
+                    files.0.push((pattern.to_owned(), form));
                     files.1.push((order, what, when));
                 }
             }
         }
         let except = NOT_SENSITIVE
             .iter()
-            .map(|pattern| glob_of(pattern, &format!("/**/{pattern}")))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|pattern| ((*pattern).to_owned(), format!("/**/{pattern}")))
+            .collect();
         Ok(Sensitive {
             files: Sets::new(files, home_files),
             trees: Sets::new(trees, home_trees),
@@ -941,7 +1031,7 @@ impl Sensitive {
         let excepted = self
             .except
             .get()
-            .is_ok_and(|except| except.matches(&candidate).next().is_some());
+            .is_ok_and(|except| !except.matches(&candidate).is_empty());
         if hits.is_empty() || excepted {
             return None;
         }
@@ -1172,7 +1262,7 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
 /// ending in `.`, which could match a final `..` that globset's basename and extension
 /// strategies never see. `tests::folded_sets_answer_as_case_insensitive_globsets` holds the
 /// two constructions to the same matches.
-fn glob_of(pattern: &str, form: &str) -> Result<SetGlob, SandboxError> {
+fn glob_of(pattern: &str, form: &str) -> Result<(Glob, bool), SandboxError> {
     if !form.contains('[') && !form.ends_with('.') {
         // `/**/x` only as `**/x` reaches globset's cheap strategies; the same on absolute
         // paths unless `x` could itself start a path (`**`, an alternation).
@@ -1189,20 +1279,10 @@ fn glob_of(pattern: &str, form: &str) -> Result<SetGlob, SandboxError> {
             .backslash_escape(true)
             .build()
         {
-            return Ok(SetGlob {
-                glob,
-                absolute_only,
-                #[cfg(test)]
-                form: form.to_owned(),
-            });
+            return Ok((glob, absolute_only));
         }
     }
-    Ok(SetGlob {
-        glob: insensitive_glob(pattern, form)?,
-        absolute_only: false,
-        #[cfg(test)]
-        form: form.to_owned(),
-    })
+    Ok((insensitive_glob(pattern, form)?, false))
 }
 
 /// The glob `form` as written, ASCII case ignored.
@@ -1715,10 +1795,10 @@ mod tests {
 
     /// Each set of the table compiled the old way: one case-insensitive globset of the forms
     /// as written, matched against the path as it is.
-    fn insensitive_set(globs: &[SetGlob]) -> GlobSet {
+    fn insensitive_set(forms: &[SetForm]) -> GlobSet {
         let mut set = GlobSetBuilder::new();
-        for g in globs {
-            set.add(insensitive_glob("test", &g.form).unwrap());
+        for (pattern, form) in forms {
+            set.add(insensitive_glob(pattern, form).unwrap());
         }
         set.build().unwrap()
     }
@@ -1762,7 +1842,7 @@ mod tests {
                 let folded = Folded::new(&path);
                 for (old, new) in &sets {
                     let want = old.matches(&path);
-                    let got: Vec<usize> = new.matches(&folded).collect();
+                    let got = new.matches(&folded);
                     if want != got {
                         return Err(TestCaseError::fail(format!(
                             "{:?}: case-insensitive {want:?}, folded {got:?}",
