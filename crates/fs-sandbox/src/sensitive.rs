@@ -621,12 +621,12 @@ type SetForm = (String, String);
 #[derive(Debug, Default)]
 struct FoldedSet {
     /// A form without glob syntax (`/etc/shadow`, `.docker/config.json`): the whole path.
-    literal: HashMap<Vec<u8>, Vec<usize>>,
+    literal: ShapeMap,
     /// `/**/name`: a rooted path whose last component is `name`.
-    name: HashMap<Vec<u8>, Vec<usize>>,
+    name: ShapeMap,
     /// `/**/*.ext` (`ext` without a dot): a rooted path whose last component ends in `.ext`,
     /// keyed by `.ext`.
-    ext: HashMap<Vec<u8>, Vec<usize>>,
+    ext: ShapeMap,
     /// `dir/**`: a path that starts with `dir/`.
     prefix: Vec<(Vec<u8>, usize)>,
     /// Every other form, the index of each, and whether it may match only a rooted path.
@@ -673,6 +673,31 @@ impl FoldedSet {
         }
         hits.sort_unstable();
         hits
+    }
+}
+
+/// Form indexes by folded text. The keys are the table's, and a path is only looked up, so
+/// a path cannot crowd a bucket: FNV-1a instead of SipHash, which was a sixth of a check.
+type ShapeMap = HashMap<Vec<u8>, Vec<usize>, std::hash::BuildHasherDefault<Fnv>>;
+
+/// FNV-1a, 64 bits.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
