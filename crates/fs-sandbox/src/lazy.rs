@@ -1,10 +1,11 @@
 //! Tables compiled on first use.
 //!
-//! Compiling the sensitive and protected glob sets (a few hundred globs into regexes) is most of
-//! what building a [`Sandbox`](crate::Sandbox) costs, and a short-lived process (one hook call,
-//! `agent-guard exec -- true`) often judges no path at all. The builder therefore validates every
-//! pattern (cheap: each glob is parsed, nothing is compiled), so a bad policy is still a typed
-//! error at build time, and the sets are compiled when the first path is judged.
+//! Compiling the sensitive and protected glob sets is most of what building a
+//! [`Sandbox`](crate::Sandbox) costs, and a short-lived process (one hook call,
+//! `agent-guard exec -- true`) often judges no path at all. The builder therefore validates the
+//! policy's own patterns (cheap: each glob is parsed, nothing is compiled; the default tables are
+//! parsed by their tests), so a bad policy is still a typed error at build time, and the sets are
+//! compiled when the first path is judged.
 
 use std::sync::OnceLock;
 
