@@ -585,19 +585,12 @@ impl<M: Copy> Sets<M> {
     /// failed to compile (callers refuse the path).
     fn hits(&self, path: &Folded, rests: &[Folded]) -> Option<Vec<M>> {
         let absolute = self.absolute.get().ok()?;
-        let mut hits: Vec<M> = absolute
-            .matches(path)
-            .into_iter()
-            .filter_map(|hit| self.absolute_meta.get(hit).copied())
-            .collect();
+        let mut hits: Vec<M> = Vec::new();
+        absolute.each_match(path, |hit| hits.extend(self.absolute_meta.get(hit)));
         if !rests.is_empty() {
             let home = self.home.get().ok()?;
             for rest in rests {
-                hits.extend(
-                    home.matches(rest)
-                        .into_iter()
-                        .filter_map(|hit| self.home_meta.get(hit).copied()),
-                );
+                home.each_match(rest, |hit| hits.extend(self.home_meta.get(hit)));
             }
         }
         Some(hits)
@@ -635,44 +628,38 @@ struct FoldedSet {
 }
 
 impl FoldedSet {
-    /// The indexes of the forms `path` matches, in order.
-    fn matches(&self, path: &Folded) -> Vec<usize> {
+    /// Calls `hit` with the index of each form `path` matches, in no order (callers order
+    /// the hits by table entry).
+    fn each_match(&self, path: &Folded, mut hit: impl FnMut(usize)) {
         use std::os::unix::ffi::OsStrExt as _;
         let bytes = path.lower.as_os_str().as_bytes();
-        let mut hits: Vec<usize> = Vec::new();
-        if let Some(found) = self.literal.get(bytes) {
-            hits.extend(found);
-        }
+        let mut found = |indexes: Option<&Vec<usize>>| {
+            indexes.into_iter().flatten().for_each(|&index| hit(index));
+        };
+        found(self.literal.get(bytes));
         if path.rooted {
             let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
-            if let Some(found) = self.name.get(last) {
-                hits.extend(found);
-            }
-            if let Some(found) = memchr::memrchr(b'.', last)
-                .and_then(|dot| last.get(dot..))
-                .and_then(|ext| self.ext.get(ext))
-            {
-                hits.extend(found);
-            }
-        }
-        hits.extend(
-            self.prefix
-                .iter()
-                .filter(|(prefix, _)| bytes.starts_with(prefix))
-                .map(|(_, index)| *index),
-        );
-        if !self.glob_index.is_empty() {
-            hits.extend(
-                self.globs
-                    .matches_candidate(&Candidate::new(&path.lower))
-                    .into_iter()
-                    .filter_map(|hit| self.glob_index.get(hit))
-                    .filter(|(_, absolute_only)| path.rooted || !absolute_only)
-                    .map(|(index, _)| *index),
+            found(self.name.get(last));
+            found(
+                memchr::memrchr(b'.', last)
+                    .and_then(|dot| last.get(dot..))
+                    .and_then(|ext| self.ext.get(ext)),
             );
         }
-        hits.sort_unstable();
-        hits
+        for (prefix, index) in &self.prefix {
+            if bytes.starts_with(prefix) {
+                hit(*index);
+            }
+        }
+        if !self.glob_index.is_empty() {
+            for matched in self.globs.matches_candidate(&Candidate::new(&path.lower)) {
+                if let Some((index, absolute_only)) = self.glob_index.get(matched)
+                    && (path.rooted || !absolute_only)
+                {
+                    hit(*index);
+                }
+            }
+        }
     }
 }
 
@@ -1053,10 +1040,11 @@ impl Sensitive {
             return Some(UNCOMPILED);
         };
         // An exception set that failed to compile excepts nothing (fail closed).
-        let excepted = self
-            .except
-            .get()
-            .is_ok_and(|except| !except.matches(&candidate).is_empty());
+        let excepted = self.except.get().is_ok_and(|except| {
+            let mut any = false;
+            except.each_match(&candidate, |_| any = true);
+            any
+        });
         if hits.is_empty() || excepted {
             return None;
         }
@@ -1867,7 +1855,9 @@ mod tests {
                 let folded = Folded::new(&path);
                 for (old, new) in &sets {
                     let want = old.matches(&path);
-                    let got = new.matches(&folded);
+                    let mut got = Vec::new();
+                    new.each_match(&folded, |index| got.push(index));
+                    got.sort_unstable();
                     if want != got {
                         return Err(TestCaseError::fail(format!(
                             "{:?}: case-insensitive {want:?}, folded {got:?}",
