@@ -180,6 +180,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "agent-guard's grant signing key",
         "~/.agent-guard/grant.key",
     ),
+    // The audit chain's key: whoever reads it can rewrite the audit log undetected.
+    always(
+        "~/.agent-guard/audit.key",
+        "agent-guard's audit chain key",
+        "~/.agent-guard/audit.key",
+    ),
     // The approval server's bearer token: whoever reads it answers the guard's own asks.
     always(
         "~/.agent-guard/serve.token",
