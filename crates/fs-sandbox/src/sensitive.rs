@@ -1022,8 +1022,8 @@ impl Sensitive {
         if let Some(what) = self.located_at(absolute) {
             return Some(what);
         }
-        // One candidate (basename, extension) shared by the absolute sets, one per home the
-        // path is below for the home sets.
+        // One folded path shared by the absolute sets, one per home the path is below for
+        // the home sets.
         let candidate = Folded::new(absolute);
         let rests: Vec<Folded> = self.home_rests(absolute).map(Folded::new).collect();
         // The first table entry that matches names the path, whichever set holds it.
@@ -1271,9 +1271,9 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
 /// `casefold` ext4 directory) `.ENV` and `.SSH/ID_RSA` open the secrets themselves, and on any
 /// other a file so named is as likely to hold one.
 ///
-/// globset compiles every case-insensitive glob into one regex set, a few hundred globs that
-/// every process paid for on its first file check; a case-sensitive glob of a simple shape
-/// is a hash or literal lookup instead. So the case is folded here: the form is lowercased
+/// globset compiles every case-insensitive glob into one regex set: the whole table, paid by
+/// every process on its first file check; a case-sensitive glob of a simple shape is a hash
+/// or literal lookup instead (and [`FoldedSet`] matches the simplest shapes without globset). So the case is folded here: the form is lowercased
 /// and matched against the lowercased path ([`Folded`]), which is what `(?-u)(?i)` does to a
 /// literal, `?`, `*` and `**`. Kept case-insensitive (a regex either way), matched against
 /// the same lowercased path, which a case-insensitive glob cannot tell from the original:
