@@ -14,9 +14,7 @@ pub(crate) fn credential_store(abs: &Path, home: Option<&str>) -> Option<&'stati
         "/etc/shadow-",
         "/etc/master.passwd",
     ];
-    if SYSTEM_SECRETS.iter().any(|p| at_or_under(s, p))
-        || s.starts_with("/etc/ssh/ssh_host_")
-    {
+    if SYSTEM_SECRETS.iter().any(|p| at_or_under(s, p)) || s.starts_with("/etc/ssh/ssh_host_") {
         return Some("a system credential store");
     }
     const HOME_SECRETS: &[&str] = &[
