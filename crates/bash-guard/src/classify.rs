@@ -1249,7 +1249,7 @@ fn table_judge(
     let mut mode: Option<&crate::table::Mode> = None;
     for g in &p.opts {
         let e = g.spec.effects;
-        let opt = g.spec.display();
+        let opt = g.spec.shown();
         if e.config {
             match g.values.last() {
                 Some(v) if v.dynamic => {
@@ -1261,7 +1261,14 @@ fn table_judge(
                     );
                     return;
                 }
-                Some(v) => config_override(w, name, &opt, &v.text.to_ascii_lowercase(), spec, sub),
+                Some(v) => config_override(
+                    w,
+                    name,
+                    &opt.to_string(),
+                    &v.text.to_ascii_lowercase(),
+                    spec,
+                    sub,
+                ),
                 None => w.add(
                     Decision::Ask,
                     "missing_value",

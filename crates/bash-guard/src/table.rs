@@ -99,11 +99,23 @@ impl OptSpec {
 
     /// How the option is written, for messages.
     pub(crate) fn display(&self) -> String {
-        match (&self.long, self.short) {
-            (Some(l), _) => format!("--{l}"),
-            (None, Some(s)) => format!("-{s}"),
-            (None, None) => String::new(),
+        self.shown().to_string()
+    }
+
+    /// As [`OptSpec::display`], written only where a message uses it (every option given
+    /// passes through the judgement, few make a message).
+    pub(crate) fn shown(&self) -> impl std::fmt::Display + '_ {
+        struct Shown<'a>(&'a OptSpec);
+        impl std::fmt::Display for Shown<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match (&self.0.long, self.0.short) {
+                    (Some(l), _) => write!(f, "--{l}"),
+                    (None, Some(s)) => write!(f, "-{s}"),
+                    (None, None) => Ok(()),
+                }
+            }
         }
+        Shown(self)
     }
 }
 

@@ -320,7 +320,7 @@ impl<'a> Walker<'a> {
                     || name == ".envrc"
                     || name == "credentials.json"
                     || secrets_data
-                    || abs.ends_with(".aws/credentials")
+                    || (name == "credentials" && abs.ends_with(".aws/credentials"))
                     || (name.starts_with(".env.")
                         && !name.ends_with(".example")
                         && !name.ends_with(".sample"))
