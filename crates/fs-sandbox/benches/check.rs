@@ -91,6 +91,28 @@ fn bench(c: &mut Criterion) {
     ] {
         group.bench_function(name, |b| b.iter(|| sb.check(black_box(&path), Op::Read)));
     }
+    // A path into a tmpfs `target/` below the root crosses a mount: the slow resolution and one
+    // read of `/proc/self/mountinfo`. Mounting needs a private mount namespace, so this case
+    // runs only when asked: `FS_SANDBOX_BENCH_MOUNT=1 unshare -m --propagation private -- <bench>`.
+    if std::env::var_os("FS_SANDBOX_BENCH_MOUNT").is_some() {
+        let target = root.join("target");
+        std::fs::create_dir(&target).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "tmpfs"])
+            .arg(&target)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "cannot mount a tmpfs on {}",
+            target.display()
+        );
+        std::fs::write(target.join("lib.rs"), "pub fn f() {}\n").unwrap();
+        let path = target.join("lib.rs");
+        group.bench_function("read_scratch_mount", |b| {
+            b.iter(|| sandbox.check(black_box(&path), Op::Read))
+        });
+    }
     // What a short-lived process (one hook call) pays: build the sandbox, then judge its first
     // path (the sensitive and protected sets compile on first use), or only its directory.
     let short = root.join("short.txt");

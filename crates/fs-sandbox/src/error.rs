@@ -79,13 +79,17 @@ pub enum SandboxError {
         /// What it is (`a FIFO (named pipe)`).
         kind: &'static str,
     },
-    /// The path leads onto another filesystem (a mount) below a root that is not itself a root.
-    #[error("`{resolved}` is on another filesystem mounted below the root `{root}`; add the mount as a root to allow it", resolved = .resolved.display(), root = .root.display())]
+    /// The path leads onto another filesystem (a mount) below a root that is not itself a root,
+    /// and that mount is not a fresh scratch filesystem (see
+    /// [`SCRATCH_FILESYSTEMS`](crate::SCRATCH_FILESYSTEMS)).
+    #[error("`{resolved}` is on another filesystem mounted below the root `{root}`: {why}; only a fresh tmpfs or ramfs mounted there and nowhere else is crossed, so add the mount as a root to allow it", resolved = .resolved.display(), root = .root.display())]
     OtherFilesystem {
         /// Where the path really leads.
         resolved: PathBuf,
         /// The root it is below.
         root: PathBuf,
+        /// What the mount is, and why that makes it a window onto somewhere else.
+        why: String,
     },
     /// A `..` follows a name that does not exist, so the path cannot be resolved physically.
     #[error("`{path}` has a `..` after `{missing}`, which does not exist; what `..` means there depends on what gets created, so give the path without it", path = .path.display(), missing = .missing.display())]

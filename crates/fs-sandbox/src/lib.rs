@@ -9,6 +9,7 @@ mod gitconfig;
 mod glob;
 mod head;
 mod lazy;
+mod mounts;
 mod open;
 mod protected;
 mod roles;
@@ -21,6 +22,7 @@ pub use content::{ContentSniffer, KeyBlockSniffer, PLAINLY_SOURCE, SniffScope, p
 pub use error::SandboxError;
 pub use glob::GlobOutcome;
 pub use head::{Head, SNIFF_BYTES, read_head, read_small_text};
+pub use mounts::{SCRATCH_FILESYSTEMS, ScratchFilesystem};
 pub use open::{DirEntryInfo, EntryKind, WriteMode};
 pub use protected::{DEFAULT_PROTECTED, GIT_DIR_PROTECTED, HOME_PROTECTED};
 pub use roles::DIRENV_LOADERS;

@@ -10,7 +10,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Component, Path, PathBuf};
 
@@ -18,7 +18,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::error::SandboxError;
-use crate::sandbox::{DEV_NULL, Op, Root, Sandbox, SandboxPath, fd_mount, file_type_name};
+use crate::sandbox::{DEV_NULL, MountKey, Op, Sandbox, SandboxPath, fd_mount, file_type_name};
 
 /// How [`Sandbox::open_write`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,8 +121,14 @@ impl Sandbox {
     /// Creates a directory and its missing parents, race-free.
     pub fn create_dir_all(&self, path: impl AsRef<Path>) -> Result<(), SandboxError> {
         let checked = self.check(path, Op::Write)?;
+        // Each directory must be on the mount the check judged: the root's, and from the
+        // scratch mount's point down, that mount's.
+        let root_mount = checked.root.mount();
+        let point_depth = checked.crossing.as_ref().and_then(|crossing| {
+            Some(names(crossing.point.strip_prefix(checked.root.path()).ok()?).len())
+        });
         let mut dir: Option<OwnedFd> = None;
-        for name in names(checked.relative()) {
+        for (depth, name) in (1..).zip(names(checked.relative())) {
             let parent = dir.as_ref().map_or(checked.root.fd().as_fd(), AsFd::as_fd);
             match rustix::fs::mkdirat(parent, &name, Mode::from_raw_mode(DIR_MODE)) {
                 Ok(()) | Err(Errno::EXIST) => {}
@@ -141,6 +147,15 @@ impl Sandbox {
                 Mode::empty(),
             )
             .map_err(|err| changed_or_io(err, &checked, "open the directory"))?;
+            let expected = match (&checked.crossing, point_depth) {
+                (Some(crossing), Some(point)) if depth >= point => Some(crossing.key),
+                _ => root_mount,
+            };
+            if expected.is_some() && fd_mount(&next) != expected {
+                return Err(SandboxError::Changed {
+                    resolved: checked.path.clone(),
+                });
+            }
             dir = Some(next);
         }
         Ok(())
@@ -191,6 +206,9 @@ impl Sandbox {
     }
 
     /// Opens the checked, symlink-free path beneath its root's fd without following any symlink.
+    /// A path into a scratch mount below the root is opened in two steps: the mount point
+    /// beneath the root (no mount crossed on the way, the last name crossed into a mount that
+    /// must be the judged one, by mount id and device), then the rest beneath that mount.
     pub(crate) fn open_beneath(
         &self,
         checked: &SandboxPath,
@@ -198,7 +216,70 @@ impl Sandbox {
         mode: Mode,
     ) -> Result<OwnedFd, SandboxError> {
         let flags = flags | OFlags::CLOEXEC;
-        let relative = checked.relative();
+        let root = checked.root();
+        let Some(crossing) = &checked.crossing else {
+            return self.open_below(
+                root.fd().as_fd(),
+                root.mount(),
+                checked.relative(),
+                checked,
+                flags,
+                mode,
+            );
+        };
+        let changed = || SandboxError::Changed {
+            resolved: checked.path.clone(),
+        };
+        let point = crossing
+            .point
+            .strip_prefix(root.path())
+            .map_err(|_| changed())?;
+        let rest = checked
+            .path
+            .strip_prefix(&crossing.point)
+            .map_err(|_| changed())?;
+        let (Some(name), Some(parent)) = (point.file_name(), point.parent()) else {
+            return Err(changed());
+        };
+        let parent = self.open_below(
+            root.fd().as_fd(),
+            root.mount(),
+            parent,
+            checked,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mounted = rustix::fs::openat(
+            &parent,
+            name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|err| changed_or_io(err, checked, "open"))?;
+        if fd_mount(&mounted) != Some(crossing.key) {
+            return Err(changed());
+        }
+        self.open_below(
+            mounted.as_fd(),
+            Some(crossing.key),
+            rest,
+            checked,
+            flags,
+            mode,
+        )
+    }
+
+    /// Opens `relative` (symlink-free, no `..`) beneath `base`, which is on `base_mount`,
+    /// crossing no mount and following no symlink.
+    fn open_below(
+        &self,
+        base: BorrowedFd<'_>,
+        base_mount: Option<MountKey>,
+        relative: &Path,
+        checked: &SandboxPath,
+        flags: OFlags,
+        mode: Mode,
+    ) -> Result<OwnedFd, SandboxError> {
         // A relative path longer than PATH_MAX cannot go to one syscall: walk it instead.
         if self.use_openat2 && relative.as_os_str().len() < PATH_MAX {
             let target = if relative.as_os_str().is_empty() {
@@ -207,7 +288,7 @@ impl Sandbox {
                 relative
             };
             rustix::fs::openat2(
-                checked.root().fd(),
+                base,
                 target,
                 flags,
                 mode,
@@ -218,28 +299,30 @@ impl Sandbox {
             )
             .map_err(|err| changed_or_io(err, checked, "open"))
         } else {
-            walk_open(checked.root(), checked, flags, mode)
+            walk_open(base, base_mount, relative, checked, flags, mode)
         }
     }
 }
 
 /// The `O_NOFOLLOW` walk: each directory opened `O_PATH | O_DIRECTORY | O_NOFOLLOW` from the
 /// previous one, the last name opened with `O_NOFOLLOW`. `relative` is symlink-free and holds no
-/// `..`, so the walk can neither follow a link nor climb above the root.
+/// `..`, so the walk can neither follow a link nor climb above `base`.
 fn walk_open(
-    root: &Root,
+    base: BorrowedFd<'_>,
+    base_mount: Option<MountKey>,
+    relative: &Path,
     checked: &SandboxPath,
     flags: OFlags,
     mode: Mode,
 ) -> Result<OwnedFd, SandboxError> {
-    let all = names(checked.relative());
+    let all = names(relative);
     let Some((last, parents)) = all.split_last() else {
-        return rustix::fs::openat(root.fd(), ".", flags, mode)
+        return rustix::fs::openat(base, ".", flags, mode)
             .map_err(|err| changed_or_io(err, checked, "open"));
     };
     let mut dir: Option<OwnedFd> = None;
     for name in parents {
-        let parent = dir.as_ref().map_or(root.fd().as_fd(), AsFd::as_fd);
+        let parent = dir.as_ref().map_or(base, AsFd::as_fd);
         let next = rustix::fs::openat(
             parent,
             name,
@@ -249,7 +332,7 @@ fn walk_open(
         .map_err(|err| changed_or_io(err, checked, "open"))?;
         dir = Some(next);
     }
-    let parent = dir.as_ref().map_or(root.fd().as_fd(), AsFd::as_fd);
+    let parent = dir.as_ref().map_or(base, AsFd::as_fd);
     let fd = rustix::fs::openat(parent, last, flags | OFlags::NOFOLLOW, mode)
         .map_err(|err| changed_or_io(err, checked, "open"))?;
     if flags.contains(OFlags::PATH) {
@@ -263,9 +346,9 @@ fn walk_open(
         }
     }
     // The walk has no RESOLVE_NO_XDEV; a mount that appeared after the check lands the fd on
-    // another mount than the root's.
-    if let (Some(root_mount), Some(mount)) = (root.mount(), fd_mount(&fd))
-        && mount != root_mount
+    // another mount than the base's.
+    if let (Some(base_mount), Some(mount)) = (base_mount, fd_mount(&fd))
+        && mount != base_mount
     {
         return Err(SandboxError::Changed {
             resolved: checked.path.clone(),

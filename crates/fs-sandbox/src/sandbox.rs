@@ -15,6 +15,7 @@ use crate::content::{ContentSniffer, KeyBlockSniffer, SniffScope, plainly_source
 use crate::error::SandboxError;
 use crate::head::{Head, SNIFF_BYTES, head_of_fd, read_head};
 use crate::lazy::OnFirstUse;
+use crate::mounts::{Crossing, scratch_crossing};
 use crate::protected::{DEFAULT_PROTECTED, Protected};
 use crate::sensitive::{Sensitive, home_forms};
 use crate::stores::Located;
@@ -112,6 +113,8 @@ pub struct SandboxPath {
     pub(crate) path: PathBuf,
     pub(crate) root: Root,
     pub(crate) exists: bool,
+    /// The scratch mount below the root the path crosses into, if any (see `mounts.rs`).
+    pub(crate) crossing: Option<Crossing>,
 }
 
 impl SandboxPath {
@@ -598,6 +601,7 @@ impl Sandbox {
                     path: resolved.path,
                     root: dev.clone(),
                     exists: true,
+                    crossing: None,
                 });
             }
             return Err(SandboxError::OutsideRoots {
@@ -606,14 +610,23 @@ impl Sandbox {
                 roots: self.roots_display(),
             });
         };
-        if let (Some(mount), Some(root_mount)) = (resolved.mount, root.mount())
-            && mount != root_mount
-        {
-            return Err(SandboxError::OtherFilesystem {
-                resolved: resolved.path,
-                root: root.path().to_owned(),
-            });
-        }
+        // Another mount below the root is a window onto somewhere else unless it is a fresh
+        // scratch filesystem (a tmpfs `target/`); the opens re-check it by fd.
+        let crossing = match (resolved.mount, root.mount()) {
+            (Some(mount), Some(root_mount)) if mount != root_mount => {
+                match scratch_crossing(mount, root_mount, &resolved.path, root.path()) {
+                    Ok(crossing) => Some(crossing),
+                    Err(why) => {
+                        return Err(SandboxError::OtherFilesystem {
+                            resolved: resolved.path,
+                            root: root.path().to_owned(),
+                            why,
+                        });
+                    }
+                }
+            }
+            _ => None,
+        };
         if let Some((file_type, _)) = resolved.meta
             && !matches!(file_type, FileType::RegularFile | FileType::Directory)
             && resolved.path != Path::new(DEV_NULL)
@@ -626,7 +639,7 @@ impl Sandbox {
         // A read-only root is outside the project (dotfiles, toolchains): everything in it is
         // sniffed; in the project, what is not plainly source.
         if regular_read && (root.access() == Access::ReadOnly || !plainly_source(&resolved.path)) {
-            self.sniff(&resolved.path, Some(root))?;
+            self.sniff(&resolved.path, Some((root, crossing.as_ref())))?;
         }
         if op == Op::Write {
             if root.access() == Access::ReadOnly {
@@ -663,6 +676,7 @@ impl Sandbox {
             path: resolved.path,
             root: root.clone(),
             exists: resolved.exists,
+            crossing,
         })
     }
 
@@ -670,18 +684,23 @@ impl Sandbox {
     /// guard may not read is no leak (the reader cannot read it either); any other failure to
     /// read it is a refusal (fail closed).
     /// Inside a root the file is opened beneath the root's fd as the tools open it (no symlink,
-    /// no mount crossed, no PATH_MAX limit).
-    fn sniff(&self, physical: &Path, root: Option<&Root>) -> Result<(), SandboxError> {
-        let scope = match root.map(Root::access) {
+    /// no mount crossed but the judged scratch mount, no PATH_MAX limit).
+    fn sniff(
+        &self,
+        physical: &Path,
+        root: Option<(&Root, Option<&Crossing>)>,
+    ) -> Result<(), SandboxError> {
+        let scope = match root.map(|(root, _)| root.access()) {
             Some(Access::ReadWrite) => SniffScope::Project,
             Some(Access::ReadOnly) | None => SniffScope::Outside,
         };
         let head = match root {
-            Some(root) => {
+            Some((root, crossing)) => {
                 let checked = SandboxPath {
                     path: physical.to_owned(),
                     root: root.clone(),
                     exists: true,
+                    crossing: crossing.cloned(),
                 };
                 let fd = self.open_beneath(
                     &checked,
