@@ -80,6 +80,19 @@ fn bench(c: &mut Criterion) {
             criterion::BatchSize::SmallInput,
         )
     });
+    // `git status` with 1..=100 trailing blanks: the same command, a new text for brush's
+    // token cache each time.
+    g.bench_function("short_distinct", |b| {
+        let mut n = 0usize;
+        b.iter_batched(
+            || {
+                n = n.wrapping_add(1);
+                format!("{SHORT}{}", " ".repeat(1 + n % 100))
+            },
+            |command| analyzer.analyze(black_box(&command), cwd, &Judge),
+            criterion::BatchSize::SmallInput,
+        )
+    });
     g.bench_function("naive_first_word_typical", |b| {
         b.iter(|| naive(black_box(TYPICAL)))
     });
