@@ -443,6 +443,17 @@ fn a_session_is_reconstructed_from_the_log_alone() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}: {out:?}", p.kind);
+        // The chain is keyed by the user's `audit.key`: without it nothing can be checked.
+        let out = bin(&p)
+            .env("HOME", p.tmp.path().join("someone-else"))
+            .args(["audit", "--db", &p.db, "--verify"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}: {out:?}", p.kind);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("there is no audit key"),
+            "{out:?}"
+        );
         // Stats by layer and code.
         let out = bin(&p)
             .args(["audit", "stats", "--db", &p.db, "--session", &s, "--json"])

@@ -1,10 +1,11 @@
 //! Tables compiled on first use.
 //!
-//! Compiling the sensitive and protected glob sets (a few hundred globs into regexes) is most of
-//! what building a [`Sandbox`](crate::Sandbox) costs, and a short-lived process (one hook call,
-//! `agent-guard exec -- true`) often judges no path at all. The builder therefore validates every
-//! pattern (cheap: each glob is parsed, nothing is compiled), so a bad policy is still a typed
-//! error at build time, and the sets are compiled when the first path is judged.
+//! Compiling the sensitive and protected glob sets is most of what building a
+//! [`Sandbox`](crate::Sandbox) costs, and a short-lived process (one hook call,
+//! `agent-guard exec -- true`) often judges no path at all. The builder therefore validates the
+//! policy's own patterns (cheap: each glob is parsed, nothing is compiled; the default tables are
+//! parsed by their tests), so a bad policy is still a typed error at build time, and the sets are
+//! compiled when the first path is judged.
 
 use std::sync::OnceLock;
 
@@ -24,6 +25,12 @@ impl<I, T> OnFirstUse<I, T> {
             compile,
             cell: OnceLock::new(),
         }
+    }
+
+    /// What the value is compiled from.
+    #[cfg(test)]
+    pub(crate) fn input(&self) -> &I {
+        &self.input
     }
 
     /// Whether the value has been compiled (successfully or not).

@@ -365,8 +365,16 @@ pub(crate) struct Protected {
 
 impl Protected {
     /// Checks that every pattern parses, without compiling a set.
+    ///
+    /// The defaults, when the list starts with them (it does unless the policy cleared them),
+    /// are not parsed again: their test compiles them all, and parsing them was most of what
+    /// building a sandbox cost.
     pub(crate) fn validate(patterns: &[String]) -> Result<(), SandboxError> {
-        Patterns::globs(patterns).map(drop)
+        let own = patterns
+            .get(DEFAULT_PROTECTED.len()..)
+            .filter(|_| patterns.iter().zip(DEFAULT_PROTECTED).all(|(p, d)| p == d))
+            .unwrap_or(patterns);
+        Patterns::globs(own).map(drop)
     }
 
     #[cfg(test)]
@@ -1018,6 +1026,28 @@ mod tests {
         // A PATH entry holding the root itself protects nothing.
         let p = Protected::compile_for(&[], &[], &[PathBuf::from("/home/u")], &[]).unwrap();
         assert_eq!(p.judge(Path::new("/home/u/p/a.txt"), &[], root), None);
+    }
+
+    #[test]
+    fn validation_skips_only_the_defaults_it_starts_with() {
+        let defaults: Vec<String> = DEFAULT_PROTECTED.iter().map(|p| (*p).to_owned()).collect();
+        assert!(Protected::validate(&defaults).is_ok());
+        for bad in ["[", "", "a/**b{"] {
+            let mut after = defaults.clone();
+            after.push(bad.to_owned());
+            assert!(
+                Protected::validate(&after).is_err(),
+                "{bad:?} after the defaults"
+            );
+            // Cleared, or the defaults not first: every pattern is parsed.
+            let mut before = vec![bad.to_owned()];
+            before.extend(defaults.iter().cloned());
+            assert!(Protected::validate(&before).is_err(), "{bad:?} first");
+            assert!(
+                Protected::validate(&[bad.to_owned()]).is_err(),
+                "{bad:?} alone"
+            );
+        }
     }
 
     #[test]

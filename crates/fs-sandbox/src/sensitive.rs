@@ -180,6 +180,12 @@ pub const DEFAULT_SENSITIVE: &[SensitivePattern] = &[
         "agent-guard's grant signing key",
         "~/.agent-guard/grant.key",
     ),
+    // The audit chain's key: whoever reads it can rewrite the audit log undetected.
+    always(
+        "~/.agent-guard/audit.key",
+        "agent-guard's audit chain key",
+        "~/.agent-guard/audit.key",
+    ),
     // The approval server's bearer token: whoever reads it answers the guard's own asks.
     always(
         "~/.agent-guard/serve.token",
@@ -548,7 +554,7 @@ pub(crate) struct Sensitive {
     trees: Sets<(usize, &'static str)>,
     /// The builder's home forms (as given, canonical).
     homes: Vec<PathBuf>,
-    except: OnFirstUse<Vec<Glob>, GlobSet>,
+    except: OnFirstUse<Vec<SetForm>, FoldedSet>,
     /// The anchored forms (not `/**/...`) by component, for [`Sensitive::below`].
     anchored: OnFirstUse<Vec<AnchoredForm>, Vec<(Vec<Part>, &'static str)>>,
     /// Stores where the environment moved them (see `stores.rs`), physical paths.
@@ -565,14 +571,14 @@ pub(crate) struct Sensitive {
 /// hook call's compile time.
 #[derive(Debug)]
 struct Sets<M> {
-    absolute: OnFirstUse<Vec<Glob>, GlobSet>,
+    absolute: OnFirstUse<Vec<SetForm>, FoldedSet>,
     absolute_meta: Vec<M>,
-    home: OnFirstUse<Vec<Glob>, GlobSet>,
+    home: OnFirstUse<Vec<SetForm>, FoldedSet>,
     home_meta: Vec<M>,
 }
 
 impl<M: Copy> Sets<M> {
-    fn new(absolute: (Vec<Glob>, Vec<M>), home: (Vec<Glob>, Vec<M>)) -> Self {
+    fn new(absolute: (Vec<SetForm>, Vec<M>), home: (Vec<SetForm>, Vec<M>)) -> Self {
         Sets {
             absolute: OnFirstUse::new(absolute.0, build_set),
             absolute_meta: absolute.1,
@@ -583,21 +589,14 @@ impl<M: Copy> Sets<M> {
 
     /// What matches the absolute `candidate` and each home `rest`; `None` when a set it needed
     /// failed to compile (callers refuse the path).
-    fn hits(&self, candidate: &Candidate<'_>, rests: &[Candidate<'_>]) -> Option<Vec<M>> {
+    fn hits(&self, path: &Folded, rests: &[Folded]) -> Option<Vec<M>> {
         let absolute = self.absolute.get().ok()?;
-        let mut hits: Vec<M> = absolute
-            .matches_candidate(candidate)
-            .into_iter()
-            .filter_map(|hit| self.absolute_meta.get(hit).copied())
-            .collect();
+        let mut hits: Vec<M> = Vec::new();
+        absolute.each_match(path, |hit| hits.extend(self.absolute_meta.get(hit)));
         if !rests.is_empty() {
             let home = self.home.get().ok()?;
             for rest in rests {
-                hits.extend(
-                    home.matches_candidate(rest)
-                        .into_iter()
-                        .filter_map(|hit| self.home_meta.get(hit).copied()),
-                );
+                home.each_match(rest, |hit| hits.extend(self.home_meta.get(hit)));
             }
         }
         Some(hits)
@@ -612,15 +611,166 @@ type AnchoredForm = (String, String, &'static str);
 pub(crate) const UNCOMPILED: &str =
     "any path while the sensitive-path table cannot be compiled (fix the policy's patterns)";
 
-fn build_set(globs: &Vec<Glob>) -> Result<GlobSet, SandboxError> {
-    let mut set = GlobSetBuilder::new();
-    for glob in globs {
-        set.add(glob.clone());
+/// One glob of a sensitive set: the table pattern it came from (for errors), the form.
+type SetForm = (String, String);
+
+/// A compiled sensitive set, matched against [`Folded`] paths. The forms of the simple shapes
+/// (most of the table) are looked up by hand, exactly as their regexes read, without a glob
+/// parse; the rest go to globset, case folded (see [`glob_of`]).
+#[derive(Debug, Default)]
+struct FoldedSet {
+    /// A form without glob syntax (`/etc/shadow`, `.docker/config.json`): the whole path.
+    literal: ShapeMap,
+    /// `/**/name`: a rooted path whose last component is `name`.
+    name: ShapeMap,
+    /// `/**/*.ext` (`ext` without a dot): a rooted path whose last component ends in `.ext`,
+    /// keyed by `.ext`.
+    ext: ShapeMap,
+    /// `dir/**`: a path that starts with `dir/`.
+    prefix: Vec<(Vec<u8>, usize)>,
+    /// Every other form, the index of each, and whether it may match only a rooted path.
+    globs: GlobSet,
+    glob_index: Vec<(usize, bool)>,
+}
+
+impl FoldedSet {
+    /// Calls `hit` with the index of each form `path` matches, in no order (callers order
+    /// the hits by table entry).
+    fn each_match(&self, path: &Folded, mut hit: impl FnMut(usize)) {
+        use std::os::unix::ffi::OsStrExt as _;
+        let bytes = path.lower.as_os_str().as_bytes();
+        let mut found = |indexes: Option<&Vec<usize>>| {
+            indexes.into_iter().flatten().for_each(|&index| hit(index));
+        };
+        found(self.literal.get(bytes));
+        if path.rooted {
+            let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+            found(self.name.get(last));
+            found(
+                memchr::memrchr(b'.', last)
+                    .and_then(|dot| last.get(dot..))
+                    .and_then(|ext| self.ext.get(ext)),
+            );
+        }
+        for (prefix, index) in &self.prefix {
+            if bytes.starts_with(prefix) {
+                hit(*index);
+            }
+        }
+        if !self.glob_index.is_empty() {
+            for matched in self.globs.matches_candidate(&Candidate::new(&path.lower)) {
+                if let Some((index, absolute_only)) = self.glob_index.get(matched)
+                    && (path.rooted || !absolute_only)
+                {
+                    hit(*index);
+                }
+            }
+        }
     }
-    set.build().map_err(|err| SandboxError::BadPattern {
+}
+
+/// Form indexes by folded text. The keys are the table's, and a path is only looked up, so
+/// a path cannot crowd a bucket: FNV-1a instead of SipHash, which was a sixth of a check.
+type ShapeMap = HashMap<Vec<u8>, Vec<usize>, std::hash::BuildHasherDefault<Fnv>>;
+
+/// FNV-1a, 64 bits.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The shapes [`FoldedSet`] matches by hand.
+enum Shape {
+    Literal(Vec<u8>),
+    Name(Vec<u8>),
+    Ext(Vec<u8>),
+    Prefix(Vec<u8>),
+}
+
+/// The hand-matched shape of `form`, folded, if it has one: the parts are plain text (no glob
+/// syntax, not empty), and the rooted `/**/` forms name only a last component.
+fn shape(form: &str) -> Option<Shape> {
+    let plain =
+        |text: &str| !text.is_empty() && !text.contains(['*', '?', '[', ']', '{', '}', '\\']);
+    let lower = |text: &str| text.to_ascii_lowercase().into_bytes();
+    if plain(form) {
+        return Some(Shape::Literal(lower(form)));
+    }
+    if let Some(last) = form.strip_prefix("/**/").filter(|last| !last.contains('/')) {
+        if plain(last) {
+            return Some(Shape::Name(lower(last)));
+        }
+        if let Some(ext) = last
+            .strip_prefix("*.")
+            .filter(|ext| plain(ext) && !ext.contains('.'))
+        {
+            return Some(Shape::Ext(lower(&format!(".{ext}"))));
+        }
+    }
+    let dir = form.strip_suffix("/**").filter(|dir| plain(dir))?;
+    Some(Shape::Prefix(lower(&format!("{dir}/"))))
+}
+
+/// A path as the sensitive sets read it: ASCII letters lowercased (globset's own case
+/// folding is ASCII-only too: its regexes are `(?-u)(?i)`), other bytes as they are.
+#[derive(Debug)]
+struct Folded {
+    lower: PathBuf,
+    /// Whether the path starts with `/`: a `/**/` form matches no other.
+    rooted: bool,
+}
+
+impl Folded {
+    fn new(path: &Path) -> Self {
+        use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+        let bytes = path.as_os_str().as_bytes();
+        Folded {
+            lower: PathBuf::from(std::ffi::OsString::from_vec(bytes.to_ascii_lowercase())),
+            rooted: bytes.first() == Some(&b'/'),
+        }
+    }
+}
+
+#[allow(
+    clippy::ptr_arg,
+    reason = "an `OnFirstUse` compile function takes `&I`"
+)]
+fn build_set(forms: &Vec<SetForm>) -> Result<FoldedSet, SandboxError> {
+    let mut compiled = FoldedSet::default();
+    let mut globs = GlobSetBuilder::new();
+    for (index, (pattern, form)) in forms.iter().enumerate() {
+        match shape(form) {
+            Some(Shape::Literal(key)) => compiled.literal.entry(key).or_default().push(index),
+            Some(Shape::Name(key)) => compiled.name.entry(key).or_default().push(index),
+            Some(Shape::Ext(key)) => compiled.ext.entry(key).or_default().push(index),
+            Some(Shape::Prefix(prefix)) => compiled.prefix.push((prefix, index)),
+            None => {
+                let (glob, absolute_only) = glob_of(pattern, form)?;
+                globs.add(glob);
+                compiled.glob_index.push((index, absolute_only));
+            }
+        }
+    }
+    compiled.globs = globs.build().map_err(|err| SandboxError::BadPattern {
         pattern: "sensitive".to_owned(),
         message: err.to_string(),
-    })
+    })?;
+    Ok(compiled)
 }
 
 fn build_anchored(
@@ -654,7 +804,9 @@ impl Part {
             return Ok(Part::Any);
         }
         if component.contains(['*', '?', '[', '{', '\\']) {
-            return Ok(Part::Glob(glob_of(pattern, component)?.compile_matcher()));
+            return Ok(Part::Glob(
+                insensitive_glob(pattern, component)?.compile_matcher(),
+            ));
         }
         Ok(Part::Literal(component.to_owned()))
     }
@@ -689,8 +841,9 @@ impl Sensitive {
         Ok(())
     }
 
-    /// Reads the default table plus `extra` policy patterns against the home forms: every glob
-    /// is parsed here (a bad pattern is an error now), each set compiles on first use.
+    /// Reads the default table plus `extra` policy patterns against the home forms: every
+    /// policy glob is parsed here (a bad pattern is an error now), each set compiles on first
+    /// use.
     #[cfg(test)]
     pub(crate) fn compile(extra: &[String], homes: &[PathBuf]) -> Result<Self, SandboxError> {
         Self::compile_located(extra, homes, Vec::new())
@@ -702,7 +855,7 @@ impl Sensitive {
         homes: &[PathBuf],
         located: Vec<Located>,
     ) -> Result<Self, SandboxError> {
-        // (globs, metas) for the absolute and the home-relative sets of each kind.
+        // (forms, metas) for the absolute and the home-relative sets of each kind.
         let mut files = (Vec::new(), Vec::new());
         let mut trees = (Vec::new(), Vec::new());
         let mut home_files = (Vec::new(), Vec::new());
@@ -730,21 +883,30 @@ impl Sensitive {
                 None => (forms, &mut trees, &mut files),
             };
             for form in forms {
-                if let Some(base) = form.strip_suffix("/**") {
-                    for glob in [base, form.as_str()] {
-                        trees.0.push(glob_of(pattern, glob)?);
-                        trees.1.push((order, what));
+                // The policy's globs are parsed now (a bad one is an error, not a set that
+                // fails on first use); the default table's by its tests. Each set is built
+                // from the forms as text on first use.
+                if order >= DEFAULT_SENSITIVE.len() {
+                    glob_of(pattern, &form)?;
+                    if let Some(base) = form.strip_suffix("/**") {
+                        glob_of(pattern, base)?;
                     }
+                }
+                if let Some(base) = form.strip_suffix("/**") {
+                    trees.0.push((pattern.to_owned(), base.to_owned()));
+                    trees.1.push((order, what));
+                    trees.0.push((pattern.to_owned(), form.clone()));
+                    trees.1.push((order, what));
                 } else {
-                    files.0.push(glob_of(pattern, &form)?);
+                    files.0.push((pattern.to_owned(), form));
                     files.1.push((order, what, when));
                 }
             }
         }
         let except = NOT_SENSITIVE
             .iter()
-            .map(|pattern| glob_of(pattern, &format!("/**/{pattern}")))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|pattern| ((*pattern).to_owned(), format!("/**/{pattern}")))
+            .collect();
         Ok(Sensitive {
             files: Sets::new(files, home_files),
             trees: Sets::new(trees, home_trees),
@@ -860,10 +1022,10 @@ impl Sensitive {
         if let Some(what) = self.located_at(absolute) {
             return Some(what);
         }
-        // One candidate (basename, extension) shared by the absolute sets, one per home the
-        // path is below for the home sets.
-        let candidate = Candidate::new(absolute);
-        let rests: Vec<Candidate<'_>> = self.home_rests(absolute).map(Candidate::new).collect();
+        // One folded path shared by the absolute sets, one per home the path is below for
+        // the home sets.
+        let candidate = Folded::new(absolute);
+        let rests: Vec<Folded> = self.home_rests(absolute).map(Folded::new).collect();
         // The first table entry that matches names the path, whichever set holds it.
         let Some(tree_hits) = self.trees.hits(&candidate, &rests) else {
             return Some(UNCOMPILED);
@@ -884,10 +1046,11 @@ impl Sensitive {
             return Some(UNCOMPILED);
         };
         // An exception set that failed to compile excepts nothing (fail closed).
-        let excepted = self
-            .except
-            .get()
-            .is_ok_and(|except| except.is_match_candidate(&candidate));
+        let excepted = self.except.get().is_ok_and(|except| {
+            let mut any = false;
+            except.each_match(&candidate, |_| any = true);
+            any
+        });
         if hits.is_empty() || excepted {
             return None;
         }
@@ -1107,7 +1270,42 @@ fn absolute_forms(pattern: &str, homes: &[PathBuf]) -> Result<Vec<String>, Sandb
 /// Sensitive globs ignore ASCII case: on a case-insensitive filesystem (macOS, Windows, a
 /// `casefold` ext4 directory) `.ENV` and `.SSH/ID_RSA` open the secrets themselves, and on any
 /// other a file so named is as likely to hold one.
-fn glob_of(pattern: &str, form: &str) -> Result<globset::Glob, SandboxError> {
+///
+/// globset compiles every case-insensitive glob into one regex set: the whole table, paid by
+/// every process on its first file check; a case-sensitive glob of a simple shape is a hash
+/// or literal lookup instead (and [`FoldedSet`] matches the simplest shapes without globset). So the case is folded here: the form is lowercased
+/// and matched against the lowercased path ([`Folded`]), which is what `(?-u)(?i)` does to a
+/// literal, `?`, `*` and `**`. Kept case-insensitive (a regex either way), matched against
+/// the same lowercased path, which a case-insensitive glob cannot tell from the original:
+/// a class (`[Z-a]` lowercased is no range, `[0-Z]` lowercased takes in `[\]^_`), and a form
+/// ending in `.`, which could match a final `..` that globset's basename and extension
+/// strategies never see. `tests::folded_sets_answer_as_case_insensitive_globsets` holds the
+/// two constructions to the same matches.
+fn glob_of(pattern: &str, form: &str) -> Result<(Glob, bool), SandboxError> {
+    if !form.contains('[') && !form.ends_with('.') {
+        // `/**/x` only as `**/x` reaches globset's cheap strategies; the same on absolute
+        // paths unless `x` could itself start a path (`**`, an alternation).
+        let (folded, absolute_only) = match form.strip_prefix("/**/") {
+            Some(rest) if !rest.contains("**") && !rest.contains('{') => {
+                (format!("**/{rest}"), true)
+            }
+            _ => (form.to_owned(), false),
+        };
+        // Letter case is no glob syntax outside a class: this parses exactly when the form
+        // as written does. A form that does not is parsed as written below, for its error.
+        if let Ok(glob) = GlobBuilder::new(&folded.to_ascii_lowercase())
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+        {
+            return Ok((glob, absolute_only));
+        }
+    }
+    Ok((insensitive_glob(pattern, form)?, false))
+}
+
+/// The glob `form` as written, ASCII case ignored.
+fn insensitive_glob(pattern: &str, form: &str) -> Result<Glob, SandboxError> {
     GlobBuilder::new(form)
         .case_insensitive(true)
         .literal_separator(true)
@@ -1531,5 +1729,150 @@ mod tests {
         // HOME=/ (some containers): `~/.ssh/**` is `/.ssh/**`, not `//.ssh/**`.
         let root_home = Sensitive::compile(&[], &home_forms(Some(Path::new("/")))).unwrap();
         assert!(root_home.matching(Path::new("/.ssh/id_rsa")).is_some());
+    }
+
+    /// Paths made of the table's own pieces (components of every form, `*` filled in),
+    /// other accounts' homes, relative paths, `.`/`..`, non-ASCII case partners of ASCII
+    /// letters (the Kelvin sign, the long s: globset's folding is ASCII-only) and random case.
+    fn generated_path() -> impl proptest::strategy::Strategy<Value = PathBuf> {
+        use proptest::prelude::*;
+        let mut pieces: Vec<String> = Vec::new();
+        let patterns = DEFAULT_SENSITIVE
+            .iter()
+            .map(|e| e.pattern)
+            .chain(NOT_SENSITIVE.iter().copied());
+        for pattern in patterns {
+            for component in pattern.split('/').filter(|c| !c.is_empty()) {
+                for fill in ["", "x", "prod", "1"] {
+                    let piece = component.replace("**", fill).replace('*', fill);
+                    if !pieces.contains(&piece) {
+                        pieces.push(piece);
+                    }
+                }
+            }
+        }
+        for extra in [
+            "",
+            ".",
+            "..",
+            "x",
+            "home",
+            "u",
+            "root",
+            "Users",
+            "bob",
+            "p",
+            "\u{212a}ey",
+            ".\u{17f}sh",
+            "caf\u{e9}.env",
+            "a\nb",
+            "id_rsa.pub",
+            ".env.example.bak",
+        ] {
+            pieces.push(extra.to_owned());
+        }
+        let prefixes = [
+            "/",
+            "/home/u/",
+            "/root/",
+            "/Users/Bob/",
+            "/HOME/x/",
+            "",
+            "./",
+            "//",
+        ];
+        (
+            prop::collection::vec(0..pieces.len(), 1..7),
+            0..prefixes.len(),
+            any::<u64>(),
+            any::<bool>(),
+        )
+            .prop_map(move |(picks, prefix, case, slash)| {
+                let mut path = prefixes.get(prefix).copied().unwrap_or("/").to_owned();
+                let joined: Vec<&str> = picks
+                    .iter()
+                    .filter_map(|&i| pieces.get(i).map(String::as_str))
+                    .collect();
+                path.push_str(&joined.join("/"));
+                if slash {
+                    path.push('/');
+                }
+                let cased: String = path
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if case >> (i % 64) & 1 == 1 {
+                            c.to_ascii_uppercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                PathBuf::from(cased)
+            })
+    }
+
+    /// Each set of the table compiled the old way: one case-insensitive globset of the forms
+    /// as written, matched against the path as it is.
+    fn insensitive_set(forms: &[SetForm]) -> GlobSet {
+        let mut set = GlobSetBuilder::new();
+        for (pattern, form) in forms {
+            set.add(insensitive_glob(pattern, form).unwrap());
+        }
+        set.build().unwrap()
+    }
+
+    #[test]
+    fn folded_sets_answer_as_case_insensitive_globsets() {
+        use proptest::test_runner::{Config, TestCaseError, TestRunner};
+        // Policy patterns with every shape the table lacks: classes (ranges across the case
+        // boundary), alternations, escapes, a leading `**`, a trailing dot.
+        let extra: Vec<String> = [
+            "[A-Z]*.Secret",
+            "[Z-a]x",
+            "[0-Z]y",
+            "cred{s,entials}.TXT",
+            "\\Ke\\y",
+            "**/tok",
+            "Dir/**",
+            "x.",
+            "*.",
+            "~/.Tool/[a-c]*",
+            "/Srv/{A,b}/**",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let homes = [PathBuf::from("/home/u"), PathBuf::from("/Home/U")];
+        let t = Sensitive::compile(&extra, &homes).unwrap();
+        let sets: Vec<(GlobSet, FoldedSet)> = [
+            t.files.absolute.input(),
+            t.files.home.input(),
+            t.trees.absolute.input(),
+            t.trees.home.input(),
+            t.except.input(),
+        ]
+        .into_iter()
+        .map(|globs| (insensitive_set(globs), build_set(globs).unwrap()))
+        .collect();
+        let mut runner = TestRunner::new(Config::with_cases(20_000));
+        runner
+            .run(&generated_path(), |path| {
+                let folded = Folded::new(&path);
+                for (old, new) in &sets {
+                    let want = old.matches(&path);
+                    let mut got = Vec::new();
+                    new.each_match(&folded, |index| got.push(index));
+                    got.sort_unstable();
+                    if want != got {
+                        return Err(TestCaseError::fail(format!(
+                            "{:?}: case-insensitive {want:?}, folded {got:?}",
+                            path
+                        )));
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 }

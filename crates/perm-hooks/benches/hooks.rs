@@ -75,16 +75,25 @@ fn row(i: u64) -> AuditRow {
     r
 }
 
-/// Writes `rows` through the batched writer; returns the time until all are committed.
-async fn batched(rows: u64) -> Duration {
-    let dir = tempfile::tempdir().unwrap();
+/// The key every audit bench links under (the writer's cost does not depend on its bytes).
+fn key() -> ChainKey {
+    ChainKey::from_bytes(&[7; 32]).unwrap()
+}
+
+/// Writes `rows` through the log at `target` with at most `max_batch` rows per transaction;
+/// returns the time until all are committed. Every row is redacted and linked under the key
+/// either way: `max_batch = 1` is the same writer without batching (one transaction per row
+/// that reads the last link, links the row and inserts it), the honest per-row baseline.
+async fn through_log(target: &str, rows: u64, max_batch: usize) -> Duration {
     // Back-pressure instead of refusal: this measures the writer, not the enqueue timeout.
-    let log = AuditLog::open_with(
-        dir.path().join("a.db"),
+    let log = AuditLog::open_keyed(
+        target,
         AuditOptions {
             enqueue_timeout: Duration::from_secs(30),
+            max_batch,
             ..Default::default()
         },
+        key(),
     )
     .await
     .unwrap();
@@ -98,56 +107,11 @@ async fn batched(rows: u64) -> Duration {
     t
 }
 
-/// The seed's design: one `tokio::spawn` + one INSERT (its own transaction) per row.
-async fn per_row(rows: u64) -> Duration {
+/// [`through_log`] on a fresh SQLite file.
+async fn sqlite_log(rows: u64, max_batch: usize) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.db");
-    AuditLog::open(&path)
-        .await
-        .unwrap()
-        .shutdown()
-        .await
-        .unwrap();
-    let opts = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-        .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(30));
-    // The batched writer's pool (`AuditLog::open`, POOL_SIZE in audit/mod.rs) has 4
-    // connections too: the comparison is of the write pattern, not of the pool.
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .max_connections(4)
-        .connect_with(opts)
-        .await
-        .unwrap();
-    let start = Instant::now();
-    let mut tasks = Vec::with_capacity(rows as usize);
-    for i in 0..rows {
-        let pool = pool.clone();
-        let r = row(i);
-        tasks.push(tokio::spawn(async move {
-            sqlx::query(
-                "INSERT INTO agent_audit_log (session_id, step, tool_name, status, elapsed_ms, output_preview, agent_name, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(r.session_id)
-            .bind(i64::from(r.step))
-            .bind(r.tool_name)
-            .bind(r.status.as_str())
-            .bind(r.elapsed_ms as i64)
-            .bind(r.output_preview)
-            .bind(r.agent_name)
-            .bind(r.ts)
-            .execute(&pool)
-            .await
-            .unwrap();
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let t = start.elapsed();
-    pool.close().await;
-    t
+    through_log(path.to_str().unwrap(), rows, max_batch).await
 }
 
 fn audit(c: &mut Criterion) {
@@ -161,18 +125,19 @@ fn audit(c: &mut Criterion) {
     let rows = 20_000u64;
     g.throughput(Throughput::Elements(rows));
     g.bench_function("batched_writer", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| rt.block_on(batched(rows))).sum())
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| rt.block_on(sqlite_log(rows, AuditOptions::default().max_batch)))
+                .sum()
+        })
     });
     let per = 1_000u64;
     g.throughput(Throughput::Elements(per));
-    g.bench_function("per_row_spawn", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| rt.block_on(per_row(per))).sum())
+    g.bench_function("per_row_chained", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| rt.block_on(sqlite_log(per, 1))).sum())
     });
     g.finish();
 }
-
-/// Connections on both sides of the PostgreSQL comparison: the log's own pool size.
-const PG_POOL: u32 = 4;
 
 /// A fresh `ag_bench` database on the server named by `AGENT_GUARD_TEST_PG_URL`.
 async fn pg_bench_db(admin: &str) -> String {
@@ -191,65 +156,13 @@ async fn pg_bench_db(admin: &str) -> String {
     let host_end = base.rfind('/').unwrap();
     let url = format!("{}/ag_bench?{query}", &base[..host_end]);
     // Create the schema once, through the log itself.
-    AuditLog::open(&url)
+    AuditLog::open_keyed(&url, AuditOptions::default(), key())
         .await
         .unwrap()
         .shutdown()
         .await
         .unwrap();
     url
-}
-
-async fn pg_batched(url: &str, rows: u64) -> Duration {
-    // Back-pressure instead of refusal: this measures the writer, not the enqueue timeout.
-    let log = AuditLog::open_with(
-        url,
-        AuditOptions {
-            enqueue_timeout: Duration::from_secs(30),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let start = Instant::now();
-    for i in 0..rows {
-        log.record(row(i)).await;
-    }
-    log.shutdown().await.unwrap();
-    let t = start.elapsed();
-    assert_eq!(log.written(), rows);
-    t
-}
-
-/// One INSERT (its own transaction) per row, PG_POOL at a time.
-async fn pg_per_row(pool: &sqlx::PgPool, rows: u64) -> Duration {
-    let start = Instant::now();
-    let mut tasks = Vec::with_capacity(rows as usize);
-    for i in 0..rows {
-        let pool = pool.clone();
-        let r = row(i);
-        tasks.push(tokio::spawn(async move {
-            sqlx::query(
-                "INSERT INTO agent_audit_log (session_id, step, tool_name, status, elapsed_ms, \
-                 output_preview, agent_name, ts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(r.session_id)
-            .bind(i64::from(r.step))
-            .bind(r.tool_name)
-            .bind(r.status.as_str())
-            .bind(r.elapsed_ms as i64)
-            .bind(r.output_preview)
-            .bind(r.agent_name)
-            .bind(r.ts)
-            .execute(&pool)
-            .await
-            .unwrap();
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
-    start.elapsed()
 }
 
 fn audit_postgres(c: &mut Criterion) {
@@ -265,13 +178,6 @@ fn audit_postgres(c: &mut Criterion) {
         .build()
         .unwrap();
     let url = rt.block_on(pg_bench_db(&admin));
-    let pool = rt
-        .block_on(
-            sqlx::postgres::PgPoolOptions::new()
-                .max_connections(PG_POOL)
-                .connect(&url),
-        )
-        .unwrap();
     let mut g = c.benchmark_group("audit_rows_pg");
     g.measurement_time(Duration::from_secs(3)).sample_size(10);
     let rows = 20_000u64;
@@ -279,21 +185,20 @@ fn audit_postgres(c: &mut Criterion) {
     g.bench_function("batched_writer", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| rt.block_on(pg_batched(&url, rows)))
+                .map(|_| rt.block_on(through_log(&url, rows, AuditOptions::default().max_batch)))
                 .sum()
         })
     });
     let per = 1_000u64;
     g.throughput(Throughput::Elements(per));
-    g.bench_function("per_row_insert", |b| {
+    g.bench_function("per_row_chained", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| rt.block_on(pg_per_row(&pool, per)))
+                .map(|_| rt.block_on(through_log(&url, per, 1)))
                 .sum()
         })
     });
     g.finish();
-    rt.block_on(pool.close());
 }
 
 criterion_group!(benches, pipeline, audit, audit_postgres);

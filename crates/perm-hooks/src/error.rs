@@ -34,6 +34,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The audit chain's key could not be read, created, or is not private to this user.
+    #[error("audit key `{path}`: {message}")]
+    AuditKey {
+        /// The key file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A command hook's matcher is not a valid regex or glob.
     #[error("bad hook matcher `{matcher}`: {source}")]
     Matcher {

@@ -12,12 +12,12 @@ mod registry;
 /// Re-exported so implementors need not depend on `async-trait` by version.
 pub use async_trait::async_trait;
 pub use audit::{
-    ALLOW_ONCE_WINDOW, AuditLog, AuditLogHook, AuditOptions, AuditQuery, AuditReader, AuditRecord,
-    AuditRow, AuditStatus, AuditTarget, CallEntry, CallKey, DEFAULT_AUDIT_DB, GRANT_KEY_FILE,
-    GRANT_KEY_VAR, GrantOutcome, INPUT_CHARS, KillSwitch, Ledger, OUTPUT_PREVIEW_CHARS, Offer,
-    Outcome, Recorded, Refusal, Resolver, STATE_DIR_VAR, Tally, ToolSummary, USED_JOURNAL_FILE,
-    VerifyReport, chain_hash, default_audit_db, is_postgres_url, normalize_code, output_preview,
-    set_lock_wait, state_dir, timeline,
+    ALLOW_ONCE_WINDOW, AUDIT_KEY_FILE, AuditLog, AuditLogHook, AuditOptions, AuditQuery,
+    AuditReader, AuditRecord, AuditRow, AuditStatus, AuditTarget, CallEntry, CallKey, ChainKey,
+    DEFAULT_AUDIT_DB, GRANT_KEY_FILE, GRANT_KEY_VAR, GrantOutcome, INPUT_CHARS, KillSwitch, Ledger,
+    OUTPUT_PREVIEW_CHARS, Offer, Outcome, Recorded, Refusal, Resolver, STATE_DIR_VAR, Tally,
+    ToolSummary, USED_JOURNAL_FILE, VerifyReport, chain_hash, default_audit_db, is_postgres_url,
+    normalize_code, output_preview, set_lock_wait, state_dir, timeline,
 };
 pub use builtin::{
     CancellationHook, CancellationSource, CancelledSet, MetricsHook, MetricsSnapshot, ToolMetrics,

@@ -1,5 +1,5 @@
 //! `agent-guard audit`: what was asked, decided, run, and by whom, per session, from SQLite or
-//! PostgreSQL; `--verify` checks the hash chain; `audit stats` counts decisions by layer and
+//! PostgreSQL; `--verify` checks the keyed hash chain; `audit stats` counts decisions by layer and
 //! code over time.
 
 use std::collections::BTreeMap;
@@ -30,7 +30,9 @@ pub(crate) struct Args {
     /// Print CSV: one line per call (with --rows: per row).
     #[arg(long)]
     pub csv: bool,
-    /// Check the hash chain: exit 1 when a row was changed, deleted or inserted by other means.
+    /// Check the chain with your audit key (`~/.agent-guard/audit.key`): exit 1
+    /// when a row was changed, deleted or inserted by other means, or carries no link under
+    /// the key (even with every later link recomputed, which only the key's holder can do).
     #[arg(long, conflicts_with_all = ["json", "csv", "rows"])]
     pub verify: bool,
 }
@@ -238,8 +240,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("BROKEN: {p}");
         }
         println!(
-            "{}: {} rows, {} chained, {} written before the chain, {} broken",
-            target, report.rows, report.chained, report.unchained, report.broken
+            "{}: {} rows, {} chained under your key, {} without a keyed link, {} under another key, {} broken",
+            target, report.rows, report.chained, report.unkeyed, report.foreign, report.broken
         );
         return Ok(if report.is_intact() {
             println!("chain intact");

@@ -36,12 +36,30 @@ pub(crate) struct PidsCgroup {
     memory: Option<PathBuf>,
 }
 
+/// This process's mount table and cgroup membership, read once for every controller located.
+struct Tables {
+    mounts: String,
+    own: String,
+}
+
+impl Tables {
+    fn read() -> Result<Tables, String> {
+        Ok(Tables {
+            mounts: std::fs::read_to_string("/proc/self/mounts")
+                .map_err(|e| format!("cannot read /proc/self/mounts: {e}"))?,
+            own: std::fs::read_to_string("/proc/self/cgroup")
+                .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?,
+        })
+    }
+}
+
 /// Finds where `controller` is mounted and which cgroup this process is in there.
 fn locate(controller: &str) -> Result<(PathBuf, Version), String> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts")
-        .map_err(|e| format!("cannot read /proc/self/mounts: {e}"))?;
-    let own = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    locate_in(&Tables::read()?, controller)
+}
+
+fn locate_in(tables: &Tables, controller: &str) -> Result<(PathBuf, Version), String> {
+    let (mounts, own) = (&tables.mounts, &tables.own);
     for line in mounts.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let (Some(mnt), Some(fstype), Some(opts)) = (fields.get(1), fields.get(2), fields.get(3))
@@ -97,7 +115,8 @@ impl PidsCgroup {
     /// Creates a fresh child cgroup with `pids.max = max`, and a memory cap of `memory_max` bytes
     /// when a memory controller is available.
     pub(crate) fn create(max: u32, memory_max: Option<u64>) -> Result<Self, String> {
-        let (parent, version) = locate("pids")?;
+        let tables = Tables::read()?;
+        let (parent, version) = locate_in(&tables, "pids")?;
         let name = format!(
             "bash-guard-{}-{}",
             std::process::id(),
@@ -114,7 +133,7 @@ impl PidsCgroup {
         // On failure the drop removes the directory again.
         cg.set_max(max)?;
         if memory_max.is_some() {
-            cg.memory = match (version, locate("memory")) {
+            cg.memory = match (version, locate_in(&tables, "memory")) {
                 (Version::V2, Ok((mparent, Version::V2))) if mparent == parent => {
                     Some(cg.dir.clone())
                 }

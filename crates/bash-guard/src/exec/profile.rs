@@ -149,16 +149,21 @@ fn relate(pattern: &str, path: &Path) -> Relation {
 /// Adds `dir` to `profile`: whole when no hidden pattern touches it, entry by entry (recursing
 /// only where a pattern lies below) otherwise. A directory that cannot be listed while a secret
 /// lies below it is left out: fail closed.
-fn add_filtered(dir: &Path, hidden: &[String], profile: &mut FsProfile, depth: u32) {
-    let mut below = false;
-    for pattern in hidden {
+///
+/// `hidden` is every pattern (a symlink's target may lie anywhere); `near` the ones that may
+/// still relate to `dir`. An entry is related only to the patterns that lie below its directory
+/// (a pattern that parts from the directory parts from everything in it), so each level matches
+/// against those few rather than every pattern.
+fn add_filtered(dir: &Path, hidden: &[String], near: &[&str], profile: &mut FsProfile, depth: u32) {
+    let mut below: Vec<&str> = Vec::new();
+    for pattern in near {
         match relate(pattern, dir) {
             Relation::Hides => return,
-            Relation::Below => below = true,
+            Relation::Below => below.push(pattern),
             Relation::Unrelated => {}
         }
     }
-    if !below {
+    if below.is_empty() {
         profile.read.push(dir.to_path_buf());
         return;
     }
@@ -183,7 +188,7 @@ fn add_filtered(dir: &Path, hidden: &[String], profile: &mut FsProfile, depth: u
                 _ => continue,
             }
         }
-        add_filtered(&entry, hidden, profile, depth + 1);
+        add_filtered(&entry, hidden, &below, profile, depth + 1);
     }
 }
 
@@ -205,10 +210,11 @@ pub(crate) fn build(
     let home = home.and_then(|h| std::fs::canonicalize(h).ok());
     let home = home.as_deref();
     let hidden: Vec<String> = hidden.iter().filter_map(|p| expand(p, home)).collect();
+    let all: Vec<&str> = hidden.iter().map(String::as_str).collect();
     let mut profile = FsProfile::default();
     for dir in filtered {
         if let Ok(dir) = std::fs::canonicalize(dir) {
-            add_filtered(&dir, &hidden, &mut profile, 0);
+            add_filtered(&dir, &hidden, &all, &mut profile, 0);
         }
     }
     let covered = |p: &Path, profile: &FsProfile| {
@@ -251,7 +257,7 @@ pub(crate) fn build(
                 continue;
             }
             let before = profile.read.len();
-            add_filtered(&tree, &hidden, &mut profile, 0);
+            add_filtered(&tree, &hidden, &all, &mut profile, 0);
             let added: Vec<PathBuf> = profile.read.drain(before..).collect();
             profile.toolchains.extend(added);
         }

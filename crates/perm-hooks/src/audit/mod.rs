@@ -5,6 +5,7 @@
 //! database then refused is *lost*, a row `record` could not queue is *refused*, and `flush()` /
 //! `shutdown()` return [`Error::Incomplete`] with both counts as soon as either is non-zero.
 
+mod chainkey;
 mod killswitch;
 mod ledger;
 mod postgres;
@@ -25,6 +26,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, QueryBuilder, Row, Type};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+pub use chainkey::{AUDIT_KEY_FILE, ChainKey};
 pub use killswitch::KillSwitch;
 pub use ledger::{
     ALLOW_ONCE_WINDOW, CallKey, GRANT_KEY_FILE, GRANT_KEY_VAR, GrantOutcome, Ledger, Offer,
@@ -55,11 +57,11 @@ const REDACT_WINDOW: usize = 64 * 1024;
 /// The columns every backend stores, in bind order.
 const COLUMN_LIST: &str = "session_id, step, tool_name, status, elapsed_ms, output_preview, \
      agent_name, decision, reason_code, ts, client, call_id, input, layer, resolved_by, \
-     resolution, ref_code, prev_hash, row_hash";
+     resolution, ref_code, prev_hash, row_hash, chain_key";
 
 const SELECT_ROWS: &str = "SELECT id, session_id, step, tool_name, status, elapsed_ms, \
      output_preview, agent_name, decision, reason_code, ts, client, call_id, input, layer, \
-     resolved_by, resolution, ref_code, prev_hash, row_hash FROM agent_audit_log";
+     resolved_by, resolution, ref_code, prev_hash, row_hash, chain_key FROM agent_audit_log";
 
 /// Portable SQL (no boolean sums, an explicit float cast) so both backends run the same text.
 const SELECT_SUMMARY: &str = "SELECT tool_name, COUNT(*) AS calls, \
@@ -421,6 +423,21 @@ pub(crate) fn mask_pieces(text: &str, pieces: &[String]) -> String {
 /// row, whoever built it.
 fn sanitize(row: &mut AuditRow) {
     let scanner = SecretScanner::default_set();
+    if may_hold_secret(scanner, row) {
+        sanitize_scanned(scanner, row);
+    } else {
+        // What the scanner would leave of these texts: no finding, no pieces to mask.
+        bound_in_place(&mut row.input, INPUT_CHARS);
+        bound_in_place(&mut row.output_preview, OUTPUT_PREVIEW_CHARS);
+        if let Some(r) = &mut row.resolution {
+            bound_in_place(r, OUTPUT_PREVIEW_CHARS);
+        }
+        replace_nul(row);
+    }
+}
+
+/// [`sanitize`] through the scanner, for a row [`may_hold_secret`] does not clear.
+fn sanitize_scanned(scanner: &SecretScanner, row: &mut AuditRow) {
     let (input, mut pieces) = redact_any(scanner, &row.input);
     let (preview, more) = redact_any(scanner, &row.output_preview);
     pieces.extend(more);
@@ -433,6 +450,39 @@ fn sanitize(row: &mut AuditRow) {
     if let Some(r) = &row.resolution {
         row.resolution = Some(bound(&scanner.redact(r).text, OUTPUT_PREVIEW_CHARS));
     }
+    replace_nul(row);
+}
+
+/// Whether the scanner could find anything in the texts [`sanitize`] redacts: an anchor of a
+/// detector in one of them ([`SecretScanner::may_find`]), or an escape in JSON text, which
+/// `redact_any` decodes before scanning (a `\u0041KIA...` hides its anchor from the raw text).
+fn may_hold_secret(scanner: &SecretScanner, row: &AuditRow) -> bool {
+    let json_escapes = |t: &str| t.starts_with(['{', '[', '"']) && t.contains('\\');
+    [&row.input, &row.output_preview]
+        .into_iter()
+        .any(|t| json_escapes(t) || scanner.may_find(t))
+        || row
+            .resolution
+            .as_deref()
+            .is_some_and(|r| scanner.may_find(r))
+}
+
+/// `text` cut to `limit` characters with NUL replaced, as the scanned path bounds it, without
+/// copying a text that needs neither (most rows).
+fn bound_in_place(text: &mut String, limit: usize) {
+    // A char is at least one byte: a text of at most `limit` bytes needs no cut.
+    if text.len() > limit
+        && let Some((end, _)) = text.char_indices().nth(limit)
+    {
+        text.truncate(end);
+    }
+    if text.contains('\0') {
+        *text = text.replace('\0', "\u{fffd}");
+    }
+}
+
+/// NUL, which PostgreSQL text cannot hold, out of the short fields.
+fn replace_nul(row: &mut AuditRow) {
     for field in [
         &mut row.session_id,
         &mut row.tool_name,
@@ -601,20 +651,32 @@ pub struct AuditRecord {
     /// The previous row's `row_hash` (empty for the first chained row); `None` for rows
     /// written before the chain.
     pub prev_hash: Option<String>,
-    /// SHA-256 over `prev_hash` and the row ([`chain_hash`]).
+    /// The row's link: HMAC-SHA256 under the chain key over `prev_hash` and the row
+    /// ([`ChainKey::link`]); for rows linked before the key, SHA-256 ([`chain_hash`]).
     pub row_hash: Option<String>,
+    /// The id of the key that linked the row ([`ChainKey::id`]); `None` for an unkeyed link.
+    #[serde(default)]
+    pub chain_key: Option<String>,
 }
 
-/// The chain link of `row` after `prev`: SHA-256 over the previous hash and every stored field,
-/// each length-prefixed so no two rows encode alike. Hex.
+/// The unkeyed link of `row` after `prev`, as rows were linked before the chain had a key:
+/// SHA-256 over the previous hash and every stored field, each length-prefixed so no two rows
+/// encode alike. Hex. Kept to check such rows before they are re-linked under the key.
 pub fn chain_hash(prev: &str, row: &AuditRow) -> String {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
+    encode_link(b"agent-guard audit v1", prev, row, &mut |b| h.update(b));
+    chainkey::hex(&h.finalize())
+}
+
+/// Feeds the link's input to `out`: `tag`, `prev` and every stored field, each
+/// length-prefixed.
+fn encode_link(tag: &[u8], prev: &str, row: &AuditRow, out: &mut dyn FnMut(&[u8])) {
     let mut field = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_be_bytes());
-        h.update(bytes);
+        out(&(bytes.len() as u64).to_be_bytes());
+        out(bytes);
     };
-    field(b"agent-guard audit v1");
+    field(tag);
     field(prev.as_bytes());
     field(row.session_id.as_bytes());
     field(&i64::from(row.step).to_be_bytes());
@@ -642,25 +704,46 @@ pub fn chain_hash(prev: &str, row: &AuditRow) -> String {
             .unwrap_or("-")
             .as_bytes(),
     );
-    let digest = h.finalize();
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        for nibble in [b >> 4, b & 15] {
-            out.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
-        }
-    }
-    out
 }
 
-/// The rows of a batch with their links, starting after `prev`.
-fn chain(prev: &str, rows: &[AuditRow]) -> Vec<(String, String)> {
+/// The rows of a batch with their keyed links, starting after `prev`.
+fn chain(key: &ChainKey, prev: &str, rows: &[AuditRow]) -> Vec<(String, String)> {
     let mut prev = prev.to_owned();
     rows.iter()
         .map(|row| {
-            let hash = chain_hash(&prev, row);
+            let hash = key.link(&prev, row);
             (std::mem::replace(&mut prev, hash.clone()), hash)
         })
         .collect()
+}
+
+/// The new links of a log whose rows were all linked before the key (plain SHA-256, or no
+/// link at all from before the chain): `(id, prev, link)` per row, in id order, once the
+/// unkeyed chain checks. `None` when there is nothing to re-link, when any row is keyed
+/// already, or when the unkeyed chain is broken: re-linking would vouch for a row someone
+/// changed, so those rows stay as they are and `verify` keeps reporting them.
+fn relink_plan(records: &[AuditRecord], key: &ChainKey) -> Option<Vec<(i64, String, String)>> {
+    if records.is_empty() || records.iter().any(|r| r.chain_key.is_some()) {
+        return None;
+    }
+    let legacy = verify_unkeyed(records);
+    if !legacy.is_intact() {
+        tracing::warn!(
+            problems = ?legacy.problems,
+            "the audit log's unkeyed chain is broken: its rows are not re-linked under the key"
+        );
+        return None;
+    }
+    let mut prev = String::new();
+    Some(
+        records
+            .iter()
+            .map(|r| {
+                let link = key.link(&prev, &r.row);
+                (r.id, std::mem::replace(&mut prev, link.clone()), link)
+            })
+            .collect(),
+    )
 }
 
 /// Filters for [`AuditReader::query`] and [`AuditReader::summary`]; `None` matches all.
@@ -789,15 +872,90 @@ impl Db {
         }
     }
 
-    async fn write_batch(&self, rows: &[AuditRow], timeout: Duration) -> Result<(), sqlx::Error> {
+    /// SQLite takes the rows (leaving `rows` empty): its failures are never retried
+    /// ([`Db::is_transient`]). PostgreSQL only reads them, for a retry.
+    async fn write_batch(
+        &self,
+        rows: &mut Vec<AuditRow>,
+        key: &ChainKey,
+        timeout: Duration,
+    ) -> Result<(), sqlx::Error> {
         match self {
-            Db::Sqlite(pool) => sqlite::write_batch(pool, rows).await,
-            Db::Postgres(pool) => postgres::write_batch(pool, rows, timeout).await,
+            Db::Sqlite(pool) => sqlite::write_batch(pool, std::mem::take(rows), key).await,
+            Db::Postgres(pool) => postgres::write_batch(pool, rows, key, timeout).await,
+        }
+    }
+
+    /// Re-links a log written before the chain had a key ([`relink_plan`]). Cheap when there
+    /// is nothing to do: one look at the last row, which a keyed writer has linked.
+    async fn relink_legacy(&self, key: &ChainKey) -> Result<(), sqlx::Error> {
+        const LAST_KEY: &str = "SELECT chain_key FROM agent_audit_log ORDER BY id DESC LIMIT 1";
+        const SET_LINK_SQLITE: &str =
+            "UPDATE agent_audit_log SET prev_hash = ?, row_hash = ?, chain_key = ? WHERE id = ?";
+        const SET_LINK_PG: &str = "UPDATE agent_audit_log SET prev_hash = $1, row_hash = $2, \
+             chain_key = $3 WHERE id = $4";
+        match self {
+            Db::Sqlite(pool) => {
+                let last: Option<Option<String>> =
+                    sqlx::query_scalar(LAST_KEY).fetch_optional(pool).await?;
+                if !matches!(last, Some(None)) {
+                    return Ok(());
+                }
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let rows = QueryBuilder::new(SELECT_ROWS)
+                    .push(" ORDER BY id")
+                    .build()
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let records = rows
+                    .iter()
+                    .map(record_from)
+                    .collect::<Result<Vec<_>, _>>()?;
+                for (id, prev, link) in relink_plan(&records, key).unwrap_or_default() {
+                    sqlx::query(SET_LINK_SQLITE)
+                        .bind(prev)
+                        .bind(link)
+                        .bind(key.id())
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await
+            }
+            Db::Postgres(pool) => {
+                let last: Option<Option<String>> =
+                    sqlx::query_scalar(LAST_KEY).fetch_optional(pool).await?;
+                if !matches!(last, Some(None)) {
+                    return Ok(());
+                }
+                let mut tx = pool.begin().await?;
+                postgres::lock_chain(&mut tx).await?;
+                let rows = QueryBuilder::new(SELECT_ROWS)
+                    .push(" ORDER BY id")
+                    .build()
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let records = rows
+                    .iter()
+                    .map(record_from)
+                    .collect::<Result<Vec<_>, _>>()?;
+                for (id, prev, link) in relink_plan(&records, key).unwrap_or_default() {
+                    sqlx::query(SET_LINK_PG)
+                        .bind(prev)
+                        .bind(link)
+                        .bind(key.id())
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await
+            }
         }
     }
 
     /// Errors worth retrying: the server went away or is restarting. A SQLite lock has
-    /// already been waited for (its busy timeout), so nothing there is retried.
+    /// already been waited for (its busy timeout), so nothing there is retried (and
+    /// [`Db::write_batch`] has taken the rows).
     fn is_transient(&self, err: &sqlx::Error) -> bool {
         match self {
             Db::Sqlite(_) => false,
@@ -957,6 +1115,7 @@ where
         },
         prev_hash: row.try_get("prev_hash")?,
         row_hash: row.try_get("row_hash")?,
+        chain_key: row.try_get("chain_key")?,
     })
 }
 
@@ -1077,10 +1236,13 @@ pub(crate) fn lock_wait(default: Duration) -> Duration {
 pub struct VerifyReport {
     /// Rows read.
     pub rows: u64,
-    /// Rows whose link checked.
+    /// Rows whose keyed link checked.
     pub chained: u64,
-    /// Rows written before the chain existed (they precede every chained row).
-    pub unchained: u64,
+    /// Rows without a keyed link: linked before the key and not re-linked (their unkeyed
+    /// chain was broken), or written by other means. Each is also a problem.
+    pub unkeyed: u64,
+    /// Rows linked under another key than the one checked with. Each is also a problem.
+    pub foreign: u64,
     /// What does not check, first problems first (at most [`VerifyReport::MAX_PROBLEMS`]).
     pub problems: Vec<String>,
     /// How many rows failed, in all.
@@ -1091,7 +1253,7 @@ impl VerifyReport {
     /// Problems kept in [`VerifyReport::problems`].
     pub const MAX_PROBLEMS: usize = 20;
 
-    /// True when every chained row checks.
+    /// True when every row carries a link under the key that checks.
     pub fn is_intact(&self) -> bool {
         self.broken == 0
     }
@@ -1104,8 +1266,51 @@ impl VerifyReport {
     }
 }
 
-/// Checks the chain over `records`, in id order.
-fn verify_records(records: &[AuditRecord]) -> VerifyReport {
+/// Checks the keyed chain over `records`, in id order: every row must carry a link under
+/// `key` that follows the row before it. A row with an unkeyed link (or none) fails: anyone
+/// who can write the database can compute one.
+fn verify_records(records: &[AuditRecord], key: &ChainKey) -> VerifyReport {
+    let mut report = VerifyReport::default();
+    let mut last = String::new();
+    for r in records {
+        report.rows += 1;
+        let (Some(hash), Some(key_id)) = (&r.row_hash, &r.chain_key) else {
+            report.unkeyed += 1;
+            report.fail(format!(
+                "row {} has no keyed link (linked before the key and not re-linked, or \
+                 written by other means)",
+                r.id
+            ));
+            last = r.row_hash.clone().unwrap_or_default();
+            continue;
+        };
+        let prev = r.prev_hash.clone().unwrap_or_default();
+        if key_id != key.id() {
+            report.foreign += 1;
+            report.fail(format!(
+                "row {} was linked under another key (id {key_id}; yours is {}): check it \
+                 with that key, or it was rewritten",
+                r.id,
+                key.id()
+            ));
+        } else if prev != last {
+            report.fail(format!(
+                "row {} does not follow the row before it (a row was deleted or inserted before it)",
+                r.id
+            ));
+        } else if key.link(&prev, &r.row) != *hash {
+            report.fail(format!("row {} was changed after it was written", r.id));
+        } else {
+            report.chained += 1;
+        }
+        last.clone_from(hash);
+    }
+    report
+}
+
+/// Checks the unkeyed chain of a log written before the key: rows without a link (from
+/// before the chain) may only precede the linked ones.
+fn verify_unkeyed(records: &[AuditRecord]) -> VerifyReport {
     let mut report = VerifyReport::default();
     let mut last: Option<String> = None;
     for r in records {
@@ -1117,7 +1322,7 @@ fn verify_records(records: &[AuditRecord]) -> VerifyReport {
                     r.id
                 ));
             } else {
-                report.unchained += 1;
+                report.unkeyed += 1;
             }
             continue;
         };
@@ -1144,7 +1349,8 @@ const POOL_SIZE: u32 = 4;
 impl AuditLog {
     /// Opens the log at `target`: a `postgres://`/`postgresql://` URL, or a SQLite path
     /// (created in WAL mode with its directory). Checks its integrity, migrates it and starts
-    /// the writer. Must be called inside a tokio runtime.
+    /// the writer, which links rows under the user's chain key ([`ChainKey::default_path`],
+    /// created on first use). Must be called inside a tokio runtime.
     pub async fn open(target: impl AsRef<Path>) -> Result<AuditLog, Error> {
         AuditLog::open_with(target, AuditOptions::default()).await
     }
@@ -1154,12 +1360,29 @@ impl AuditLog {
         target: impl AsRef<Path>,
         options: AuditOptions,
     ) -> Result<AuditLog, Error> {
+        let key = ChainKey::load_or_create(&ChainKey::default_path()?)?;
+        AuditLog::open_keyed(target, options, key).await
+    }
+
+    /// [`AuditLog::open_with`] linking rows under `key`. A log whose rows were all linked
+    /// before the chain had a key is re-linked under it first, in one transaction, if its
+    /// unkeyed chain checks (see `relink_plan`).
+    pub async fn open_keyed(
+        target: impl AsRef<Path>,
+        options: AuditOptions,
+        key: ChainKey,
+    ) -> Result<AuditLog, Error> {
         let target = AuditTarget::parse(target);
         let options = AuditOptions {
             write_timeout: lock_wait(options.write_timeout),
             ..options
         };
         let db = Db::open(&target, Access::Write, &options, POOL_SIZE).await?;
+        // Not fatal: a role without UPDATE (a fleet's INSERT/SELECT grants) or a held lock
+        // leaves the old rows unkeyed, which `verify` reports; the log itself still works.
+        if let Err(err) = db.relink_legacy(&key).await {
+            tracing::warn!(target_db = %target, "audit rows linked before the key were not re-linked: {err}");
+        }
         let (tx, rx) = mpsc::channel(options.queue_capacity.max(1));
         let shared = Arc::new(Shared {
             target: target.to_string(),
@@ -1172,6 +1395,7 @@ impl AuditLog {
         });
         let handle = tokio::spawn(writer(
             db,
+            key,
             rx,
             options,
             Arc::clone(&shared.counters),
@@ -1296,6 +1520,7 @@ impl AuditLog {
 /// write timeout; the queue meanwhile fills (bounded), then `record` refuses and counts.
 async fn writer(
     db: Db,
+    key: ChainKey,
     mut rx: mpsc::Receiver<Msg>,
     options: AuditOptions,
     counters: Arc<Counters>,
@@ -1330,7 +1555,16 @@ async fn writer(
             next = rx.try_recv().ok();
         }
         if !batch.is_empty() {
-            write_with_retry(&db, &batch, &options, &counters, &target, &mut outage).await;
+            write_with_retry(
+                &db,
+                &key,
+                &mut batch,
+                &options,
+                &counters,
+                &target,
+                &mut outage,
+            )
+            .await;
             batch.clear();
         }
         // A waiter is answered only once everything queued before it is settled; while
@@ -1351,7 +1585,8 @@ async fn writer(
 
 async fn write_with_retry(
     db: &Db,
-    batch: &[AuditRow],
+    key: &ChainKey,
+    batch: &mut Vec<AuditRow>,
     options: &AuditOptions,
     counters: &Counters,
     target: &str,
@@ -1360,7 +1595,7 @@ async fn write_with_retry(
     let n = batch.len() as u64;
     let mut delay = Duration::from_millis(20);
     loop {
-        match db.write_batch(batch, options.write_timeout).await {
+        match db.write_batch(batch, key, options.write_timeout).await {
             Ok(()) => {
                 counters.written.fetch_add(n, Ordering::AcqRel);
                 if outage.take().is_some() {
@@ -1429,11 +1664,18 @@ impl AuditReader {
         self.db.summary(q).await.map_err(self.err())
     }
 
-    /// Checks the hash chain over every row: a row changed, deleted or inserted by anything
-    /// but the guard's writer breaks it.
+    /// Checks the keyed chain over every row with the user's chain key (which must exist: a
+    /// missing key is an error, not an empty report): a row changed, deleted or inserted by
+    /// anything but the guard's writer breaks it, even with every later link recomputed.
     pub async fn verify(&self) -> Result<VerifyReport, Error> {
+        let key = ChainKey::load(&ChainKey::default_path()?)?;
+        self.verify_with(&key).await
+    }
+
+    /// [`AuditReader::verify`] with `key`.
+    pub async fn verify_with(&self, key: &ChainKey) -> Result<VerifyReport, Error> {
         let rows = self.query(&AuditQuery::default()).await?;
-        Ok(verify_records(&rows))
+        Ok(verify_records(&rows, key))
     }
 
     /// Closes the connection.
@@ -1474,6 +1716,76 @@ impl AgentHook for AuditLogHook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows holding `text` in each redacted field, as hooks store them.
+    fn rows_with(text: &str) -> Vec<AuditRow> {
+        let base = AuditRow::decided(Decision::Ask, "p7_config_ask", "");
+        let mut as_input = base.clone();
+        as_input.set_input(&serde_json::json!({ "command": text }));
+        let mut as_plain_input = base.clone();
+        as_plain_input.set_input(&serde_json::Value::String(text.to_owned()));
+        let mut as_output = base.clone();
+        as_output.output_preview = text.to_owned();
+        let mut as_resolution = base;
+        as_resolution.resolution = Some(text.to_owned());
+        vec![as_input, as_plain_input, as_output, as_resolution]
+    }
+
+    #[test]
+    fn every_detectors_sample_is_redacted_through_the_prefilter() {
+        let scanner = SecretScanner::default_set();
+        let examples = crate::redact::builtin_examples();
+        assert!(examples.len() >= 30, "{}", examples.len());
+        for (id, hit, miss) in examples {
+            assert!(scanner.may_find(&hit), "{id}: its sample has no anchor");
+            for text in [&hit, &miss] {
+                for row in rows_with(text) {
+                    let mut fast = row.clone();
+                    sanitize(&mut fast);
+                    let mut full = row;
+                    sanitize_scanned(scanner, &mut full);
+                    assert_eq!(fast, full, "{id}: `{text}`");
+                }
+            }
+            for row in rows_with(&hit) {
+                let mut stored = row;
+                sanitize(&mut stored);
+                let held = [
+                    stored.input.as_str(),
+                    stored.output_preview.as_str(),
+                    stored.resolution.as_deref().unwrap_or_default(),
+                ];
+                assert!(
+                    held.iter().any(|t| t.contains("[REDACTED")),
+                    "{id}: `{hit}` stored as {held:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn text_without_an_anchor_skips_the_scanner_and_keeps_its_bounds() {
+        let scanner = SecretScanner::default_set();
+        let mut row = AuditRow::decided(Decision::Allow, "p7_config_allow", "total 0\n.");
+        row.set_input(&serde_json::json!({"command": "ls -la src && cargo test -p perm-hooks"}));
+        row.resolution = Some("run_bash(cargo test:*)".to_owned());
+        assert!(!may_hold_secret(scanner, &row));
+        // An escape in JSON text may spell an anchor: the scanner decodes it, so must we.
+        let mut escaped = row.clone();
+        escaped.input = r#"{"command":"echo \u0041KIAQ3EGTW7ZL5MXRB2N"}"#.to_owned();
+        assert!(may_hold_secret(scanner, &escaped));
+        sanitize(&mut escaped);
+        assert!(
+            !escaped.input.contains("Q3EGTW7ZL5MXRB2N"),
+            "{}",
+            escaped.input
+        );
+        // Bounds and NUL still apply on the fast path.
+        row.output_preview = "x\0".repeat(OUTPUT_PREVIEW_CHARS);
+        sanitize(&mut row);
+        assert_eq!(row.output_preview.chars().count(), OUTPUT_PREVIEW_CHARS);
+        assert!(!row.output_preview.contains('\0'));
+    }
 
     #[test]
     fn stored_texts_parse_back_to_their_value() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use perm_rules::Decision;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::{Access, AuditOptions, AuditRow, Resolver, chain};
+use super::{Access, AuditOptions, AuditRow, ChainKey, Resolver, chain};
 use crate::error::Error;
 
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -18,7 +18,7 @@ pub(super) const CANCEL_CHANNEL: &str = "agent_guard_cancel";
 /// per-row statement work on the server, and atomic like any single statement.
 const COPY_IN: &str = "COPY agent_audit_log (session_id, step, tool_name, status, elapsed_ms, \
      output_preview, agent_name, decision, reason_code, ts, client, call_id, input, layer, \
-     resolved_by, resolution, ref_code, prev_hash, row_hash) FROM STDIN";
+     resolved_by, resolution, ref_code, prev_hash, row_hash, chain_key) FROM STDIN";
 
 /// The advisory lock every writer holds while it reads the last link and appends, so the
 /// chain never forks; released at commit. (An arbitrary constant: "agaudit" in ASCII.)
@@ -47,7 +47,7 @@ fn push_opt(buf: &mut String, value: Option<&str>) {
 }
 
 /// The COPY text of `rows` with their links: tab-separated fields, one line per row.
-fn copy_text(rows: &[AuditRow], links: &[(String, String)]) -> String {
+fn copy_text(rows: &[AuditRow], links: &[(String, String)], key_id: &str) -> String {
     use std::fmt::Write as _;
     let mut buf = String::with_capacity(rows.len() * 320);
     for (row, (prev, hash)) in rows.iter().zip(links) {
@@ -86,6 +86,8 @@ fn copy_text(rows: &[AuditRow], links: &[(String, String)]) -> String {
         push_field(&mut buf, prev);
         buf.push('\t');
         push_field(&mut buf, hash);
+        buf.push('\t');
+        push_field(&mut buf, key_id);
         buf.push('\n');
     }
     buf
@@ -189,23 +191,27 @@ pub(super) fn is_transient(err: &sqlx::Error) -> bool {
 pub(super) async fn write_batch(
     pool: &PgPool,
     rows: &[AuditRow],
+    key: &ChainKey,
     timeout: Duration,
 ) -> Result<(), sqlx::Error> {
     let copy = async {
         let mut tx = pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(CHAIN_LOCK)
-            .execute(&mut *tx)
-            .await?;
+        lock_chain(&mut tx).await?;
         let prev: Option<Option<String>> =
             sqlx::query_scalar("SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1")
                 .fetch_optional(&mut *tx)
                 .await?;
-        let links = chain(&prev.flatten().unwrap_or_default(), rows);
-        let text = copy_text(rows, &links);
-        let mut copy = (*tx).copy_in_raw(COPY_IN).await?;
-        copy.send(text.as_bytes()).await?;
-        copy.finish().await?;
+        let links = chain(key, &prev.flatten().unwrap_or_default(), rows);
+        if let ([row], [(prev, hash)]) = (rows, links.as_slice()) {
+            // One row (what a hook process writes): one INSERT is one round trip where COPY
+            // takes three.
+            insert_one(&mut tx, row, prev, hash, key.id()).await?;
+        } else {
+            let text = copy_text(rows, &links, key.id());
+            let mut copy = (*tx).copy_in_raw(COPY_IN).await?;
+            copy.send(text.as_bytes()).await?;
+            copy.finish().await?;
+        }
         tx.commit().await
     };
     match tokio::time::timeout(timeout.max(Duration::from_secs(1)), copy).await {
@@ -215,6 +221,58 @@ pub(super) async fn write_batch(
             format!("no answer within {timeout:?}"),
         ))),
     }
+}
+
+async fn insert_one(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    row: &AuditRow,
+    prev: &str,
+    hash: &str,
+    key_id: &str,
+) -> Result<(), sqlx::Error> {
+    // NUL cannot be stored in PostgreSQL text; COPY replaces it the same way.
+    let text = |s: &str| s.replace('\0', "\u{fffd}");
+    let opt = |s: Option<&str>| s.map(text);
+    sqlx::query(
+        "INSERT INTO agent_audit_log (session_id, step, tool_name, status, elapsed_ms, \
+         output_preview, agent_name, decision, reason_code, ts, client, call_id, input, layer, \
+         resolved_by, resolution, ref_code, prev_hash, row_hash, chain_key) VALUES ($1, $2, $3, \
+         $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+    )
+    .bind(text(&row.session_id))
+    .bind(i64::from(row.step))
+    .bind(text(&row.tool_name))
+    .bind(row.status.as_str())
+    .bind(i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX))
+    .bind(text(&row.output_preview))
+    .bind(text(&row.agent_name))
+    .bind(row.decision.map(Decision::as_str))
+    .bind(opt(row.reason_code.as_deref()))
+    .bind(row.ts)
+    .bind(text(&row.client))
+    .bind(text(&row.call_id))
+    .bind(text(&row.input))
+    .bind(opt(row.layer.as_deref()))
+    .bind(row.resolved_by.map(Resolver::as_str))
+    .bind(opt(row.resolution.as_deref()))
+    .bind(opt(row.ref_code.as_deref()))
+    .bind(prev)
+    .bind(hash)
+    .bind(key_id)
+    .execute(&mut **tx)
+    .await
+    .map(|_| ())
+}
+
+/// Takes the chain's advisory lock for the rest of `tx`.
+pub(super) async fn lock_chain(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(CHAIN_LOCK)
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
 }
 
 /// The row and the notification commit together, so a listener never wakes before the row
@@ -275,8 +333,8 @@ mod tests {
         row.ts = 42;
         let links = [("p".to_owned(), "h".to_owned())];
         assert_eq!(
-            copy_text(&[row], &links),
-            "s\\t1\t3\trun_bash\tDENIED\t7\ta\\\\b\\nc\\rd\u{fffd}e\tlead\tdeny\t\\N\t42\t\t\t\t\\N\t\\N\t\\N\t\\N\tp\th\n"
+            copy_text(&[row], &links, "k"),
+            "s\\t1\t3\trun_bash\tDENIED\t7\ta\\\\b\\nc\\rd\u{fffd}e\tlead\tdeny\t\\N\t42\t\t\t\t\\N\t\\N\t\\N\t\\N\tp\th\tk\n"
         );
     }
 }

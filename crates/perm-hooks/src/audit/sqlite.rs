@@ -1,6 +1,7 @@
 //! The SQLite backend: the embedded default (one file, WAL).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use perm_rules::Decision;
@@ -9,12 +10,12 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
-use super::{Access, AuditOptions, AuditRow, COLUMN_LIST, Resolver, chain};
+use super::{Access, AuditOptions, AuditRow, COLUMN_LIST, ChainKey, Resolver, chain};
 use crate::error::Error;
 
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
-/// Rows per INSERT statement; 19 binds each (9500) stays below SQLite's variable limit (32766).
+/// Rows per INSERT statement; 20 binds each (10000) stays below SQLite's variable limit (32766).
 const ROWS_PER_STATEMENT: usize = 500;
 
 /// SQLite's result codes for a file that is not a database or is damaged.
@@ -175,6 +176,13 @@ async fn expected_schema() -> Result<&'static Schema, sqlx::Error> {
         .await
 }
 
+/// Objects an earlier migration made and a later one dropped (type, name, table): the indexes
+/// 0002 and 0005 made and 0007 dropped. Indexes only: they cannot change or hide a row.
+const RETIRED: [(&str, &str, &str); 2] = [
+    ("index", "agent_audit_log_tool", "agent_audit_log"),
+    ("index", "agent_audit_log_call", "agent_audit_log"),
+];
+
 /// Refuses a database holding anything our migrations did not make: a trigger or a view (which
 /// could rewrite or hide rows, with `quick_check` still "ok"), an unknown table or index, or,
 /// once migrated (`exact`), a missing object or a table whose columns differ.
@@ -190,6 +198,12 @@ async fn check_schema(pool: &SqlitePool, name: &str, exact: bool) -> Result<(), 
             return Err(foreign(format!("it has a {kind} `{object}` on `{table}`")));
         }
         match objects.iter().find(|(k, n, _)| k == kind && n == object) {
+            // Made by an earlier migration and dropped by a later one: a database not yet
+            // migrated (or being migrated by another process right now) still has it.
+            None if !exact
+                && RETIRED
+                    .iter()
+                    .any(|(k, n, t)| k == kind && n == object && t == table) => {}
             None => {
                 return Err(foreign(format!(
                     "it has a {kind} `{object}` the guard did not make"
@@ -302,38 +316,51 @@ async fn migrate(pool: &SqlitePool, name: &str) -> Result<(), Error> {
 }
 
 /// Writes a batch as one `BEGIN IMMEDIATE` transaction: the write lock is taken before the
-/// last link is read, so two processes appending at once cannot fork the chain.
-pub(super) async fn write_batch(pool: &SqlitePool, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+/// last link is read, so two processes appending at once cannot fork the chain. Takes the rows:
+/// their texts move into the statement's arguments rather than being copied (a SQLite failure
+/// is never retried, see `Db::is_transient`).
+pub(super) async fn write_batch(
+    pool: &SqlitePool,
+    rows: Vec<AuditRow>,
+    key: &ChainKey,
+) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let prev: Option<Option<String>> =
         sqlx::query_scalar("SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1")
             .fetch_optional(&mut *tx)
             .await?;
-    let links = chain(&prev.flatten().unwrap_or_default(), rows);
-    let linked: Vec<(&AuditRow, &(String, String))> = rows.iter().zip(links.iter()).collect();
-    for chunk in linked.chunks(ROWS_PER_STATEMENT) {
+    let links = chain(key, &prev.flatten().unwrap_or_default(), &rows);
+    // Shared, not copied per row.
+    let key_id: Arc<str> = Arc::from(key.id());
+    let mut linked = rows.into_iter().zip(links);
+    loop {
+        let chunk: Vec<_> = linked.by_ref().take(ROWS_PER_STATEMENT).collect();
+        if chunk.is_empty() {
+            break;
+        }
         let mut qb: QueryBuilder<Sqlite> =
             QueryBuilder::new(format!("INSERT INTO agent_audit_log ({COLUMN_LIST}) "));
         qb.push_values(chunk, |mut b, (row, (prev, hash))| {
-            b.push_bind(row.session_id.clone())
+            b.push_bind(row.session_id)
                 .push_bind(i64::from(row.step))
-                .push_bind(row.tool_name.clone())
+                .push_bind(row.tool_name)
                 .push_bind(row.status.as_str())
                 .push_bind(i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX))
-                .push_bind(row.output_preview.clone())
-                .push_bind(row.agent_name.clone())
+                .push_bind(row.output_preview)
+                .push_bind(row.agent_name)
                 .push_bind(row.decision.map(Decision::as_str))
-                .push_bind(row.reason_code.clone())
+                .push_bind(row.reason_code)
                 .push_bind(row.ts)
-                .push_bind(row.client.clone())
-                .push_bind(row.call_id.clone())
-                .push_bind(row.input.clone())
-                .push_bind(row.layer.clone())
+                .push_bind(row.client)
+                .push_bind(row.call_id)
+                .push_bind(row.input)
+                .push_bind(row.layer)
                 .push_bind(row.resolved_by.map(Resolver::as_str))
-                .push_bind(row.resolution.clone())
-                .push_bind(row.ref_code.clone())
-                .push_bind(prev.clone())
-                .push_bind(hash.clone());
+                .push_bind(row.resolution)
+                .push_bind(row.ref_code)
+                .push_bind(prev)
+                .push_bind(hash)
+                .push_bind(Arc::clone(&key_id));
         });
         qb.build().persistent(true).execute(&mut *tx).await?;
     }

@@ -19,6 +19,24 @@ pub use scanner::{Redacted, SecretFinding, SecretScanner};
 
 use crate::hook::{AgentHook, HookResult, PostToolUseAction, PostToolUseContext};
 
+/// Every built-in detector's example: (id, hit, miss), `secret-assignment` last.
+#[cfg(test)]
+pub(crate) fn builtin_examples() -> Vec<(String, String, String)> {
+    #[allow(clippy::expect_used)]
+    let t = table::builtin().expect("the built-in table parses");
+    t.detector
+        .iter()
+        .filter_map(|d| d.example.as_ref().map(|e| (d.id.clone(), e)))
+        .chain(
+            t.assignment
+                .example
+                .as_ref()
+                .map(|e| (t.assignment.id.clone(), e)),
+        )
+        .map(|(id, e)| (id, e.hit.clone(), e.miss.clone()))
+        .collect()
+}
+
 /// Masks secrets with the built-in detectors ([`SecretScanner::default_set`]).
 pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     SecretScanner::default_set().redact(text).text

@@ -390,6 +390,17 @@ impl SecretScanner {
             .is_some_and(|set| set.is_match(path))
     }
 
+    /// False only when [`find`](Self::find) cannot find anything in `text`: no detector's
+    /// anchor occurs in it (every token format is tried only at one of its anchors, and the
+    /// `NAME=value` judge only at one of its words), and no detector runs without anchors. A
+    /// yes/no over the same automata `find` runs, without its per-call work (spans, the
+    /// overlap pass), so a caller with many short texts can skip the scanner for most.
+    pub fn may_find(&self, text: &str) -> bool {
+        self.detectors.iter().any(|d| d.unanchored)
+            || self.tokens.iter().any(|(ac, _)| ac.is_match(text))
+            || self.words.as_ref().is_some_and(|ac| ac.is_match(text))
+    }
+
     /// Finds every secret in `text`, non-overlapping, in text order.
     pub fn find(&self, text: &str) -> Vec<SecretFinding> {
         // Specific formats first; `NAME=value` only where no format matched.

@@ -369,21 +369,23 @@ async fn tamper(t: &crate::backends::Target, sql: &str) {
 async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
     for t in targets("chain").await {
         // Two logs (two processes' worth of writers) appending at once.
-        let a = AuditLog::open_with(
+        let a = AuditLog::open_keyed(
             &t.url,
             AuditOptions {
                 max_batch: 7,
                 ..Default::default()
             },
+            test_key(),
         )
         .await
         .unwrap();
-        let b = AuditLog::open_with(
+        let b = AuditLog::open_keyed(
             &t.url,
             AuditOptions {
                 max_batch: 5,
                 ..Default::default()
             },
+            test_key(),
         )
         .await
         .unwrap();
@@ -403,7 +405,7 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
         a.shutdown().await.unwrap();
         b.shutdown().await.unwrap();
         let reader = AuditReader::open(&t.url).await.unwrap();
-        let report = reader.verify().await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
         assert!(report.is_intact(), "{}: {report:?}", t.kind);
         assert_eq!(report.chained, 120, "{}", t.kind);
         reader.close().await;
@@ -415,7 +417,7 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
         )
         .await;
         let reader = AuditReader::open(&t.url).await.unwrap();
-        let report = reader.verify().await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
         assert!(!report.is_intact(), "{}", t.kind);
         assert!(
             report.problems[0].contains("row 10 was changed"),
@@ -426,7 +428,7 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
         // So is deleting one.
         tamper(&t, "DELETE FROM agent_audit_log WHERE id = 30").await;
         let reader = AuditReader::open(&t.url).await.unwrap();
-        let report = reader.verify().await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
         assert!(
             report
                 .problems
@@ -435,6 +437,194 @@ async fn the_chain_holds_across_concurrent_writers_and_breaks_on_tampering() {
             "{}: {report:?}",
             t.kind
         );
+        reader.close().await;
+    }
+}
+
+/// The key the chain tests link under (the user's own key is never touched by tests).
+fn test_key() -> ChainKey {
+    ChainKey::from_bytes(&[42; 32]).unwrap()
+}
+
+/// Every row of `t`, oldest first.
+async fn all_rows(t: &crate::backends::Target) -> Vec<AuditRecord> {
+    let reader = AuditReader::open(&t.url).await.unwrap();
+    let rows = reader.query(&AuditQuery::default()).await.unwrap();
+    reader.close().await;
+    rows
+}
+
+/// Sets the links of `rows` (by id) as an attacker with write access to the database would.
+async fn set_links(t: &crate::backends::Target, links: &[(i64, String, String, Option<String>)]) {
+    let mut sql = String::new();
+    for (id, prev, hash, key) in links {
+        let key = key.as_ref().map_or("NULL".to_owned(), |k| format!("'{k}'"));
+        sql.push_str(&format!(
+            "UPDATE agent_audit_log SET prev_hash = '{prev}', row_hash = '{hash}', \
+             chain_key = {key} WHERE id = {id};"
+        ));
+    }
+    tamper(t, &sql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_with_recomputed_links_fails_verify_without_the_key() {
+    for t in targets("keyed_chain").await {
+        let log = AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap();
+        for step in 0..20 {
+            log.record(row("s", step)).await;
+        }
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
+        assert!(report.is_intact(), "{}: {report:?}", t.kind);
+        assert_eq!(report.chained, 20, "{}", t.kind);
+        reader.close().await;
+
+        // The attacker rewrites row 5's output and recomputes every link from there: first
+        // the old unkeyed way, then keyed under a key of their own but claiming ours.
+        tamper(
+            &t,
+            "UPDATE agent_audit_log SET output_preview = 'all fine' WHERE id = 5",
+        )
+        .await;
+        let rows = all_rows(&t).await;
+        let attacker = ChainKey::from_bytes(&[1; 32]).unwrap();
+        for keyed in [false, true] {
+            let mut prev = String::new();
+            let mut links = Vec::new();
+            for r in &rows {
+                let (hash, key) = if keyed {
+                    (
+                        attacker.link(&prev, &r.row),
+                        Some(test_key().id().to_owned()),
+                    )
+                } else {
+                    (chain_hash(&prev, &r.row), None)
+                };
+                links.push((r.id, std::mem::replace(&mut prev, hash.clone()), hash, key));
+            }
+            set_links(&t, &links).await;
+            let reader = AuditReader::open(&t.url).await.unwrap();
+            let report = reader.verify_with(&test_key()).await.unwrap();
+            reader.close().await;
+            assert!(!report.is_intact(), "{} keyed={keyed}: {report:?}", t.kind);
+            assert_eq!(report.chained, 0, "{} keyed={keyed}: {report:?}", t.kind);
+            let expect = if keyed {
+                "row 1 was changed"
+            } else {
+                "row 1 has no keyed link"
+            };
+            assert!(
+                report.problems[0].contains(expect),
+                "{} keyed={keyed}: {report:?}",
+                t.kind
+            );
+        }
+
+        // A key of another id is named as such, not as a change.
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify_with(&attacker).await.unwrap();
+        reader.close().await;
+        assert_eq!(report.foreign, 20, "{}: {report:?}", t.kind);
+        assert!(report.problems[0].contains("another key"), "{report:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_linked_before_the_key_is_relinked_only_if_its_chain_holds() {
+    for t in targets("legacy_chain").await {
+        let log = AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap();
+        for step in 0..10 {
+            log.record(row("old", step)).await;
+        }
+        log.shutdown().await.unwrap();
+        // Make it what the previous release wrote: plain SHA-256 links, no key id.
+        let legacy = |rows: &[AuditRecord]| {
+            let mut prev = String::new();
+            rows.iter()
+                .map(|r| {
+                    let hash = chain_hash(&prev, &r.row);
+                    (r.id, std::mem::replace(&mut prev, hash.clone()), hash, None)
+                })
+                .collect::<Vec<_>>()
+        };
+        let rows = all_rows(&t).await;
+        set_links(&t, &legacy(&rows)).await;
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
+        reader.close().await;
+        assert_eq!(report.unkeyed, 10, "{}: {report:?}", t.kind);
+        assert!(!report.is_intact());
+
+        // The first writer re-links the intact unkeyed chain under the key, then appends.
+        let log = AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap();
+        log.record(row("new", 0)).await;
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
+        reader.close().await;
+        assert!(report.is_intact(), "{}: {report:?}", t.kind);
+        assert_eq!(report.chained, 11, "{}", t.kind);
+
+        // An unkeyed chain that does not check is not laundered: its rows stay unkeyed and
+        // verify keeps naming them.
+        let mut rows = all_rows(&t).await;
+        rows.truncate(10);
+        set_links(&t, &legacy(&rows)).await;
+        tamper(&t, "DELETE FROM agent_audit_log WHERE id = 11").await;
+        tamper(
+            &t,
+            "UPDATE agent_audit_log SET output_preview = 'all fine' WHERE id = 3",
+        )
+        .await;
+        let log = AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap();
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        let report = reader.verify_with(&test_key()).await.unwrap();
+        reader.close().await;
+        assert_eq!(report.unkeyed, 10, "{}: {report:?}", t.kind);
+        assert_eq!(report.chained, 0, "{}: {report:?}", t.kind);
+    }
+}
+
+#[tokio::test]
+async fn a_database_from_before_the_index_change_opens_and_loses_the_old_indexes() {
+    for t in targets("old_indexes").await {
+        AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap()
+            .shutdown()
+            .await
+            .unwrap();
+        // Back to what migration 0006 left.
+        let (table, version) = ("_sqlx_migrations", 7);
+        tamper(
+            &t,
+            &format!(
+                "DELETE FROM {table} WHERE version = {version}; \
+                 DROP INDEX agent_audit_log_ref; \
+                 CREATE INDEX agent_audit_log_tool ON agent_audit_log (tool_name, id); \
+                 CREATE INDEX agent_audit_log_call ON agent_audit_log (session_id, call_id); \
+                 CREATE INDEX agent_audit_log_ref ON agent_audit_log (ref_code);"
+            ),
+        )
+        .await;
+        let log = AuditLog::open_keyed(&t.url, AuditOptions::default(), test_key())
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", t.kind));
+        log.record(row("s", 1)).await;
+        log.shutdown().await.unwrap();
+        let reader = AuditReader::open(&t.url).await.unwrap();
+        assert!(reader.verify_with(&test_key()).await.unwrap().is_intact());
         reader.close().await;
     }
 }
