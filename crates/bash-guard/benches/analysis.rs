@@ -66,6 +66,33 @@ fn bench(c: &mut Criterion) {
     g.bench_function("long_10k", |b| {
         b.iter(|| analyzer.analyze(black_box(&long), cwd, &Judge))
     });
+    // The same command each iteration meets brush-parser's own 64-entry caches of token
+    // lists and parsed words; a different `head -n` count each time misses them, as a
+    // command the agent has not run before does.
+    g.bench_function("typical_200_distinct", |b| {
+        let mut n = 0u32;
+        b.iter_batched(
+            || {
+                n = n.wrapping_add(1);
+                TYPICAL.replace("head -n 20", &format!("head -n {}", 1000 + n % 9000))
+            },
+            |command| analyzer.analyze(black_box(&command), cwd, &Judge),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    // `git status` with 1..=100 trailing blanks: the same command, a new text for brush's
+    // token cache each time.
+    g.bench_function("short_distinct", |b| {
+        let mut n = 0usize;
+        b.iter_batched(
+            || {
+                n = n.wrapping_add(1);
+                format!("{SHORT}{}", " ".repeat(1 + n % 100))
+            },
+            |command| analyzer.analyze(black_box(&command), cwd, &Judge),
+            criterion::BatchSize::SmallInput,
+        )
+    });
     g.bench_function("naive_first_word_typical", |b| {
         b.iter(|| naive(black_box(TYPICAL)))
     });

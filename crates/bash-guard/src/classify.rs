@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::judge::PathAccess;
 use crate::table::classes::{
-    BUILD, INTERACTIVE, INTERPRETERS, NETWORK, PRIVILEGE, PURE, READERS, SHELLS, SYSTEM, WRITERS,
+    BUILD_BIT, INTERACTIVE_BIT, INTERPRETERS_BIT, NETWORK_BIT, PRIVILEGE_BIT, PURE_BIT,
+    READERS_BIT, SHELLS_BIT, SYSTEM_BIT, WRITERS_BIT,
 };
 use crate::verdict::Decision;
 use crate::walker::{StdinKind, Walker, display_words};
@@ -13,20 +14,7 @@ use crate::words::Decoded;
 
 /// Whether a function with this name would shadow a command this crate knows about.
 pub(crate) fn is_known_command(name: &str) -> bool {
-    [
-        PURE,
-        READERS,
-        PRIVILEGE,
-        SYSTEM,
-        INTERACTIVE,
-        NETWORK,
-        SHELLS,
-        INTERPRETERS,
-        BUILD,
-        WRITERS,
-    ]
-    .iter()
-    .any(|list| list.contains(&name))
+    crate::table::classes::of(name) != 0
         || crate::table::spec(name).is_some()
         || name.starts_with("mkfs.")
 }
@@ -169,7 +157,11 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         }
         return run_inner(w, args.get(i..).unwrap_or(&[]), sub, stdin, name);
     }
-    if let Some(done) = special(w, name, args, sub, stdin) {
+    // Each simple command looks its name up once in the class lists and once in the table.
+    let class = crate::table::classes::of(name);
+    let in_class = |bit: u16| class & bit != 0;
+    let table_spec = crate::table::spec(name);
+    if let Some(done) = special(w, name, class, args, sub, stdin) {
         return done;
     }
     // A jq program that imports or includes a module reads a file named inside the program
@@ -224,7 +216,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         }
     }
     // A command the table denies is denied by any path to it (`./target/debug/agent-guard`).
-    if let Some(spec) = crate::table::spec(name)
+    if let Some(spec) = table_spec
         && spec.class == crate::table::Class::Deny
     {
         return table_command(w, name, spec, args, sub);
@@ -297,8 +289,8 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
     // forms it claims (`cargo metadata`, `top -b`), the rest left to the lists below.
     // find, sed, env and xargs have table entries for their options but rules in code.
     if !matches!(name, "find" | "sed" | "env" | "xargs")
-        && !PRIVILEGE.contains(&name)
-        && let Some(spec) = crate::table::spec(name)
+        && !in_class(PRIVILEGE_BIT)
+        && let Some(spec) = table_spec
         && crate::table::claims(spec, args)
     {
         // A wrapper's run-time words are judged where they fall (its data, or the command).
@@ -307,7 +299,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         }
         return table_command_in(w, name, spec, args, sub, stdin);
     }
-    if PRIVILEGE.contains(&name) {
+    if in_class(PRIVILEGE_BIT) {
         w.add(
             Decision::Deny,
             "privilege_escalation",
@@ -316,12 +308,12 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    let system = SYSTEM.contains(&name);
-    let interactive = !system && INTERACTIVE.contains(&name);
+    let system = in_class(SYSTEM_BIT);
+    let interactive = !system && in_class(INTERACTIVE_BIT);
     // A listed command the table describes is judged by its entry (systemctl: its reporting
     // subcommands are data there, the rest change the system; man: prints a page).
     if (system || interactive)
-        && let Some(spec) = crate::table::spec(name).filter(|s| !s.fallback)
+        && let Some(spec) = table_spec.filter(|s| !s.fallback)
     {
         if dyn_args {
             dynamic_args(w, sub, name);
@@ -360,11 +352,11 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if NETWORK.contains(&name) {
+    if in_class(NETWORK_BIT) {
         // A client the command table describes (curl, wget: `class = "network"`) has the files
         // its options name judged too; the table's class still leaves the transfer to the
         // network policy.
-        if let Some(spec) = crate::table::spec(name) {
+        if let Some(spec) = table_spec {
             if dyn_args {
                 dynamic_args(w, sub, name);
             }
@@ -373,7 +365,7 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         network(w, sub, name);
         return;
     }
-    if PURE.contains(&name) {
+    if in_class(PURE_BIT) {
         match name {
             "export" | "declare" | "typeset" | "local" | "readonly" => {
                 for a in args {
@@ -401,14 +393,14 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         );
         return;
     }
-    if SHELLS.contains(&name) {
+    if in_class(SHELLS_BIT) {
         shell(w, name, args, sub, stdin);
         return;
     }
     if matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
         return crate::awk::awk(w, name, args, sub);
     }
-    if INTERPRETERS.contains(&name) {
+    if in_class(INTERPRETERS_BIT) {
         let code: String = args
             .iter()
             .map(|a| a.text.as_str())
@@ -456,15 +448,15 @@ fn classify_inner(w: &mut Walker<'_>, argv: &[Decoded], sub: &str, stdin: &Stdin
         }
         return;
     }
-    if READERS.contains(&name) {
+    if in_class(READERS_BIT) {
         reader(w, name, args, sub, dyn_args);
         return;
     }
-    if BUILD.contains(&name) {
+    if in_class(BUILD_BIT) {
         build(w, name, args, sub);
         return;
     }
-    if WRITERS.contains(&name) {
+    if in_class(WRITERS_BIT) {
         writer(w, name, args, sub, stdin, dyn_args);
         return;
     }
@@ -678,6 +670,7 @@ pub(crate) fn dynamic_args(w: &mut Walker<'_>, sub: &str, name: &str) {
 fn special(
     w: &mut Walker<'_>,
     name: &str,
+    class: u16,
     args: &[Decoded],
     sub: &str,
     stdin: &StdinKind,
@@ -698,7 +691,7 @@ fn special(
     match name {
         // An interactive program's own `--version` or `--help` only prints (`vim --version`,
         // `psql --help`); its short forms mean other things (`vim -v` is Vi mode).
-        _ if INTERACTIVE.contains(&name)
+        _ if class & INTERACTIVE_BIT != 0
             && !args.is_empty()
             && args
                 .iter()
@@ -711,7 +704,7 @@ fn special(
                 format!("`{name}` only prints its version or help"),
             );
         }
-        _ if only_version && (INTERPRETERS.contains(&name) || BUILD.contains(&name)) => {
+        _ if only_version && class & (INTERPRETERS_BIT | BUILD_BIT) != 0 => {
             w.add(
                 Decision::Allow,
                 "read_only",
@@ -1256,7 +1249,7 @@ fn table_judge(
     let mut mode: Option<&crate::table::Mode> = None;
     for g in &p.opts {
         let e = g.spec.effects;
-        let opt = g.spec.display();
+        let opt = g.spec.shown();
         if e.config {
             match g.values.last() {
                 Some(v) if v.dynamic => {
@@ -1268,7 +1261,14 @@ fn table_judge(
                     );
                     return;
                 }
-                Some(v) => config_override(w, name, &opt, &v.text.to_ascii_lowercase(), spec, sub),
+                Some(v) => config_override(
+                    w,
+                    name,
+                    &opt.to_string(),
+                    &v.text.to_ascii_lowercase(),
+                    spec,
+                    sub,
+                ),
                 None => w.add(
                     Decision::Ask,
                     "missing_value",

@@ -99,11 +99,23 @@ impl OptSpec {
 
     /// How the option is written, for messages.
     pub(crate) fn display(&self) -> String {
-        match (&self.long, self.short) {
-            (Some(l), _) => format!("--{l}"),
-            (None, Some(s)) => format!("-{s}"),
-            (None, None) => String::new(),
+        self.shown().to_string()
+    }
+
+    /// As [`OptSpec::display`], written only where a message uses it (every option given
+    /// passes through the judgement, few make a message).
+    pub(crate) fn shown(&self) -> impl std::fmt::Display + '_ {
+        struct Shown<'a>(&'a OptSpec);
+        impl std::fmt::Display for Shown<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match (&self.0.long, self.0.short) {
+                    (Some(l), _) => write!(f, "--{l}"),
+                    (None, Some(s)) => write!(f, "-{s}"),
+                    (None, None) => Ok(()),
+                }
+            }
         }
+        Shown(self)
     }
 }
 
@@ -533,11 +545,54 @@ mod generated {
 }
 
 /// The table's `[classes]`: the name lists that give a command without an entry its class.
+/// [`of`](classes::of) gives every class of a name at once, as bits (`PURE_BIT` ...).
 pub(crate) mod classes {
+    #[cfg(test)]
     pub(crate) use super::generated::{
         BUILD, INTERACTIVE, INTERPRETERS, NETWORK, PRIVILEGE, PURE, READERS, SHELLS, SYSTEM,
         WRITERS,
     };
+    pub(crate) use super::generated::{
+        BUILD_BIT, INTERACTIVE_BIT, INTERPRETERS_BIT, NETWORK_BIT, PRIVILEGE_BIT, PURE_BIT,
+        READERS_BIT, SHELLS_BIT, SYSTEM_BIT, WRITERS_BIT,
+    };
+
+    /// The classes `name` is listed in, one bit each; 0 for a name in no list.
+    pub(crate) fn of(name: &str) -> u16 {
+        super::bucket_search(
+            super::generated::CLASS_OF,
+            &super::generated::CLASS_OF_BUCKETS,
+            name,
+        )
+        .and_then(|i| super::generated::CLASS_OF.get(i))
+        .map_or(0, |(_, bits)| *bits)
+    }
+}
+
+/// Where `key` is in `list` (sorted bytewise by name, `buckets` its first-byte starts as
+/// build.rs writes them): a binary search of the names that share its first byte. Every
+/// simple command looks its name up, so this avoids the dozen `memcmp` calls of a search of
+/// the whole list.
+fn bucket_search<T>(list: &[(&str, T)], buckets: &[u16; 257], key: &str) -> Option<usize> {
+    let first = usize::from(*key.as_bytes().first()?);
+    let start = usize::from(*buckets.get(first)?);
+    let end = usize::from(*buckets.get(first + 1)?);
+    let bucket = list.get(start..end)?;
+    bucket
+        .binary_search_by(|(name, _)| bytewise(name.as_bytes(), key.as_bytes()))
+        .ok()
+        .map(|i| start + i)
+}
+
+/// `a.cmp(b)` for short names, in line (the names are a few bytes: a `memcmp` call costs more
+/// than the comparison).
+fn bytewise(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Reads the `groups` table: option lists that a command includes with `"@name"` in its `opts`.
@@ -812,9 +867,7 @@ pub(crate) fn spec(name: &str) -> Option<&'static CommandSpec> {
     // Boxed: the slots are allocated for every command on the first lookup of a process, so
     // each is one pointer, not a whole spec; the table can grow without the start-up growing.
     static SPECS: OnceLock<Vec<OnceLock<Option<Box<CommandSpec>>>>> = OnceLock::new();
-    let index = generated::COMMANDS
-        .binary_search_by(|(entry, _)| (*entry).cmp(key))
-        .ok()?;
+    let index = bucket_search(generated::COMMANDS, &generated::COMMANDS_BUCKETS, key)?;
     let (entry, text) = generated::COMMANDS.get(index)?;
     let specs = SPECS.get_or_init(|| {
         std::iter::repeat_with(OnceLock::new)
@@ -1111,6 +1164,12 @@ mod tests {
             "sorted for the binary search"
         );
         assert!(spec("no-such-command").is_none());
+        // The bucketed search finds every entry, and nothing between them.
+        for (name, _) in generated::COMMANDS {
+            assert!(spec(name).is_some(), "{name}");
+            assert!(spec(&format!("{name}~")).is_none(), "{name}~");
+        }
+        assert!(spec("").is_none() && spec("\u{ff}").is_none());
         assert!(spec("egrep").is_some_and(|g| std::ptr::eq(g, spec("grep").unwrap())));
     }
 
@@ -1132,6 +1191,29 @@ mod tests {
             assert!(!list.is_empty());
         }
         assert!(PURE.contains(&"echo") && SYSTEM.contains(&"mkfs"));
+        // `of` agrees with the lists, name by name.
+        let lists = [
+            (BUILD, BUILD_BIT),
+            (INTERACTIVE, INTERACTIVE_BIT),
+            (INTERPRETERS, INTERPRETERS_BIT),
+            (NETWORK, NETWORK_BIT),
+            (PRIVILEGE, PRIVILEGE_BIT),
+            (PURE, PURE_BIT),
+            (READERS, READERS_BIT),
+            (SHELLS, SHELLS_BIT),
+            (SYSTEM, SYSTEM_BIT),
+            (WRITERS, WRITERS_BIT),
+        ];
+        for (list, _) in lists {
+            for name in list {
+                for (other, bit) in lists {
+                    assert_eq!(of(name) & bit != 0, other.contains(name), "{name}");
+                }
+            }
+        }
+        for name in ["", "no-such-command", "ech", "echoo", "~", "\u{e9}"] {
+            assert_eq!(of(name), 0, "{name}");
+        }
         // A reader is judged by its entry (options, operands); one without would only ask.
         for name in READERS {
             assert!(

@@ -320,7 +320,7 @@ impl<'a> Walker<'a> {
                     || name == ".envrc"
                     || name == "credentials.json"
                     || secrets_data
-                    || abs.ends_with(".aws/credentials")
+                    || (name == "credentials" && abs.ends_with(".aws/credentials"))
                     || (name.starts_with(".env.")
                         && !name.ends_with(".example")
                         && !name.ends_with(".sample"))
@@ -429,7 +429,7 @@ fn device(path: &str, access: PathAccess) -> DeviceVerdict {
 /// Lexical normalisation (`.` and `..`), enough for the credential and rc-file checks; the
 /// judge resolves physically.
 pub(crate) fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
+    let mut out = PathBuf::with_capacity(p.as_os_str().len());
     for c in p.components() {
         match c {
             Component::ParentDir => {
@@ -443,7 +443,7 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
 }
 
 pub(crate) fn display_words(words: &[Decoded]) -> String {
-    let mut s = String::new();
+    let mut s = String::with_capacity(words.iter().map(|w| w.text.len() + 1).sum());
     for (i, w) in words.iter().enumerate() {
         if i > 0 {
             s.push(' ');

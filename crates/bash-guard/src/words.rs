@@ -90,6 +90,20 @@ fn is_plain(raw: &str) -> bool {
     })
 }
 
+/// The text of a word that is one quoted string with nothing in it to expand (`'*.rs'`,
+/// `"fn analyze"`), which the word parser would read back as that text: no glob, nothing
+/// dynamic. Braces are left to the parser (`check_braces` caps them, quoted or not).
+fn literal_quoted(raw: &str) -> Option<&str> {
+    if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\''))
+        && !inner.contains(['\'', '{'])
+    {
+        return Some(inner);
+    }
+    raw.strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .filter(|inner| !inner.contains(['"', '\\', '$', '`', '{']))
+}
+
 pub(crate) struct Decoder<'a> {
     pub options: &'a ParserOptions,
     pub home: Option<&'a str>,
@@ -111,6 +125,13 @@ impl Decoder<'_> {
         if is_plain(raw) {
             out.words.push(Decoded {
                 text: raw.to_owned(),
+                ..Decoded::default()
+            });
+            return;
+        }
+        if let Some(text) = literal_quoted(raw) {
+            out.words.push(Decoded {
+                text: text.to_owned(),
                 ..Decoded::default()
             });
             return;
@@ -758,6 +779,55 @@ pub(crate) fn option_value(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_literal_quoted_word_decodes_as_the_word_parser_reads_it() {
+        let options = ParserOptions::default();
+        let d = Decoder {
+            options: &options,
+            home: Some("/home/u"),
+        };
+        for raw in [
+            "'*.rs'",
+            "\"fn analyze\"",
+            "''",
+            "\"\"",
+            "\"a'b\"",
+            "'a\"b'",
+            "\"~/x\"",
+            "'~'",
+            "\"[a-z]?\"",
+            "'$HOME'",
+            "\"!x @(y) +(z)\"",
+            "'a\\b'",
+            "'line\nbreak'",
+        ] {
+            assert!(literal_quoted(raw).is_some(), "{raw}");
+            let mut fast = DecodeOut::default();
+            d.decode_into(raw, &mut fast);
+            let mut full = DecodeOut::default();
+            d.decode_one(raw, &mut full);
+            assert_eq!(fast.words, full.words, "{raw}");
+            assert!(
+                full.substitutions.is_empty() && full.errors.is_empty(),
+                "{raw}"
+            );
+        }
+        for raw in [
+            "'",
+            "\"",
+            "'a'b'",
+            "\"$x\"",
+            "\"a\\\"b\"",
+            "\"`id`\"",
+            "'{a,b}'",
+            "\"{a,b}\"",
+            "'a'\"b\"",
+            "x'y'",
+        ] {
+            assert!(literal_quoted(raw).is_none(), "{raw}");
+        }
+    }
 
     fn dec(raw: &str) -> DecodeOut {
         let options = ParserOptions::default();
