@@ -110,6 +110,7 @@ impl Assignment {
             // substring (the value is then masked: the safe side).
             placeholder_contains: AhoCorasick::builder()
                 .ascii_case_insensitive(true)
+                .kind(Some(super::scanner::SCAN_AUTOMATON))
                 .build(&spec.placeholder_contains)
                 .ok(),
             min_len: spec.min_len,

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::Regex;
 use serde_json::Value;
@@ -119,6 +119,11 @@ static DEFAULT: LazyLock<Arc<SecretScanner>> = LazyLock::new(|| {
     )
 });
 
+/// The automaton behind the anchor searches. Every hook process that records a row builds
+/// the scanner, and a DFA's construction was most of that; texts are searched by the packed
+/// (Teddy) prefilter first, whichever automaton confirms a candidate.
+pub(crate) const SCAN_AUTOMATON: AhoCorasickKind = AhoCorasickKind::ContiguousNFA;
+
 /// How far a pattern may reach from its anchor unless the table says otherwise.
 const DEFAULT_WINDOW: usize = 1024;
 
@@ -157,6 +162,7 @@ fn token_prefilter(anchors: &[(String, usize)]) -> Result<Vec<TokenPrefilter>, E
                 .collect();
             let ac = AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(SCAN_AUTOMATON))
                 .build(chunk)
                 .map_err(|e| config_error("hooks.redaction", e.to_string()))?;
             Ok((ac, targets))
@@ -297,6 +303,7 @@ impl SecretScanner {
             Some((_, a)) => Some(
                 AhoCorasick::builder()
                     .match_kind(MatchKind::LeftmostFirst)
+                    .kind(Some(SCAN_AUTOMATON))
                     .build(spelling_variants(&a.anchors()))
                     .map_err(|e| config_error("hooks.redaction", e.to_string()))?,
             ),
