@@ -96,11 +96,14 @@ struct HookCli {
 #[derive(Subcommand, Debug)]
 enum HookCommand {
     /// A drop-in Claude Code hook for every event: hook JSON on stdin, decision on stdout.
-    ClaudeHook(cmd::claude_hook::Args),
+    #[command(name = "claude-hook")]
+    Claude(cmd::claude_hook::Args),
     /// A Codex CLI hook (PreToolUse, PermissionRequest, PostToolUse; apply_patch parsed).
-    CodexHook(cmd::codex_hook::Args),
+    #[command(name = "codex-hook")]
+    Codex(cmd::codex_hook::Args),
     /// A Gemini CLI hook (BeforeTool, AfterTool).
-    GeminiHook(cmd::gemini_hook::Args),
+    #[command(name = "gemini-hook")]
+    Gemini(cmd::gemini_hook::Args),
 }
 
 const HOOK_COMMANDS: [&str; 3] = ["claude-hook", "codex-hook", "gemini-hook"];
@@ -108,9 +111,9 @@ const HOOK_COMMANDS: [&str; 3] = ["claude-hook", "codex-hook", "gemini-hook"];
 impl HookCommand {
     fn run(self) -> ExitCode {
         match self {
-            HookCommand::ClaudeHook(args) => cmd::claude_hook::run(args),
-            HookCommand::CodexHook(args) => cmd::codex_hook::run(args),
-            HookCommand::GeminiHook(args) => cmd::gemini_hook::run(args),
+            HookCommand::Claude(args) => cmd::claude_hook::run(args),
+            HookCommand::Codex(args) => cmd::codex_hook::run(args),
+            HookCommand::Gemini(args) => cmd::gemini_hook::run(args),
         }
     }
 }
