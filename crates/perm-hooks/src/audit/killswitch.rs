@@ -127,8 +127,17 @@ impl KillSwitch {
 
     /// The kill switch on a database already opened by [`AuditDb::open`], sharing its
     /// connections. Must be called inside a tokio runtime.
+    ///
+    /// On PostgreSQL the switch keeps its own pool, as [`KillSwitch::open`] does: its
+    /// `LISTEN` holds a connection for the switch's whole life, and closing a shared pool
+    /// (the log's shutdown) would wait for that connection forever.
     pub async fn on(db: &AuditDb) -> Result<KillSwitch, Error> {
-        KillSwitch::start(db.db().clone(), db.target().to_owned()).await
+        match db.source() {
+            AuditTarget::Postgres(url) => KillSwitch::open(url).await,
+            AuditTarget::Sqlite(_) => {
+                KillSwitch::start(db.db().clone(), db.target().to_owned()).await
+            }
+        }
     }
 
     async fn start(db: Db, target: String) -> Result<KillSwitch, Error> {

@@ -1203,6 +1203,9 @@ struct Shared {
 #[derive(Clone)]
 pub struct AuditDb {
     db: Db,
+    /// Where it is (a PostgreSQL URL with its password: the kill switch's listener connects
+    /// there itself).
+    source: AuditTarget,
     target: String,
     options: AuditOptions,
     key: ChainKey,
@@ -1250,6 +1253,7 @@ impl AuditDb {
         Ok(AuditDb {
             db,
             target: target.to_string(),
+            source: target,
             options,
             key,
         })
@@ -1261,6 +1265,10 @@ impl AuditDb {
 
     fn target(&self) -> &str {
         &self.target
+    }
+
+    fn source(&self) -> &AuditTarget {
+        &self.source
     }
 }
 
