@@ -592,11 +592,15 @@ impl<M: Copy> Sets<M> {
     fn hits(&self, path: &Folded, rests: &[Folded]) -> Option<Vec<M>> {
         let absolute = self.absolute.get().ok()?;
         let mut hits: Vec<M> = Vec::new();
-        absolute.each_match(path, |hit| hits.extend(self.absolute_meta.get(hit)));
+        if !absolute.each_match(path, |hit| hits.extend(self.absolute_meta.get(hit))) {
+            return None;
+        }
         if !rests.is_empty() {
             let home = self.home.get().ok()?;
             for rest in rests {
-                home.each_match(rest, |hit| hits.extend(self.home_meta.get(hit)));
+                if !home.each_match(rest, |hit| hits.extend(self.home_meta.get(hit))) {
+                    return None;
+                }
             }
         }
         Some(hits)
@@ -629,14 +633,22 @@ struct FoldedSet {
     /// `dir/**`: a path that starts with `dir/`.
     prefix: Vec<(Vec<u8>, usize)>,
     /// Every other form, the index of each, and whether it may match only a rooted path.
-    globs: GlobSet,
+    /// Compiled when a path first contains the text one of them requires (`glob_needs`): most
+    /// paths a process judges name none of `.env.`, `/proc`, `ssh_host_` or a browser's
+    /// profile, and compiling these few globs into a regex set was most of a first check.
+    globs: std::sync::OnceLock<Option<GlobSet>>,
+    glob_list: Vec<Glob>,
     glob_index: Vec<(usize, bool)>,
+    /// Per glob, a searcher for folded text that every path it matches contains (`None`: no
+    /// such text is known, so every path needs the set).
+    glob_needs: Vec<Option<memchr::memmem::Finder<'static>>>,
 }
 
 impl FoldedSet {
     /// Calls `hit` with the index of each form `path` matches, in no order (callers order
-    /// the hits by table entry).
-    fn each_match(&self, path: &Folded, mut hit: impl FnMut(usize)) {
+    /// the hits by table entry). `false` when the globs could not be compiled: the answer is
+    /// then incomplete, and the caller must fail closed.
+    fn each_match(&self, path: &Folded, mut hit: impl FnMut(usize)) -> bool {
         use std::os::unix::ffi::OsStrExt as _;
         let bytes = path.lower.as_os_str().as_bytes();
         let mut found = |indexes: Option<&Vec<usize>>| {
@@ -657,8 +669,24 @@ impl FoldedSet {
                 hit(*index);
             }
         }
-        if !self.glob_index.is_empty() {
-            for matched in self.globs.matches_candidate(&Candidate::new(&path.lower)) {
+        // Once compiled, the set answers faster than the texts are searched.
+        let needed = self.globs.get().is_some()
+            || self
+                .glob_needs
+                .iter()
+                .any(|need| need.as_ref().is_none_or(|text| text.find(bytes).is_some()));
+        if needed {
+            let compiled = self.globs.get_or_init(|| {
+                let mut set = GlobSetBuilder::new();
+                for glob in &self.glob_list {
+                    set.add(glob.clone());
+                }
+                set.build().ok()
+            });
+            let Some(globs) = compiled else {
+                return false;
+            };
+            for matched in globs.matches_candidate(&Candidate::new(&path.lower)) {
                 if let Some((index, absolute_only)) = self.glob_index.get(matched)
                     && (path.rooted || !absolute_only)
                 {
@@ -666,7 +694,49 @@ impl FoldedSet {
                 }
             }
         }
+        true
     }
+}
+
+/// Folded text that every path `form` matches contains: its longest run of plain characters
+/// (a literal run of one path component), ASCII lowercased as paths are. `None` when the form
+/// has alternations or escapes (a run there may be optional or not what it reads as), or no
+/// run of two characters.
+fn required_text(form: &str) -> Option<Vec<u8>> {
+    if form.contains(['{', '}', '\\']) {
+        return None;
+    }
+    let bytes = form.as_bytes();
+    let mut plain: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&c) = bytes.get(i) {
+        if c == b'[' {
+            // A class stands for one character: skip it. `]` right after `[` or `[!` is a
+            // member, not the end.
+            let mut end = i + 1;
+            if matches!(bytes.get(end), Some(b'!' | b'^')) {
+                end += 1;
+            }
+            if bytes.get(end) == Some(&b']') {
+                end += 1;
+            }
+            let close = bytes.get(end..)?.iter().position(|&b| b == b']')?;
+            plain.push(b'/');
+            i = end + close + 1;
+            continue;
+        }
+        plain.push(if matches!(c, b'*' | b'?' | b']') {
+            b'/'
+        } else {
+            c
+        });
+        i += 1;
+    }
+    plain
+        .split(|&b| b == b'/')
+        .max_by_key(|run| run.len())
+        .filter(|run| run.len() >= 2)
+        .map(<[u8]>::to_ascii_lowercase)
 }
 
 /// Form indexes by folded text. The keys are the table's, and a path is only looked up, so
@@ -752,7 +822,6 @@ impl Folded {
 )]
 fn build_set(forms: &Vec<SetForm>) -> Result<FoldedSet, SandboxError> {
     let mut compiled = FoldedSet::default();
-    let mut globs = GlobSetBuilder::new();
     for (index, (pattern, form)) in forms.iter().enumerate() {
         match shape(form) {
             Some(Shape::Literal(key)) => compiled.literal.entry(key).or_default().push(index),
@@ -761,15 +830,14 @@ fn build_set(forms: &Vec<SetForm>) -> Result<FoldedSet, SandboxError> {
             Some(Shape::Prefix(prefix)) => compiled.prefix.push((prefix, index)),
             None => {
                 let (glob, absolute_only) = glob_of(pattern, form)?;
-                globs.add(glob);
+                compiled.glob_list.push(glob);
                 compiled.glob_index.push((index, absolute_only));
+                compiled.glob_needs.push(
+                    required_text(form).map(|text| memchr::memmem::Finder::new(&text).into_owned()),
+                );
             }
         }
     }
-    compiled.globs = globs.build().map_err(|err| SandboxError::BadPattern {
-        pattern: "sensitive".to_owned(),
-        message: err.to_string(),
-    })?;
     Ok(compiled)
 }
 
@@ -1048,8 +1116,7 @@ impl Sensitive {
         // An exception set that failed to compile excepts nothing (fail closed).
         let excepted = self.except.get().is_ok_and(|except| {
             let mut any = false;
-            except.each_match(&candidate, |_| any = true);
-            any
+            except.each_match(&candidate, |_| any = true) && any
         });
         if hits.is_empty() || excepted {
             return None;
@@ -1823,6 +1890,42 @@ mod tests {
     }
 
     #[test]
+    fn a_globs_required_text_is_a_literal_run_of_one_component() {
+        let need = |form: &str| required_text(form).map(|t| String::from_utf8(t).unwrap());
+        assert_eq!(need("/proc/*/environ").as_deref(), Some("environ"));
+        assert_eq!(need("**/.env.*").as_deref(), Some(".env."));
+        assert_eq!(
+            need("/etc/ssh/ssh_host_*_key").as_deref(),
+            Some("ssh_host_")
+        );
+        assert_eq!(need("**/Cookies[-_]X*").as_deref(), Some("cookies"));
+        assert_eq!(need("**/[]x]abc").as_deref(), Some("abc"));
+        // Alternations, escapes, an unclosed class and one-letter runs promise nothing.
+        for form in ["**/{a,bb}", "**/a\\*b", "**/[ab", "**/a*b"] {
+            assert_eq!(need(form), None, "{form}");
+        }
+    }
+
+    #[test]
+    fn the_globs_compile_only_for_a_path_that_could_match_one() {
+        let forms: Vec<SetForm> = vec![
+            ("p".into(), "/**/id_rsa".into()),
+            ("p".into(), "/proc/*/environ".into()),
+        ];
+        let set = build_set(&forms).unwrap();
+        let mut hits = Vec::new();
+        assert!(set.each_match(&Folded::new(Path::new("/w/src/lib.rs")), |i| hits.push(i)));
+        assert!(hits.is_empty());
+        assert!(
+            set.globs.get().is_none(),
+            "compiled for a path no glob can match"
+        );
+        assert!(set.each_match(&Folded::new(Path::new("/PROC/1/Environ")), |i| hits.push(i)));
+        assert_eq!(hits, vec![1]);
+        assert!(set.globs.get().is_some());
+    }
+
+    #[test]
     fn folded_sets_answer_as_case_insensitive_globsets() {
         use proptest::test_runner::{Config, TestCaseError, TestRunner};
         // Policy patterns with every shape the table lacks: classes (ranges across the case
@@ -1862,7 +1965,7 @@ mod tests {
                 for (old, new) in &sets {
                     let want = old.matches(&path);
                     let mut got = Vec::new();
-                    new.each_match(&folded, |index| got.push(index));
+                    assert!(new.each_match(&folded, |index| got.push(index)));
                     got.sort_unstable();
                     if want != got {
                         return Err(TestCaseError::fail(format!(
