@@ -243,8 +243,11 @@ impl GuardBuilder {
             layer: "hooks",
             message: e.to_string(),
         };
+        // One scanner for the sniffer, the redaction hook and auto mode: a policy's own
+        // detector set is compiled (and its examples checked) once, not per user.
+        let scanner = self.hooks.shared_scanner().map_err(hooks_err)?;
         // Files are sniffed with the redaction's detectors before a read is allowed.
-        let sniffer = crate::DetectorSniffer::new(self.hooks.shared_scanner().map_err(hooks_err)?);
+        let sniffer = crate::DetectorSniffer::new(scanner.clone());
         let sandbox = Arc::new(
             self.sandbox
                 .builder(&self.cwd)
@@ -262,7 +265,7 @@ impl GuardBuilder {
         if self.hooks.redact_secrets {
             // A redaction that fails must withhold the output, never pass it through unredacted.
             hooks.register_with(
-                Arc::new(self.hooks.redaction_hook().map_err(hooks_err)?),
+                Arc::new(perm_hooks::RedactionHook::new(scanner.clone())),
                 HookOptions {
                     pre_on_error: OnError::Deny,
                     post_on_error: OnError::Deny,
@@ -376,7 +379,7 @@ impl GuardBuilder {
                 None => http_transport(&self.auto).map_err(auto_err)?,
             };
             let state = self.auto_state_dir.or_else(crate::auto::default_state_dir);
-            let scanner = self.hooks.secret_scanner().map_err(hooks_err)?;
+            let scanner = scanner.into_arc();
             executor = executor.with_auto(crate::auto::AutoMode::new(
                 self.auto, transport, state, scanner,
             ));

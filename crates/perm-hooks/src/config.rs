@@ -196,11 +196,7 @@ impl HooksConfig {
 
     /// The secret scanner this policy asks for (the shared built-in set when unchanged).
     pub fn secret_scanner(&self) -> Result<Arc<SecretScanner>, Error> {
-        if self.redaction == RedactionConfig::default() {
-            Ok(SecretScanner::default_set_arc())
-        } else {
-            SecretScanner::from_config(&self.redaction).map(Arc::new)
-        }
+        self.shared_scanner().map(SharedScanner::into_arc)
     }
 
     /// The policy's detectors as a [`SharedScanner`]: the built-in set is compiled on first

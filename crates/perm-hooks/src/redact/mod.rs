@@ -74,6 +74,11 @@ impl SharedScanner {
             None => SecretScanner::default_set(),
         }
     }
+
+    /// The scanner as a shared handle (compiling the built-in set now, if it is that).
+    pub fn into_arc(self) -> Arc<SecretScanner> {
+        self.0.unwrap_or_else(SecretScanner::default_set_arc)
+    }
 }
 
 impl From<Arc<SecretScanner>> for SharedScanner {
