@@ -132,10 +132,10 @@ impl KillSwitch {
     /// `LISTEN` holds a connection for the switch's whole life, and closing a shared pool
     /// (the log's shutdown) would wait for that connection forever.
     pub async fn on(db: &AuditDb) -> Result<KillSwitch, Error> {
-        match db.source() {
+        match db.target() {
             AuditTarget::Postgres(url) => KillSwitch::open(url).await,
             AuditTarget::Sqlite(_) => {
-                KillSwitch::start(db.db().clone(), db.target().to_owned()).await
+                KillSwitch::start(db.db().clone(), db.target().to_string()).await
             }
         }
     }

@@ -305,7 +305,7 @@ impl Ledger {
 
     /// The ledger on a database already opened by [`AuditDb::open`], sharing its connections.
     pub fn on(db: &AuditDb) -> Ledger {
-        Ledger::with_db(db.db().clone(), db.target().to_owned())
+        Ledger::with_db(db.db().clone(), db.target().to_string())
     }
 
     fn with_db(db: Db, target: String) -> Ledger {

@@ -1204,9 +1204,8 @@ struct Shared {
 pub struct AuditDb {
     db: Db,
     /// Where it is (a PostgreSQL URL with its password: the kill switch's listener connects
-    /// there itself).
-    source: AuditTarget,
-    target: String,
+    /// there itself; shown without it).
+    target: AuditTarget,
     options: AuditOptions,
     key: ChainKey,
 }
@@ -1252,8 +1251,7 @@ impl AuditDb {
         }
         Ok(AuditDb {
             db,
-            target: target.to_string(),
-            source: target,
+            target,
             options,
             key,
         })
@@ -1263,12 +1261,8 @@ impl AuditDb {
         &self.db
     }
 
-    fn target(&self) -> &str {
+    fn target(&self) -> &AuditTarget {
         &self.target
-    }
-
-    fn source(&self) -> &AuditTarget {
-        &self.source
     }
 }
 
@@ -1454,7 +1448,12 @@ impl AuditLog {
     /// The log on a database already opened (and checked) by [`AuditDb::open`], sharing its
     /// connections and its chain key. Must be called inside a tokio runtime.
     pub fn on(db: &AuditDb) -> AuditLog {
-        AuditLog::start(db.db.clone(), db.target.clone(), db.options, db.key.clone())
+        AuditLog::start(
+            db.db.clone(),
+            db.target.to_string(),
+            db.options,
+            db.key.clone(),
+        )
     }
 
     fn start(db: Db, target: String, options: AuditOptions, key: ChainKey) -> AuditLog {
