@@ -26,6 +26,9 @@ pub fn check_command(data: &[u8]) {
     // No input filter: invalid UTF-8 is decoded lossily, any length goes through the caps.
     let text = String::from_utf8_lossy(data);
     let text = text.as_ref();
+    if text.len() <= crate::limits::MAX_COMMAND_LEN {
+        check_fast_parse(text);
+    }
     let analyzer = Analyzer::with_home(BashConfig::default(), Some("/home/fuzz".to_owned()));
     let cwd = Path::new("/proj");
     let v = analyzer.analyze(text, cwd, &Everything);
@@ -65,4 +68,32 @@ pub fn check_command(data: &[u8]) {
     } else {
         let _ = simple_commands(text);
     }
+}
+
+/// Whether the direct parser (`fastparse`) took `text`; panics if its tree differs from
+/// brush-parser's for the same tokens (a parser differential).
+pub fn check_fast_parse(text: &str) -> bool {
+    let options = brush_parser::ParserOptions::default();
+    let tokenized = crate::limits::guarded(|| {
+        brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+    });
+    let Ok(Ok(tokens)) = tokenized else {
+        return false;
+    };
+    let Some(fast) = crate::fastparse::parse(&tokens, &options) else {
+        return false;
+    };
+    // The AST has no `PartialEq` outside brush-parser's own tests; its `Debug` is derived and
+    // shows every field, source positions included.
+    let brush = crate::limits::guarded(|| brush_parser::parse_tokens(&tokens, &options));
+    let brush = match brush {
+        Ok(Ok(brush)) => format!("{brush:#?}"),
+        other => format!("brush-parser rejects it: {other:?}"),
+    };
+    assert_eq!(
+        format!("{fast:#?}"),
+        brush,
+        "the direct parse differs from brush-parser's: {text:?}"
+    );
+    true
 }
