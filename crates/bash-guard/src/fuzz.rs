@@ -70,21 +70,49 @@ pub fn check_command(data: &[u8]) {
     }
 }
 
-/// Whether the direct parser (`fastparse`) took `text`; panics if its tree differs from
-/// brush-parser's for the same tokens (a parser differential).
-pub fn check_fast_parse(text: &str) -> bool {
+/// Which of the direct paths took a text (see [`check_fast_parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastPaths {
+    /// `fastlex` cut the text into tokens.
+    pub tokens: bool,
+    /// `fastparse` parsed brush-parser's tokens of the text.
+    pub tree: bool,
+}
+
+/// Which of the direct tokenizer (`fastlex`) and the direct parser (`fastparse`) took `text`;
+/// panics if either's result differs from brush-parser's for the same text (a parser
+/// differential), or if either takes a text brush-parser rejects.
+pub fn check_fast_parse(text: &str) -> FastPaths {
     let options = brush_parser::ParserOptions::default();
-    let tokenized = crate::limits::guarded(|| {
+    let brush_tokens = crate::limits::guarded(|| {
         brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
     });
-    let Ok(Ok(tokens)) = tokenized else {
-        return false;
+    // The AST and tokens have no `PartialEq` outside brush-parser's own tests; their `Debug`
+    // is derived and shows every field, source positions included.
+    let fast_tokens = crate::fastlex::tokenize(text, &options);
+    if let Some(fast) = &fast_tokens {
+        let brush = match &brush_tokens {
+            Ok(Ok(tokens)) => format!("{tokens:#?}"),
+            other => format!("brush-parser's tokenizer rejects it: {other:?}"),
+        };
+        assert_eq!(
+            format!("{fast:#?}"),
+            brush,
+            "the direct tokens differ from brush-parser's: {text:?}"
+        );
+    }
+    let Ok(Ok(tokens)) = brush_tokens else {
+        return FastPaths {
+            tokens: fast_tokens.is_some(),
+            tree: false,
+        };
     };
     let Some(fast) = crate::fastparse::parse(&tokens, &options) else {
-        return false;
+        return FastPaths {
+            tokens: fast_tokens.is_some(),
+            tree: false,
+        };
     };
-    // The AST has no `PartialEq` outside brush-parser's own tests; its `Debug` is derived and
-    // shows every field, source positions included.
     let brush = crate::limits::guarded(|| brush_parser::parse_tokens(&tokens, &options));
     let brush = match brush {
         Ok(Ok(brush)) => format!("{brush:#?}"),
@@ -95,5 +123,8 @@ pub fn check_fast_parse(text: &str) -> bool {
         brush,
         "the direct parse differs from brush-parser's: {text:?}"
     );
-    true
+    FastPaths {
+        tokens: fast_tokens.is_some(),
+        tree: true,
+    }
 }

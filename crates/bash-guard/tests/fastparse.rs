@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bash_guard::fuzz::check_fast_parse;
+use bash_guard::fuzz::{FastPaths, check_fast_parse};
 use proptest::prelude::*;
 
 /// The analysis benchmark's typical command.
@@ -110,40 +110,44 @@ fn pieces(command: &str) -> impl Iterator<Item = &str> {
 #[test]
 fn the_direct_parse_is_brush_parsers_on_every_corpus_command() {
     let mut total = 0usize;
-    let mut taken = 0usize;
-    let mut benign = (0usize, 0usize);
+    let (mut lexed, mut parsed) = (0usize, 0usize);
+    let (mut benign, mut benign_lexed, mut benign_parsed) = (0usize, 0usize, 0usize);
     for (name, commands) in corpora() {
         assert!(!commands.is_empty(), "{name} is empty");
         for command in &commands {
             for text in std::iter::once(command.as_str()).chain(pieces(command)) {
                 total += 1;
                 let took = check_fast_parse(text);
-                taken += usize::from(took);
+                lexed += usize::from(took.tokens);
+                parsed += usize::from(took.tree);
                 if name == "benign.txt" && text == command {
-                    benign.0 += 1;
-                    benign.1 += usize::from(took);
+                    benign += 1;
+                    benign_lexed += usize::from(took.tokens);
+                    benign_parsed += usize::from(took.tree);
                 }
             }
         }
     }
     eprintln!(
-        "direct parse took {taken} of {total} texts; {} of {} benign commands",
-        benign.1, benign.0
+        "of {total} texts, {lexed} cut directly and {parsed} parsed directly; \
+         of {benign} benign commands, {benign_lexed} and {benign_parsed}"
     );
-    // Most everyday commands are in the subset; a direct parser that gave up on them would
+    // Most everyday commands are in the subset; a direct path that gave up on them would
     // cost nothing in safety but gain nothing either.
     assert!(
-        benign.1 * 2 > benign.0,
-        "the direct parser took only {} of {} benign commands",
-        benign.1,
-        benign.0
+        benign_parsed * 2 > benign && benign_lexed * 2 > benign,
+        "of {benign} benign commands only {benign_lexed} were cut and {benign_parsed} parsed directly"
     );
 }
 
 #[test]
 fn the_typical_command_and_its_substitution_take_the_direct_parse() {
-    assert!(check_fast_parse(TYPICAL));
-    assert!(check_fast_parse("date +%s"));
+    let both = FastPaths {
+        tokens: true,
+        tree: true,
+    };
+    assert_eq!(check_fast_parse(TYPICAL), both);
+    assert_eq!(check_fast_parse("date +%s"), both);
     for taken in [
         "git status",
         "ls -la >/dev/null 2>&1 &",
@@ -155,7 +159,10 @@ fn the_typical_command_and_its_substitution_take_the_direct_parse() {
         "<in cat >>log 3<&0 4>&-",
         "cat x[1] a+b a[1]b",
     ] {
-        assert!(check_fast_parse(taken), "{taken:?} was not taken");
+        assert!(
+            check_fast_parse(taken).tree,
+            "{taken:?} was not parsed directly"
+        );
     }
     for left in [
         "",
@@ -193,30 +200,82 @@ fn the_typical_command_and_its_substitution_take_the_direct_parse() {
         "echo 99999999999>x",
         ">x if",
     ] {
-        assert!(!check_fast_parse(left), "{left:?} was taken");
+        assert!(!check_fast_parse(left).tree, "{left:?} was parsed directly");
+    }
+    for cut in [
+        "a  b\tc\n\nd;e&f&&g||h|i<j>k>>l<&m>&n 2>&1",
+        "echo 'a \"b\" $(c)' \"d 'e' $HOME $1 $? $ $(date +%s) $( a  b )\" x$\"y\"",
+        "printf '%s\\n' \"x\ny\" 'p\nq'",
+        "a#b {x} !y ~z *.rs ?[ab]",
+        "\"$(a)\"$(b)",
+        "$()",
+    ] {
+        assert!(check_fast_parse(cut).tokens, "{cut:?} was not cut directly");
+    }
+    for left in [
+        "\\x",
+        "a\\\nb",
+        "`pwd`",
+        "# c",
+        "a # c",
+        "$'x'",
+        "a$'x'",
+        "${x}",
+        "$((1))",
+        "$[1]",
+        "$(a | b)",
+        "$(a\tb)",
+        "$(a \"b\")",
+        "$(a $b)",
+        "$(a (b))",
+        "$(a #b)",
+        "@(x)",
+        "(a)",
+        "a <<b",
+        "a <<<b",
+        "a &>b",
+        "a ;; b",
+        "caf\u{e9}",
+        "a\rb",
+        "'unterminated",
+        "\"unterminated",
+        "$(unterminated",
+    ] {
+        assert!(!check_fast_parse(left).tokens, "{left:?} was cut directly");
     }
 }
 
-/// Words of the subset: plain, quoted, substituted, escaped, globbed, assignments, numbers.
-fn subset_word() -> impl Strategy<Value = String> {
+/// Words both direct paths take: plain, quoted, `$NAME`, `$(..)` over plain text, globs,
+/// assignments, numbers.
+fn plain_word() -> BoxedStrategy<String> {
     prop_oneof![
         "[a-z][a-z0-9._/-]{0,6}",
         "-{1,2}[a-z]{1,5}(=[a-z0-9]{1,3})?",
         "[A-Z_][A-Z0-9_]{0,4}\\+?=[a-z0-9$/]{0,4}",
+        "'[ -&(-~]{0,6}'",
+        "\"[ !#%-\\[\\]-_a-~]{0,6}\"",
         Just("\"fn analyze\"".to_owned()),
         Just("'*.rs'".to_owned()),
         Just("src/*.rs".to_owned()),
         Just("\"done: $(date +%s)\"".to_owned()),
-        Just("$(ls -1 | wc -l)".to_owned()),
-        Just("`pwd`".to_owned()),
-        Just("a\\ b".to_owned()),
+        Just("$(git rev-parse --show-toplevel)".to_owned()),
         Just("$HOME/x".to_owned()),
-        Just("${x:-y}".to_owned()),
         Just("~/src".to_owned()),
         Just("{a,b}".to_owned()),
         Just("x[1]".to_owned()),
         "[0-9]{1,3}",
     ]
+    .boxed()
+}
+
+/// Words the direct parser takes but the direct tokenizer leaves to brush-parser's.
+fn subset_word() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => plain_word(),
+        1 => prop::sample::select(vec!["$(ls -1 | wc -l)", "`pwd`", "a\\ b", "${x:-y}", "$'\\t'"])
+            .prop_map(str::to_owned),
+    ]
+    .boxed()
 }
 
 /// Redirections of the subset.
@@ -235,7 +294,7 @@ fn subset_redirect() -> impl Strategy<Value = String> {
     ]
 }
 
-fn subset_simple() -> impl Strategy<Value = String> {
+fn subset_simple(word: BoxedStrategy<String>) -> impl Strategy<Value = String> {
     (
         prop::collection::vec(
             prop_oneof![
@@ -244,10 +303,7 @@ fn subset_simple() -> impl Strategy<Value = String> {
             ],
             0..3,
         ),
-        prop::collection::vec(
-            prop_oneof![3 => subset_word(), 1 => subset_redirect()],
-            0..5,
-        ),
+        prop::collection::vec(prop_oneof![3 => word, 1 => subset_redirect()], 0..5),
         "[a-z][a-z0-9-]{0,5}",
     )
         .prop_map(|(prefix, rest, name)| {
@@ -269,9 +325,9 @@ fn subset_simple() -> impl Strategy<Value = String> {
 }
 
 /// A command of the subset: simple commands in pipelines, and-or lists and sequences.
-fn subset_command() -> impl Strategy<Value = String> {
+fn command_of(word: fn() -> BoxedStrategy<String>) -> impl Strategy<Value = String> {
     (
-        subset_simple(),
+        subset_simple(word()),
         prop::collection::vec(
             (
                 prop_oneof![
@@ -283,9 +339,10 @@ fn subset_command() -> impl Strategy<Value = String> {
                     Just(" & "),
                     Just("\n"),
                     Just(";\n\n"),
-                    Just(" |\n ")
+                    Just(" |\n "),
+                    Just("\t&&\t"),
                 ],
-                subset_simple(),
+                subset_simple(word()),
             ),
             0..6,
         ),
@@ -302,6 +359,14 @@ fn subset_command() -> impl Strategy<Value = String> {
         })
 }
 
+fn subset_command() -> impl Strategy<Value = String> {
+    command_of(subset_word)
+}
+
+fn plain_command() -> impl Strategy<Value = String> {
+    command_of(plain_word)
+}
+
 /// Tokens from the subset and just outside it, to be joined with or without blanks.
 fn near_miss_piece() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -314,7 +379,9 @@ fn near_miss_piece() -> impl Strategy<Value = String> {
             ";", "&", "&&", "||", "|", "|&", ";;", ";&", ";;&", "\n", "<", ">", ">>", "<<",
             "<<-", "<<<", "<&", ">&", "<>", ">|", "&>", "&>>", "<(", ">(", "=", "a=", "a+=",
             "a[1]=x", "a[", "]=", "x=(", "2", "99999999999", "2>", "-", "2>&", "f()", "{x}>",
-            "\t", " ",
+            "\t", " ", "$'x'", "${x}", "$((1))", "$[1]", "$(a b)", "$( a  b )", "$(a\tb)",
+            "\"$(a)\"", "@(x)", "\r", "\u{e9}", "\"x\ny\"", "'x\ny'", "$\"x\"", "a$", "\"$'\"",
+            "$", "$(", "$(a", "a#b", "x#",
         ])
         .prop_map(str::to_owned),
     ]
@@ -325,7 +392,13 @@ proptest! {
 
     #[test]
     fn a_subset_command_takes_the_direct_parse_to_brush_parsers_tree(c in subset_command()) {
-        prop_assert!(check_fast_parse(&c), "{:?} was not taken", c);
+        prop_assert!(check_fast_parse(&c).tree, "{:?} was not parsed directly", c);
+    }
+
+    #[test]
+    fn a_plain_subset_command_takes_both_direct_paths(c in plain_command()) {
+        let took = check_fast_parse(&c);
+        prop_assert!(took.tokens && took.tree, "{:?}: {:?}", c, took);
     }
 
     #[test]
@@ -337,7 +410,7 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_text_parses_as_brush_parser_parses_it(s in "[a-z0-9 =+|&;<>()\\[\\]{}!#'\"$\\\\\n-]{0,40}") {
+    fn arbitrary_text_parses_as_brush_parser_parses_it(s in "[a-z0-9 =+|&;<>()\\[\\]{}!#'\"$\\\\\n\t`@*?%-]{0,40}") {
         check_fast_parse(&s);
     }
 }
