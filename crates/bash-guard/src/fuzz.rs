@@ -26,9 +26,7 @@ pub fn check_command(data: &[u8]) {
     // No input filter: invalid UTF-8 is decoded lossily, any length goes through the caps.
     let text = String::from_utf8_lossy(data);
     let text = text.as_ref();
-    if text.len() <= crate::limits::MAX_COMMAND_LEN {
-        check_fast_parse(text);
-    }
+    check_fast_parse(text);
     let analyzer = Analyzer::with_home(BashConfig::default(), Some("/home/fuzz".to_owned()));
     let cwd = Path::new("/proj");
     let v = analyzer.analyze(text, cwd, &Everything);
@@ -81,8 +79,31 @@ pub struct FastPaths {
 
 /// Which of the direct tokenizer (`fastlex`) and the direct parser (`fastparse`) took `text`;
 /// panics if either's result differs from brush-parser's for the same text (a parser
-/// differential), or if either takes a text brush-parser rejects.
+/// differential), or if either takes a text brush-parser rejects. Texts past the analysis's
+/// caps are not compared (brush-parser is never handed them).
 pub fn check_fast_parse(text: &str) -> FastPaths {
+    let neither = FastPaths {
+        tokens: false,
+        tree: false,
+    };
+    let shape = match crate::limits::scan(text) {
+        Ok(shape) if shape.nesting <= crate::limits::MAX_NESTING => shape,
+        _ => return neither,
+    };
+    // brush-parser recurses per nesting level: deep texts are compared on the analysis's
+    // big stack, as they are analysed.
+    let result = if shape.opens <= crate::limits::INLINE_NESTING {
+        compare(text)
+    } else {
+        crate::limits::on_big_stack(|| compare(text))
+            .unwrap_or_else(|| Err(format!("the comparison's thread died on {text:?}")))
+    };
+    let error = result.as_ref().err();
+    assert!(error.is_none(), "{}", error.map_or("", String::as_str));
+    result.unwrap_or(neither)
+}
+
+fn compare(text: &str) -> Result<FastPaths, String> {
     let options = brush_parser::ParserOptions::default();
     let brush_tokens = crate::limits::guarded(|| {
         brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
@@ -95,36 +116,38 @@ pub fn check_fast_parse(text: &str) -> FastPaths {
             Ok(Ok(tokens)) => format!("{tokens:#?}"),
             other => format!("brush-parser's tokenizer rejects it: {other:?}"),
         };
-        assert_eq!(
-            format!("{fast:#?}"),
-            brush,
-            "the direct tokens differ from brush-parser's: {text:?}"
-        );
+        let fast = format!("{fast:#?}");
+        if fast != brush {
+            return Err(format!(
+                "the direct tokens differ from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
+            ));
+        }
     }
     let Ok(Ok(tokens)) = brush_tokens else {
-        return FastPaths {
+        return Ok(FastPaths {
             tokens: fast_tokens.is_some(),
             tree: false,
-        };
+        });
     };
     let Some(fast) = crate::fastparse::parse(&tokens, &options) else {
-        return FastPaths {
+        return Ok(FastPaths {
             tokens: fast_tokens.is_some(),
             tree: false,
-        };
+        });
     };
     let brush = crate::limits::guarded(|| brush_parser::parse_tokens(&tokens, &options));
     let brush = match brush {
         Ok(Ok(brush)) => format!("{brush:#?}"),
         other => format!("brush-parser rejects it: {other:?}"),
     };
-    assert_eq!(
-        format!("{fast:#?}"),
-        brush,
-        "the direct parse differs from brush-parser's: {text:?}"
-    );
-    FastPaths {
+    let fast = format!("{fast:#?}");
+    if fast != brush {
+        return Err(format!(
+            "the direct parse differs from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
+        ));
+    }
+    Ok(FastPaths {
         tokens: fast_tokens.is_some(),
         tree: true,
-    }
+    })
 }
