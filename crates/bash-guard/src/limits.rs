@@ -195,9 +195,16 @@ pub(crate) fn scan(text: &str) -> Result<Shape, Refusal> {
                 && !stack.contains(&Frame::Arith) =>
             {
                 let (tag, strip, end) = heredoc_tag(b, i + 2);
-                if !tag.is_empty() {
-                    heredocs.push((tag, strip));
+                // brush-parser's tokenizer loops without end, allocating, on an empty
+                // delimiter (`cat <<'' `, `x <<"";y `): refused before it runs. Bash would
+                // end such a document at the first empty line; nobody needs to write one.
+                if tag.is_empty() {
+                    return Err(Refusal {
+                        code: "parse_error",
+                        message: "a here-document with an empty or missing delimiter (`<<''`) cannot be reviewed; name a delimiter such as `<<'EOF'`".to_owned(),
+                    });
                 }
+                heredocs.push((tag, strip));
                 next = end;
             }
             b'\n' => {

@@ -476,6 +476,14 @@ fn hostile_shapes() -> Vec<(&'static str, String)> {
             "echo \"${x:-'}\" ".to_owned() + &"( ".repeat(n) + &" )".repeat(n),
         ),
         ("spaced double paren", "( (rm -rf ~) )".to_owned()),
+        // brush-parser's tokenizer allocates without end on these.
+        ("empty here-doc delimiter", "cat <<'' ".to_owned()),
+        ("empty here-doc delimiter, strip", "x <<-\"\" ".to_owned()),
+        ("empty here-doc delimiter, list", "x <<\"\";y ".to_owned()),
+        (
+            "empty here-doc delimiter, nested",
+            "echo \"$(cat <<'' )\"".to_owned(),
+        ),
     ]
 }
 
