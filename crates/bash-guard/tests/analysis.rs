@@ -484,7 +484,38 @@ fn hostile_shapes() -> Vec<(&'static str, String)> {
             "empty here-doc delimiter, nested",
             "echo \"$(cat <<'' )\"".to_owned(),
         ),
+        // Inside `$(..)` brush-parser keeps blanks, so this `#` starts no comment there.
+        (
+            "empty here-doc delimiter, after a hash",
+            "$(x  #<<\"\" )".to_owned(),
+        ),
+        (
+            "empty here-doc delimiter, continued",
+            "x <<\\\n'' ".to_owned(),
+        ),
+        ("empty here-doc delimiter, blank", "$(cat << )".to_owned()),
     ]
+}
+
+#[test]
+fn shift_operators_and_here_strings_are_no_empty_here_documents() {
+    let f = fixture();
+    for c in [
+        "grep -n '<<' src/main.rs",
+        "grep -rn \"<<\" src",
+        "echo \"a << b\"",
+        "echo $((1 << 2))",
+        "cat <<< \"\"",
+        "cat <<<''",
+        "cat <<'EOF'\nx\nEOF",
+        "cat <<-\"EOF\"\n\tx\n\tEOF",
+    ] {
+        let v = f.check(c);
+        assert!(
+            v.findings.iter().all(|x| x.code != "parse_error"),
+            "{c:?}: {v:?}"
+        );
+    }
 }
 
 #[test]
