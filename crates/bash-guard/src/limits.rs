@@ -351,13 +351,16 @@ fn heredoc_tag(b: &[u8], mut i: usize) -> (String, bool, usize) {
     (String::from_utf8_lossy(&tag).into_owned(), strip, i)
 }
 
-/// Whether a here-document operator in `b` may have a delimiter brush-parser reads as empty
-/// (`<<''`, `<<-""`, `<< ''""`, a missing one): its tokenizer then loops without end,
-/// allocating, when the text ends in the document (`cat <<'' `). Bash would end such a
-/// document at the first empty line; nobody needs to write one, so it is refused. Judged on
-/// the raw text, quotes and comments ignored: where brush-parser sees an operator is not
-/// always where this scan's model does (inside `$(..)` it keeps blanks, so a `#` after two
-/// blanks starts no comment there).
+/// Whether a here-document operator in `b` may have a delimiter brush-parser reads as empty:
+/// its tokenizer then loops without end, allocating, when the text ends in the document
+/// (`cat <<'' `). The delimiter it reads is the next token it cuts, and inside `$(..)` that
+/// can be a run of blanks or a token cut inside a nested expansion (`<<  x`, `<< $( ..`), so
+/// only a plain delimiter passes: after the operator at most one blank, then a word with a
+/// character that survives unquoting and no `$`, backquote or leading `#`. Judged on the raw
+/// text, quotes and comments ignored: where brush-parser sees an operator is not always where
+/// this scan's model does (inside `$(..)` it keeps blanks, so a `#` after two blanks starts no
+/// comment there). A quoted `<<` followed by text (`grep '<<' f`) passes; one that ends the
+/// text (`echo '<<'`) is refused with the rest, as nobody needs it.
 fn empty_heredoc_delimiter(b: &[u8]) -> bool {
     if !b.windows(2).any(|w| w == b"<<") {
         return false;
@@ -396,29 +399,66 @@ fn empty_heredoc_delimiter(b: &[u8]) -> bool {
         if i - start < 2 || (i - start == 3 && !escaped) {
             continue;
         }
-        let mut j = i;
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        while matches!(b.get(j), Some(b' ' | b'\t')) {
-            j += 1;
-        }
-        while matches!(
-            (b.get(j), b.get(j + 1)),
-            (Some(b'\''), Some(b'\'')) | (Some(b'"'), Some(b'"'))
-        ) {
-            j += 2;
-        }
-        if b.get(j).is_none_or(|c| {
-            matches!(
-                c,
-                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
-            )
-        }) {
+        if !plain_delimiter(b, i) {
             return true;
         }
     }
     false
+}
+
+/// Whether the here-document delimiter after the operator ending at `j` is plain (see
+/// [`empty_heredoc_delimiter`]).
+fn plain_delimiter(b: &[u8], mut j: usize) -> bool {
+    if b.get(j) == Some(&b'-') {
+        j += 1;
+    }
+    match b.get(j) {
+        Some(b' ' | b'\t') if matches!(b.get(j + 1), Some(b' ' | b'\t')) => return false,
+        Some(b' ' | b'\t') => j += 1,
+        _ => {}
+    }
+    if b.get(j) == Some(&b'#') {
+        return false;
+    }
+    let mut survives = false;
+    loop {
+        match b.get(j) {
+            None | Some(b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') => {
+                return survives;
+            }
+            Some(b'$' | b'`') => return false,
+            Some(b'\\') => {
+                if b.get(j + 1).is_none() {
+                    return false;
+                }
+                survives = true;
+                j += 2;
+            }
+            Some(&q @ (b'\'' | b'"')) => {
+                j += 1;
+                while let Some(&c) = b.get(j) {
+                    j += 1;
+                    if c == q {
+                        break;
+                    }
+                    if q == b'"' && matches!(c, b'$' | b'`') {
+                        return false;
+                    }
+                    if q == b'"' && c == b'\\' {
+                        j += 1;
+                    }
+                    survives = true;
+                }
+            }
+            // brush-parser trims ASCII white space off the front of a delimiter: a carriage
+            // return or form feed is a word character to the tokenizer but may not survive.
+            Some(b'\r' | b'\x0c') => j += 1,
+            Some(_) => {
+                survives = true;
+                j += 1;
+            }
+        }
+    }
 }
 
 /// Skips here-document lines from `i` up to and including the line that is `tag`; says

@@ -494,6 +494,20 @@ fn hostile_shapes() -> Vec<(&'static str, String)> {
             "x <<\\\n'' ".to_owned(),
         ),
         ("empty here-doc delimiter, blank", "$(cat << )".to_owned()),
+        // Inside `$(..)` the delimiter brush-parser cuts is the second blank, or a token
+        // cut inside the nested `$(`.
+        (
+            "here-doc delimiter after two blanks",
+            "$(cat <<  x)".to_owned(),
+        ),
+        (
+            "here-doc delimiter of white space",
+            "x <<-\r 0<in | ".to_owned(),
+        ),
+        (
+            "here-doc delimiter in a nested substitution",
+            "$(a/>/dev/null<< $( < --mvv\"fn analyze\" ".to_owned(),
+        ),
     ]
 }
 
@@ -509,6 +523,11 @@ fn shift_operators_and_here_strings_are_no_empty_here_documents() {
         "cat <<<''",
         "cat <<'EOF'\nx\nEOF",
         "cat <<-\"EOF\"\n\tx\n\tEOF",
+        "cat <<\\EOF\nx\nEOF",
+        "cat << EOF\nx\nEOF",
+        "echo \"$(cat <<EOF\nx\nEOF\n)\"",
+        "grep -c '<<' a '>>' b",
+        "sed -n '/<<EOF/p' f",
     ] {
         let v = f.check(c);
         assert!(

@@ -252,8 +252,10 @@ fn plain_word() -> BoxedStrategy<String> {
         "[a-z][a-z0-9._/-]{0,6}",
         "-{1,2}[a-z]{1,5}(=[a-z0-9]{1,3})?",
         "[A-Z_][A-Z0-9_]{0,4}\\+?=[a-z0-9$/]{0,4}",
-        "'[ -&(-~]{0,6}'",
-        "\"[ !#%-\\[\\]-_a-~]{0,6}\"",
+        // No `<` in quotes: a quoted `<<` before a `$` or at the end is refused by the scan
+        // (an empty here-document delimiter cannot be told apart), which this test is not about.
+        "'[ -&(-;=-~]{0,6}'",
+        "\"[ !#%-;=-\\[\\]-_a-~]{0,6}\"",
         Just("\"fn analyze\"".to_owned()),
         Just("'*.rs'".to_owned()),
         Just("src/*.rs".to_owned()),
