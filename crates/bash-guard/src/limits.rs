@@ -97,7 +97,7 @@ pub(crate) fn scan(text: &str) -> Result<Shape, Refusal> {
         });
     }
     let b = text.as_bytes();
-    if empty_heredoc_delimiter(b) {
+    if text.contains("<<") && empty_heredoc_delimiter(b) {
         return Err(Refusal {
             code: "parse_error",
             message: "a here-document with an empty or missing delimiter (`<<''`) cannot be reviewed; name a delimiter such as `<<'EOF'`".to_owned(),
@@ -362,9 +362,6 @@ fn heredoc_tag(b: &[u8], mut i: usize) -> (String, bool, usize) {
 /// comment there). A quoted `<<` followed by text (`grep '<<' f`) passes; one that ends the
 /// text (`echo '<<'`) is refused with the rest, as nobody needs it.
 fn empty_heredoc_delimiter(b: &[u8]) -> bool {
-    if !b.windows(2).any(|w| w == b"<<") {
-        return false;
-    }
     // Line continuations vanish before the tokenizer reads a delimiter.
     let joined: Vec<u8>;
     let b = if b.windows(2).any(|w| w == b"\\\n") {
