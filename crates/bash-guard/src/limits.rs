@@ -417,20 +417,14 @@ fn plain_delimiter(b: &[u8], mut j: usize) -> bool {
     if b.get(j) == Some(&b'#') {
         return false;
     }
-    let mut survives = false;
+    let start = j;
     loop {
         match b.get(j) {
             None | Some(b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') => {
-                return survives;
+                break;
             }
             Some(b'$' | b'`') => return false,
-            Some(b'\\') => {
-                if b.get(j + 1).is_none() {
-                    return false;
-                }
-                survives = true;
-                j += 2;
-            }
+            Some(b'\\') => j += 2,
             Some(&q @ (b'\'' | b'"')) => {
                 j += 1;
                 while let Some(&c) = b.get(j) {
@@ -444,18 +438,26 @@ fn plain_delimiter(b: &[u8], mut j: usize) -> bool {
                     if q == b'"' && c == b'\\' {
                         j += 1;
                     }
-                    survives = true;
                 }
             }
-            // brush-parser trims ASCII white space off the front of a delimiter: a carriage
-            // return or form feed is a word character to the tokenizer but may not survive.
-            Some(b'\r' | b'\x0c') => j += 1,
-            Some(_) => {
-                survives = true;
-                j += 1;
-            }
+            Some(_) => j += 1,
         }
     }
+    // As brush-parser reads it: white space trimmed off the front, then every quote
+    // character dropped, wherever it stands, and a backslash keeping only what follows.
+    let word = b
+        .get(start..j.min(b.len()))
+        .unwrap_or_default()
+        .trim_ascii_start();
+    let mut escaped = false;
+    word.iter().any(|&c| {
+        if escaped {
+            escaped = false;
+            return true;
+        }
+        escaped = c == b'\\';
+        !matches!(c, b'\\' | b'\'' | b'"')
+    })
 }
 
 /// Skips here-document lines from `i` up to and including the line that is `tag`; says

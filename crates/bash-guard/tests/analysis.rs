@@ -504,6 +504,8 @@ fn hostile_shapes() -> Vec<(&'static str, String)> {
             "here-doc delimiter of white space",
             "x <<-\r 0<in | ".to_owned(),
         ),
+        // Every quote character is dropped from a delimiter, nested or not.
+        ("here-doc delimiter of quotes", "1>>x<< \"'\" ".to_owned()),
         (
             "here-doc delimiter in a nested substitution",
             "$(a/>/dev/null<< $( < --mvv\"fn analyze\" ".to_owned(),
