@@ -97,12 +97,6 @@ pub(crate) fn scan(text: &str) -> Result<Shape, Refusal> {
         });
     }
     let b = text.as_bytes();
-    if text.contains("<<") && empty_heredoc_delimiter(b) {
-        return Err(Refusal {
-            code: "parse_error",
-            message: "a here-document with an empty or missing delimiter (`<<''`) cannot be reviewed; name a delimiter such as `<<'EOF'`".to_owned(),
-        });
-    }
     let mut shape = Shape {
         commands: 1,
         ..Shape::default()
@@ -275,6 +269,13 @@ pub(crate) fn scan(text: &str) -> Result<Shape, Refusal> {
     }
     if shape.nesting > MAX_NESTING {
         return Err(too_deep(shape.nesting));
+    }
+    // Last, so that a text over a cap is refused without a second pass over all of it.
+    if text.contains("<<") && empty_heredoc_delimiter(b) {
+        return Err(Refusal {
+            code: "parse_error",
+            message: "a here-document with an empty or missing delimiter (`<<''`) cannot be reviewed; name a delimiter such as `<<'EOF'`".to_owned(),
+        });
     }
     Ok(shape)
 }
