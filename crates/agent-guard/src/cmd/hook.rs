@@ -633,9 +633,6 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         // The decision stands; the lost row is reported where the client logs hook stderr.
         eprintln!("agent-guard: {e}");
     }
-    // The process exits once the answer is printed; tearing down the guard (its tables, the
-    // runtime, the pools) first would only delay that answer.
-    std::mem::forget(front);
     Ok(Judged {
         verdict: answered,
         allow_once,

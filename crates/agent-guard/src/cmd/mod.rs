@@ -39,6 +39,11 @@ pub(crate) enum WarmUp {
 
 /// Loads what a hook call touches, for the resident hook guard (see `hook::warm_up`).
 pub(crate) fn warm_up_hooks(how: WarmUp) {
+    if how == WarmUp::Everything {
+        // The built-in secret detectors, compiled once for every judge that records a row
+        // (a quarter of such a judgement); a constant table, so sharing it changes nothing.
+        let _ = perm_hooks::SecretScanner::default_set();
+    }
     hook::warm_up(
         &claude_hook::Claude,
         if how == WarmUp::Everything {
