@@ -79,6 +79,8 @@ struct Case {
     script: String,
     wall_ms: Vec<f64>,
     cpu_ticks: u64,
+    /// The resident hook guard whose judges run this case's calls: their CPU is its tree's.
+    server: Option<u32>,
 }
 
 impl Case {
@@ -88,10 +90,12 @@ impl Case {
             script,
             wall_ms: Vec::new(),
             cpu_ticks: 0,
+            server: None,
         }
     }
 
     fn run_once(&mut self, dir: &Path, home: &Path) -> anyhow::Result<(f64, u64)> {
+        let server_before = self.server.map(process_tree_ticks).transpose()?;
         let before = children_cpu_ticks()?;
         let start = Instant::now();
         let status = Command::new("sh")
@@ -100,13 +104,22 @@ impl Case {
             .current_dir(dir)
             .env("HOME", home)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .with_context(|| format!("cannot start `{}`", self.script))?;
+            // Read to their end, as the clients read a hook's answer: a call is over when its
+            // output closes, not when the first process exits.
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .with_context(|| format!("cannot start `{}`", self.script))?
+            .status;
         let wall = start.elapsed();
         reap_orphans();
-        let cpu = children_cpu_ticks()?.saturating_sub(before);
+        let mut cpu = children_cpu_ticks()?.saturating_sub(before);
+        if let (Some(server), Some(server_before)) = (self.server, server_before) {
+            // The server collects a judge within a few milliseconds of its exit; its CPU
+            // (the call's and its warm-up's) then counts in the server's children's totals.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            cpu += process_tree_ticks(server)?.saturating_sub(server_before);
+        }
         // A hook that denies exits 2; anything else but 0 means the case is broken.
         if !matches!(status.code(), Some(0 | 2)) {
             bail!("`{}` failed: {status}", self.script);
@@ -186,11 +199,15 @@ fn start_resident(
     dir: &Path,
     home: &Path,
 ) -> anyhow::Result<u32> {
-    rustix::process::set_child_subreaper(None)
-        .context("cannot stop being the child subreaper")?;
+    rustix::process::set_child_subreaper(None).context("cannot stop being the child subreaper")?;
     let started = Command::new("sh")
         .arg("-c")
-        .arg(format!("{} claude-hook --policy {} < {}", quote(entry), quote(policy), quote(event)))
+        .arg(format!(
+            "{} claude-hook --policy {} < {}",
+            quote(entry),
+            quote(policy),
+            quote(event)
+        ))
         .current_dir(dir)
         .env("HOME", home)
         .stdout(Stdio::null())
@@ -212,7 +229,10 @@ fn start_resident(
             return Ok(pid);
         }
         if Instant::now() > deadline {
-            bail!("the resident hook guard did not start under {}", run_dir.display());
+            bail!(
+                "the resident hook guard did not start under {}",
+                run_dir.display()
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -358,31 +378,34 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
         ),
         Case::new("entry Read, no audit db", hook(&entry, &no_db, &read_event)),
         Case::new("entry Bash, no audit db", hook(&entry, &no_db, &bash_event)),
-        Case::new("entry Read, SQLite audit db", hook(&entry, &with_db, &read_event)),
-        Case::new("entry Bash, SQLite audit db", hook(&entry, &with_db, &bash_event)),
+        Case::new(
+            "entry Read, SQLite audit db",
+            hook(&entry, &with_db, &read_event),
+        ),
+        Case::new(
+            "entry Bash, SQLite audit db",
+            hook(&entry, &with_db, &bash_event),
+        ),
         Case::new("cli Read, no audit db", hook(exe, &no_db, &read_event)),
         Case::new("cli Bash, no audit db", hook(exe, &no_db, &bash_event)),
-        Case::new("cli Read, SQLite audit db", hook(exe, &with_db, &read_event)),
-        Case::new("cli Bash, SQLite audit db", hook(exe, &with_db, &bash_event)),
+        Case::new(
+            "cli Read, SQLite audit db",
+            hook(exe, &with_db, &read_event),
+        ),
+        Case::new(
+            "cli Bash, SQLite audit db",
+            hook(exe, &with_db, &bash_event),
+        ),
     ];
     let home = dir.join("home");
     std::fs::create_dir_all(&home).context("cannot create the bench home")?;
     let server = start_resident(&entry, &no_db, &read_event, &project, &home)?;
     let tick_ms = 1e3 / clock_ticks();
     let load_before = load_average();
-    let server_before = process_tree_ticks(server)?;
-    measure(&mut hooks, &project, &home, runs)?;
-    // The last judge is collected by the server within its 50 ms wait.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let server_ticks = process_tree_ticks(server)?.saturating_sub(server_before);
-    // The judges of the four entry cases run in the resident server's tree, not below this
-    // process: their CPU is the server's (its own and its collected children's), shared out
-    // evenly over the entry cases' runs, warm-ups included (the counts are per case: the
-    // three runs before the measured ones are in the server's total too).
-    let entry_cases = hooks.iter().filter(|c| c.name.starts_with("entry ")).count() as u64;
     for case in hooks.iter_mut().filter(|c| c.name.starts_with("entry ")) {
-        case.cpu_ticks += server_ticks / entry_cases.max(1);
+        case.server = Some(server);
     }
+    measure(&mut hooks, &project, &home, runs)?;
     println!(
         "hook calls, {runs} paired runs each; load average before {load_before}, after {}",
         load_average()

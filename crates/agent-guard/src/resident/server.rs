@@ -30,7 +30,6 @@ use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -366,18 +365,6 @@ fn receive(conn: &UnixStream) -> anyhow::Result<([OwnedFd; wire::FDS], wire::Req
     Ok((fds, request))
 }
 
-/// The connection a judge reports its exit status on.
-static REPORT: OnceLock<UnixStream> = OnceLock::new();
-
-/// Ends the process with `code`, first telling the entry that handed this call over (when this
-/// process is a judge). Every way a hook ends goes through here.
-pub(crate) fn exit(code: u8) -> ! {
-    if let Some(conn) = REPORT.get() {
-        let _ = (&*conn).write_all(&[wire::EXITED, code]);
-    }
-    std::process::exit(i32::from(code))
-}
-
 /// The forked judge: become the entry's process, then run the hook.
 fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) -> ! {
     let _ = conn.set_read_timeout(None);
@@ -387,10 +374,10 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
         && rustix::stdio::dup2_stderr(&stderr).is_ok()
         && rustix::process::fchdir(&cwd).is_ok();
     drop((stdin, stdout, stderr, cwd));
-    let _ = REPORT.set(conn);
+    super::report::report_to(conn);
     if !ok {
         // Nothing was read from stdin, but the entry cannot know that now: a refusal.
-        exit(2);
+        super::report::exit(2);
     }
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(request.umask & 0o777));
     // SAFETY: this judge has one thread (`idle_judge` waited for its warm-up's to end), so
@@ -416,5 +403,5 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
         }
     }
     let code = crate::run_hook(request.args);
-    exit(code)
+    super::report::exit(code)
 }
