@@ -348,3 +348,111 @@ fn the_server_leaves_when_its_socket_is_removed() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Gemini CLI's headless mode is read from the client's command line above the hook process:
+/// for a judge, above the entry the client started (its own parent is the server).
+#[test]
+fn a_judge_reads_the_clients_command_line_above_the_entry() {
+    let f = fixture();
+    start_server(&f);
+    let event = json!({"hook_event_name": "BeforeTool", "session_id": "s", "cwd": f.project,
+        "tool_name": "run_shell_command", "tool_input": {"command": "touch made.txt"}})
+    .to_string();
+    let event_file = f.home.join("event.json");
+    std::fs::write(&event_file, &event).unwrap();
+    // A stand-in for `gemini -p ...`: a script named gemini that runs the hook as its child.
+    let gemini = f.home.join("gemini");
+    std::fs::write(
+        &gemini,
+        "#!/bin/sh\n\"$HOOK\" gemini-hook --policy \"$POLICY\" < \"$EVENT\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let through = |program: &Path, flags: &[&str]| {
+        let mut cmd = Command::new(&gemini);
+        cmd.args(flags)
+            .env("HOOK", program)
+            .env("POLICY", &f.policy)
+            .env("EVENT", &event_file)
+            .env("HOME", &f.home)
+            .env_remove("AGENT_GUARD_RESIDENT")
+            .current_dir(&f.project)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        wait(cmd.spawn().unwrap())
+    };
+    let headless_cli = through(&cli(), &["-p", "go"]);
+    let headless_entry = through(&entry(), &["-p", "go"]);
+    let interactive_entry = through(&entry(), &["--yolo"]);
+    assert_eq!(
+        (headless_entry.status.code(), &headless_entry.stdout),
+        (headless_cli.status.code(), &headless_cli.stdout)
+    );
+    assert_ne!(
+        headless_entry.stdout, interactive_entry.stdout,
+        "headless and interactive asks were answered alike: {headless_entry:?}"
+    );
+}
+
+/// Set to skip the test that needs a user and mount namespace where none can be made.
+const SKIP_NAMESPACE_TESTS: &str = "AGENT_GUARD_SKIP_NAMESPACE_TESTS";
+
+/// A judge resolves paths in the server's mount namespace: an entry in another one (a
+/// container, a client's sandbox) judges in its own process, and hands the server nothing.
+#[test]
+fn an_entry_in_another_mount_namespace_judges_in_its_own_process() {
+    // As root, a mount namespace alone (the server's executable and /proc stay readable, so
+    // only the namespace check refuses it); otherwise with a user namespace.
+    let flags = if rustix::process::geteuid().is_root() { "-m" } else { "-Urm" };
+    let can_unshare = Command::new("unshare")
+        .args([flags, "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can_unshare {
+        if std::env::var_os(SKIP_NAMESPACE_TESTS).is_some() {
+            eprintln!("SKIPPED: no mount namespace here (`unshare {flags} true` failed)");
+            return;
+        }
+        panic!(
+            "`unshare {flags} true` failed: this test needs a mount namespace; set \
+             {SKIP_NAMESPACE_TESTS}=1 to skip it where none can be made"
+        );
+    }
+    let f = fixture();
+    let socket = start_server(&f);
+    let server = server_pid(&socket);
+    let (subcommand, event) = events(&f).remove(3);
+    let expected = run(command(&f, &cli(), subcommand), &event);
+    let mut cmd = Command::new("unshare");
+    cmd.arg(flags)
+        .arg(entry())
+        .arg(subcommand)
+        .arg("--policy")
+        .arg(&f.policy)
+        .env("HOME", &f.home)
+        .env_remove("AGENT_GUARD_RESIDENT")
+        .current_dir(&f.project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pipe = std::fs::read_link(format!("/proc/{}/fd/0", child.id())).unwrap();
+    // Long enough for a handover to have happened (it takes well under a millisecond).
+    std::thread::sleep(Duration::from_millis(500));
+    let judged_by_server = children_of(server)
+        .into_iter()
+        .any(|p| std::fs::read_link(format!("/proc/{p}/fd/0")).is_ok_and(|fd| fd == pipe));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(event.as_bytes()).unwrap();
+    drop(stdin);
+    let out = wait(child);
+    assert!(
+        !judged_by_server,
+        "a judge of the server took a call from another namespace"
+    );
+    assert_eq!(
+        (out.status.code(), &out.stdout),
+        (expected.status.code(), &expected.stdout)
+    );
+}

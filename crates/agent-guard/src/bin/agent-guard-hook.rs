@@ -27,8 +27,10 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-/// How long the server may take to say it is ready before the entry judges in-process.
-const READY_WAIT: Duration = Duration::from_millis(1500);
+/// How long the server may take to say it is ready before the entry judges in-process. A
+/// healthy server has said it before the entry reads (its judge accepts as the entry
+/// connects); the judge's deadline starts after this wait, so it stays short.
+const READY_WAIT: Duration = Duration::from_millis(250);
 
 /// The variable that turns the resident guard off (the entry then always becomes the CLI).
 const OFF_VAR: &str = "AGENT_GUARD_RESIDENT";
@@ -118,6 +120,7 @@ fn through_resident(cli: &Path, args: &[OsString]) -> Outcome {
     let peer_exe = std::fs::metadata(format!("/proc/{}/exe", peer.pid.as_raw_nonzero()));
     if peer.uid.as_raw() != uid
         || !peer_exe.is_ok_and(|m| m.dev() == binary.dev() && m.ino() == binary.ino())
+        || !same_world(peer.pid.as_raw_nonzero().get())
     {
         return Outcome::Fallback;
     }
@@ -171,6 +174,23 @@ fn through_resident(cli: &Path, args: &[OsString]) -> Outcome {
         return finish(&stream);
     }
     finish(&stream)
+}
+
+/// Whether the server `pid` sees the filesystem and the processes as this process does: the
+/// same mount, pid and user namespaces and the same root. A judge resolves paths in the
+/// server's world; a hook from a container or a sandbox is judged in its own process.
+fn same_world(pid: i32) -> bool {
+    let ns = |who: &str, kind: &str| std::fs::read_link(format!("/proc/{who}/ns/{kind}")).ok();
+    let root = |who: &str| {
+        std::fs::metadata(format!("/proc/{who}/root"))
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    let peer = pid.to_string();
+    ["mnt", "pid", "user"]
+        .iter()
+        .all(|kind| ns("self", kind).is_some_and(|own| ns(&peer, kind) == Some(own)))
+        && root("self").is_some_and(|own| root(&peer) == Some(own))
 }
 
 /// Waits for the judge's status (or the server's word that none started).

@@ -374,11 +374,18 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
         && rustix::stdio::dup2_stderr(&stderr).is_ok()
         && rustix::process::fchdir(&cwd).is_ok();
     drop((stdin, stdout, stderr, cwd));
-    super::report::report_to(conn);
-    if !ok {
+    let entry_pid = rustix::net::sockopt::socket_peercred(&conn)
+        .ok()
+        .and_then(|peer| u32::try_from(peer.pid.as_raw_nonzero().get()).ok());
+    let (Some(entry_pid), true) = (entry_pid, ok) else {
         // Nothing was read from stdin, but the entry cannot know that now: a refusal.
+        super::report::report_to(conn, 1);
+        eprintln!(
+            "agent-guard: the resident guard could not take this call; it is blocked (retry)"
+        );
         super::report::exit(2);
-    }
+    };
+    super::report::report_to(conn, entry_pid);
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(request.umask & 0o777));
     // SAFETY: this judge has one thread (`idle_judge` waited for its warm-up's to end), so
     // nothing reads the environment concurrently.
