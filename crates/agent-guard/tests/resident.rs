@@ -404,7 +404,11 @@ const SKIP_NAMESPACE_TESTS: &str = "AGENT_GUARD_SKIP_NAMESPACE_TESTS";
 fn an_entry_in_another_mount_namespace_judges_in_its_own_process() {
     // As root, a mount namespace alone (the server's executable and /proc stay readable, so
     // only the namespace check refuses it); otherwise with a user namespace.
-    let flags = if rustix::process::geteuid().is_root() { "-m" } else { "-Urm" };
+    let flags = if rustix::process::geteuid().is_root() {
+        "-m"
+    } else {
+        "-Urm"
+    };
     let can_unshare = Command::new("unshare")
         .args([flags, "true"])
         .status()
