@@ -113,6 +113,15 @@ enum HookCommand {
 const HOOK_COMMANDS: [&str; 3] = ["claude-hook", "codex-hook", "gemini-hook"];
 
 impl HookCommand {
+    /// The policy file the hook was told to use (`--policy` or `AGENT_GUARD_POLICY`).
+    fn policy(&self) -> Option<&std::path::Path> {
+        match self {
+            HookCommand::Claude(args) => args.hook.policy.as_deref(),
+            HookCommand::Codex(args) => args.hook.policy.as_deref(),
+            HookCommand::Gemini(args) => args.hook.policy.as_deref(),
+        }
+    }
+
     fn run(self) -> ExitCode {
         match self {
             HookCommand::Claude(args) => cmd::claude_hook::run(args),
@@ -161,6 +170,7 @@ pub(crate) fn run_hook(args: Vec<std::ffi::OsString>) -> u8 {
         // A hook ends the process itself (through `resident::exit`); returning is a bug, and
         // a refusal.
         Ok(cli) => {
+            resident::note_policy(cli.command.policy());
             let _ = cli.command.run();
             2
         }

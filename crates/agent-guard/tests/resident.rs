@@ -460,3 +460,34 @@ fn an_entry_in_another_mount_namespace_judges_in_its_own_process() {
         (expected.status.code(), &expected.stdout)
     );
 }
+
+/// The next judge loads the last call's policy while it waits; a policy edited between two
+/// calls is still read afresh (its text decides, not the earlier parse).
+#[test]
+fn a_policy_edited_between_calls_decides_the_next_call() {
+    let f = fixture();
+    start_server(&f);
+    let (subcommand, read) = events(&f).remove(0);
+    for _ in 0..3 {
+        let out = run(command(&f, &entry(), subcommand), &read);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("\"allow\""),
+            "{out:?}"
+        );
+    }
+    std::fs::write(
+        &f.policy,
+        POLICY.replace("deny = [", "deny = [\"read_file\", "),
+    )
+    .unwrap();
+    let direct = run(command(&f, &cli(), subcommand), &read);
+    let resident = run(command(&f, &entry(), subcommand), &read);
+    assert!(
+        String::from_utf8_lossy(&resident.stdout).contains("\"deny\""),
+        "{resident:?}"
+    );
+    assert_eq!(
+        (resident.status.code(), &resident.stdout),
+        (direct.status.code(), &direct.stdout)
+    );
+}

@@ -33,6 +33,35 @@ pub(crate) fn exit(code: u8) -> ! {
     std::process::exit(i32::from(code))
 }
 
+/// The judge's line to the server (see `server::Idle`).
+static LINE: OnceLock<UnixStream> = OnceLock::new();
+
+/// Marks the start of the policy path a judge reports on its line.
+pub(crate) const POLICY_NOTE: u8 = b'P';
+
+/// Makes this judge report on `line` (what [`note_policy`] writes).
+pub(crate) fn report_on(line: UnixStream) {
+    let _ = LINE.set(line);
+}
+
+/// Tells the server which policy file this call named, so the next judge loads it while it
+/// waits (the parse is then reused when the file has not changed; agent-core's
+/// `Policy::load`). Nothing when this process is not a judge.
+pub(crate) fn note_policy(policy: Option<&std::path::Path>) {
+    let (Some(line), Some(policy)) = (LINE.get(), policy) else {
+        return;
+    };
+    let bytes = policy.as_os_str().as_encoded_bytes();
+    let Ok(len) = u32::try_from(bytes.len()) else {
+        return;
+    };
+    let mut note = Vec::with_capacity(5 + bytes.len());
+    note.push(POLICY_NOTE);
+    note.extend_from_slice(&len.to_le_bytes());
+    note.extend_from_slice(bytes);
+    let _ = (&*line).write_all(&note);
+}
+
 /// The process the client started for this hook call, when this process judges it for that
 /// process (the entry that handed the call over).
 static HOOK_PROCESS: OnceLock<u32> = OnceLock::new();

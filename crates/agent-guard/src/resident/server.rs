@@ -103,7 +103,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::set_permissions(&args.socket, std::fs::Permissions::from_mode(0o600))?;
     let ours = std::fs::symlink_metadata(&args.socket)?;
     let mut last_call = Instant::now();
-    let mut idle = Idle::spawn(&listener, uid)?;
+    // The policy file of the last call: the next idle judge loads it while it waits.
+    let mut last_policy: Option<PathBuf> = None;
+    let mut idle = Idle::spawn(&listener, uid, None)?;
     let mut quick_deaths = 0u32;
     loop {
         reap();
@@ -123,6 +125,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // The next judge's warm-up would compete for a CPU with this call's judgement:
                 // it starts when this judge is done (or has had its share of time).
                 idle.wait_for_exit(CALL_SHARE);
+                if let Some(policy) = idle.policy_note() {
+                    last_policy = Some(policy);
+                }
             }
             Event::Died => {
                 // A judge that cannot even wait for a call: do not fork one after another.
@@ -132,7 +137,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        idle = Idle::spawn(&listener, uid)?;
+        idle = Idle::spawn(&listener, uid, last_policy.as_deref())?;
     }
 }
 
@@ -159,7 +164,7 @@ enum Event {
 }
 
 impl Idle {
-    fn spawn(listener: &UnixListener, uid: u32) -> anyhow::Result<Idle> {
+    fn spawn(listener: &UnixListener, uid: u32, policy: Option<&Path>) -> anyhow::Result<Idle> {
         let (ours, theirs) = UnixStream::pair().context("cannot make the judge's line")?;
         wait_single_threaded(Duration::from_secs(2))?;
         // SAFETY: the process has exactly one thread (waited for just above), so the child
@@ -168,7 +173,7 @@ impl Idle {
         match unsafe { libc::fork() } {
             0 => {
                 drop(ours);
-                idle_judge(listener, &theirs, uid)
+                idle_judge(listener, &theirs, uid, policy)
             }
             p if p < 0 => Err(std::io::Error::last_os_error()).context("cannot fork a judge"),
             p => Ok(Idle {
@@ -177,6 +182,27 @@ impl Idle {
                 line: ours,
             }),
         }
+    }
+
+    /// The policy file the judge that took a call reported (its notes are on the line by the
+    /// time it has ended).
+    fn policy_note(&self) -> Option<PathBuf> {
+        self.line.set_nonblocking(true).ok()?;
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = (&self.line).read(&mut chunk) {
+            bytes.extend_from_slice(chunk.get(..n)?);
+            if bytes.len() > wire::MAX_BODY {
+                return None;
+            }
+        }
+        let at = bytes
+            .iter()
+            .position(|b| *b == super::report::POLICY_NOTE)?;
+        let rest = bytes.get(at + 1..)?;
+        let (len, path) = rest.split_first_chunk::<4>()?;
+        let path = path.get(..u32::from_le_bytes(*len) as usize)?;
+        Some(PathBuf::from(OsString::from_vec(path.to_vec())))
     }
 
     /// Waits until the judge has ended, at most `limit`.
@@ -202,8 +228,8 @@ impl Idle {
 
 /// A forked judge: warms up, waits for a call (or for the server to leave), takes it and
 /// judges it. Never returns.
-fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32) -> ! {
-    warm_this_judge();
+fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, policy: Option<&Path>) -> ! {
+    warm_this_judge(policy);
     if wait_single_threaded(Duration::from_secs(2)).is_err() {
         std::process::exit(0);
     }
@@ -235,6 +261,9 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32) -> ! {
         }
         // From here this process is this call's: the server forks the next idle judge.
         let _ = (&*line).write_all(&[1]);
+        if let Ok(line) = line.try_clone() {
+            super::report::report_on(line);
+        }
         serve(conn)
     }
 }
@@ -243,7 +272,7 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32) -> ! {
 /// pages a judgement writes are then this process's own (not copy-on-write pages of the
 /// server, each copied on its first write) and the code it runs is mapped, before a call
 /// arrives. Freed memory stays with the allocator instead of going back to the system.
-fn warm_this_judge() {
+fn warm_this_judge(policy: Option<&Path>) {
     // SAFETY: `mallopt` only sets allocator parameters; this process has one thread.
     unsafe {
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
@@ -252,6 +281,12 @@ fn warm_this_judge() {
     }
     crate::cmd::warm_up_hooks(crate::cmd::WarmUp::OneCall);
     crate::prepare_hook_cli();
+    // The last call's policy, parsed now: the call's own load reuses the parse when the file
+    // is unchanged (it is read again either way). A file that does not parse is the call's
+    // error to report, not this warm-up's.
+    if let Some(policy) = policy {
+        let _ = crate::policy::Policy::load(Some(policy));
+    }
 }
 
 /// The exclusive lock beside the socket; `None` when another server holds it.
