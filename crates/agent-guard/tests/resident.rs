@@ -491,3 +491,28 @@ fn a_policy_edited_between_calls_decides_the_next_call() {
         (direct.status.code(), &direct.stdout)
     );
 }
+
+/// A server leaves its lock file behind, and a replaced executable its socket: the next server
+/// removes every pair whose lock nobody holds, and keeps a live server's.
+#[test]
+fn a_new_server_removes_what_gone_servers_left() {
+    let f = fixture();
+    let run_dir = f.home.join(".agent-guard/run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(
+        f.home.join(".agent-guard"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let stale = run_dir.join("hook-1-2-3.4.sock");
+    std::fs::write(&stale, "").unwrap();
+    std::fs::write(run_dir.join("hook-1-2-3.4.sock.lock"), "").unwrap();
+    let other = run_dir.join("notes.lock");
+    std::fs::write(&other, "").unwrap();
+    let socket = start_server(&f);
+    assert!(!stale.exists(), "a gone server's socket is left");
+    assert!(!run_dir.join("hook-1-2-3.4.sock.lock").exists());
+    assert!(other.exists(), "a file that is no server's was removed");
+    assert!(socket.exists());
+}

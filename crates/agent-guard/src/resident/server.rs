@@ -83,6 +83,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Another server of this executable serves this socket.
         return Ok(ExitCode::SUCCESS);
     };
+    remove_stale(dir, &args.socket);
     // One allocator arena for every thread: a judge's judging thread then allocates from the
     // heap its warm-up left, instead of growing a fresh arena page by page (`mprotect` and a
     // fault per page were a sixth of a judgement).
@@ -307,6 +308,39 @@ fn lock(socket: &Path) -> anyhow::Result<Option<OwnedFd>> {
         Ok(()) => Ok(Some(fd)),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
         Err(e) => Err(e).context("cannot lock the server's lock file"),
+    }
+}
+
+/// Removes the sockets and lock files of servers that are gone (an executable since replaced
+/// leaves its pair behind): a lock nobody holds is stale. Its socket goes first, then the lock
+/// file, both while this server holds that lock, so a server starting for it meanwhile either
+/// fails to take the lock or makes a new pair after both are gone.
+fn remove_stale(dir: &Path, own: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let lock_path = entry.path();
+        let Some(socket) = lock_path
+            .to_str()
+            .and_then(|p| p.strip_suffix(".lock"))
+            .map(PathBuf::from)
+        else {
+            continue;
+        };
+        let is_ours = socket == own;
+        let is_hook = socket
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("hook-") && n.ends_with(".sock"));
+        if is_ours || !is_hook {
+            continue;
+        }
+        if let Ok(Some(held)) = lock(&socket) {
+            let _ = std::fs::remove_file(&socket);
+            let _ = std::fs::remove_file(&lock_path);
+            drop(held);
+        }
     }
 }
 
