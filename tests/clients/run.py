@@ -344,6 +344,23 @@ SCENARIOS = [
 # --- Installation variants ---------------------------------------------------------------
 
 
+# What `cargo install` puts beside `agent-guard`: the small hook entry `init` writes into the
+# clients' settings when it is there, and the sandbox trampoline.
+SIBLINGS = ("agent-guard-hook", "agent-guard-sandbox-exec")
+
+
+def install_copy(guard, bindir):
+    """Copies `guard` and the siblings built beside it into `bindir`; returns the copy."""
+    os.makedirs(bindir, exist_ok=True)
+    copy = os.path.join(bindir, "agent-guard")
+    shutil.copy(guard, copy)
+    for name in SIBLINGS:
+        built = os.path.join(os.path.dirname(guard), name)
+        if os.path.exists(built):
+            shutil.copy(built, os.path.join(bindir, name))
+    return copy
+
+
 def install(guard, client, sb, env):
     """The README's path: the binary installed on PATH (`cargo install` puts it in
     ~/.cargo/bin; here `guard` is that installed copy), then `agent-guard init CLIENT` in the
@@ -392,14 +409,18 @@ def run_once(client, script, guard, calls_of, check, mode, tmp):
         install(guard, client, sb, env)
     elif mode in ("missing", "killed"):
         # The installed program goes missing (uninstalled, moved) or dies mid-call.
-        copy = os.path.join(sb.root, "bin", "agent-guard")
-        os.makedirs(os.path.dirname(copy))
-        shutil.copy(guard, copy)
+        copy = install_copy(guard, os.path.join(sb.root, "bin"))
         install(copy, client, sb, env)
-        os.remove(copy)
+        # The program the hook runs: the small entry when the install has one (`init` wrote
+        # it), else the CLI. The whole install goes missing; or that program dies mid-call.
+        entry = os.path.join(os.path.dirname(copy), "agent-guard-hook")
+        hooked = entry if os.path.exists(entry) else copy
+        for program in (entry, copy):
+            if os.path.exists(program):
+                os.remove(program)
         if mode == "killed":
-            write(copy, "#!/bin/sh\nkill -9 $$\n")
-            os.chmod(copy, stat.S_IRWXU)
+            write(hooked, "#!/bin/sh\nkill -9 $$\n")
+            os.chmod(hooked, stat.S_IRWXU)
     c = client.calls(sb)
     c["out"] = sb.out
     script.set(calls_of(c))
@@ -431,9 +452,7 @@ def main():
     port = server.server_address[1]
     tmp = tempfile.mkdtemp(prefix="agent-guard-clients-")
     # "Installed": a copy in a bin directory of its own, as `cargo install` leaves it.
-    guard = os.path.join(tmp, "cargo-bin", "agent-guard")
-    os.makedirs(os.path.dirname(guard))
-    shutil.copy(os.path.abspath(args.guard), guard)
+    guard = install_copy(os.path.abspath(args.guard), os.path.join(tmp, "cargo-bin"))
     failures, passed, broken = [], 0, []
     variants = [(name, harmful, calls, check) for name, harmful, calls, check in SCENARIOS]
     variants += [

@@ -1,9 +1,12 @@
 //! `cargo xtask bench startup`: whole-process start-up costs against the peers doing the same
 //! work, paired and side by side (absolute times are not stable on a shared machine).
 //!
-//! - A hook call (`sh -c 'agent-guard claude-hook < EVENT'`, as a client's command line runs
-//!   it) against its floor, a process that only reads the event (`sh -c 'cat EVENT'`), for a
-//!   Read and a Bash PreToolUse event, without and with a SQLite audit database.
+//! - A hook call (`sh -c 'agent-guard-hook claude-hook < EVENT'`, as a client's command line
+//!   runs it as `init` installs it) against its floor, a process that only reads the event
+//!   (`sh -c 'cat EVENT'`), for a Read and a Bash PreToolUse event, without and with a SQLite
+//!   audit database; and the same calls straight to the CLI (`agent-guard claude-hook`). The
+//!   entry's judges run in the resident guard's process tree, whose CPU is read from /proc
+//!   and counted with the entry cases.
 //! - `agent-guard exec -- true` against bubblewrap doing the clients' own sandbox set-up when
 //!   `bwrap` is installed, else against `unshare` with the same namespaces.
 //!
@@ -76,6 +79,8 @@ struct Case {
     script: String,
     wall_ms: Vec<f64>,
     cpu_ticks: u64,
+    /// The resident hook guard whose judges run this case's calls: their CPU is its tree's.
+    server: Option<u32>,
 }
 
 impl Case {
@@ -85,24 +90,36 @@ impl Case {
             script,
             wall_ms: Vec::new(),
             cpu_ticks: 0,
+            server: None,
         }
     }
 
-    fn run_once(&mut self, dir: &Path) -> anyhow::Result<(f64, u64)> {
+    fn run_once(&mut self, dir: &Path, home: &Path) -> anyhow::Result<(f64, u64)> {
+        let server_before = self.server.map(process_tree_ticks).transpose()?;
         let before = children_cpu_ticks()?;
         let start = Instant::now();
         let status = Command::new("sh")
             .arg("-c")
             .arg(&self.script)
             .current_dir(dir)
+            .env("HOME", home)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .with_context(|| format!("cannot start `{}`", self.script))?;
+            // Read to their end, as the clients read a hook's answer: a call is over when its
+            // output closes, not when the first process exits.
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .with_context(|| format!("cannot start `{}`", self.script))?
+            .status;
         let wall = start.elapsed();
         reap_orphans();
-        let cpu = children_cpu_ticks()?.saturating_sub(before);
+        let mut cpu = children_cpu_ticks()?.saturating_sub(before);
+        if let (Some(server), Some(server_before)) = (self.server, server_before) {
+            // The server collects a judge within a few milliseconds of its exit; its CPU
+            // (the call's and its warm-up's) then counts in the server's children's totals.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            cpu += process_tree_ticks(server)?.saturating_sub(server_before);
+        }
         // A hook that denies exits 2; anything else but 0 means the case is broken.
         if !matches!(status.code(), Some(0 | 2)) {
             bail!("`{}` failed: {status}", self.script);
@@ -152,10 +169,10 @@ mod serde_like {
 
 /// Runs every case `runs` times, rotating the order each round so no case always runs on a
 /// cache another one warmed.
-fn measure(cases: &mut [Case], dir: &Path, runs: usize) -> anyhow::Result<()> {
+fn measure(cases: &mut [Case], dir: &Path, home: &Path, runs: usize) -> anyhow::Result<()> {
     for case in cases.iter_mut() {
         for _ in 0..3 {
-            case.run_once(dir)?;
+            case.run_once(dir, home)?;
         }
     }
     let n = cases.len();
@@ -164,12 +181,92 @@ fn measure(cases: &mut [Case], dir: &Path, runs: usize) -> anyhow::Result<()> {
             let Some(case) = cases.get_mut((round + k) % n) else {
                 continue;
             };
-            let (wall, cpu) = case.run_once(dir)?;
+            let (wall, cpu) = case.run_once(dir, home)?;
             case.wall_ms.push(wall);
             case.cpu_ticks += cpu;
         }
     }
     Ok(())
+}
+
+/// Starts the resident hook guard the entry hands calls to (one call through the entry
+/// starts it), as nobody's child of this process: the bench reaps every orphan it inherits,
+/// and the server lives on. Returns the server's pid once it listens.
+fn start_resident(
+    entry: &Path,
+    policy: &Path,
+    event: &Path,
+    dir: &Path,
+    home: &Path,
+) -> anyhow::Result<u32> {
+    rustix::process::set_child_subreaper(None).context("cannot stop being the child subreaper")?;
+    let started = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} claude-hook --policy {} < {}",
+            quote(entry),
+            quote(policy),
+            quote(event)
+        ))
+        .current_dir(dir)
+        .env("HOME", home)
+        .stdout(Stdio::null())
+        .status();
+    become_subreaper()?;
+    started.context("cannot run the hook entry")?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(20);
+    let run_dir = home.join(".agent-guard/run");
+    loop {
+        if let Some(pid) = resident_pid(&run_dir)
+            && std::fs::read_dir(&run_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
+        {
+            // Let its first idle judge finish warming up.
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            return Ok(pid);
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the resident hook guard did not start under {}",
+                run_dir.display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The `__hook-server` serving sockets in `run_dir` (from the processes' command lines).
+fn resident_pid(run_dir: &Path) -> Option<u32> {
+    let needle = run_dir.display().to_string();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        (cmdline.contains("__hook-server") && cmdline.contains(&needle)).then_some(pid)
+    })
+}
+
+/// CPU ticks of a process and of its children it collected (utime, stime, cutime, cstime).
+fn process_tree_ticks(pid: u32) -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("the resident hook guard (pid {pid}) is gone"))?;
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .context("unexpected /proc/PID/stat")?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    (14..=17)
+        .map(|n| {
+            fields
+                .get(n - 3)
+                .context("short /proc/PID/stat")?
+                .parse::<u64>()
+                .context("unexpected /proc/PID/stat field")
+        })
+        .sum()
 }
 
 /// The median over runs of `case`'s wall time divided by `floor`'s in the same round.
@@ -265,10 +362,11 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
             serde_like::string(&dir.join("audit.db").display().to_string())
         ),
     )?;
-    let hook = |policy: &Path, ev: &Path| {
+    let entry = exe.with_file_name("agent-guard-hook");
+    let hook = |program: &Path, policy: &Path, ev: &Path| {
         format!(
             "{} claude-hook --policy {} < {}",
-            quote(exe),
+            quote(program),
             quote(policy),
             quote(ev)
         )
@@ -278,14 +376,36 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
             "cat Read event (floor)",
             format!("cat {}", quote(&read_event)),
         ),
-        Case::new("hook Read, no audit db", hook(&no_db, &read_event)),
-        Case::new("hook Bash, no audit db", hook(&no_db, &bash_event)),
-        Case::new("hook Read, SQLite audit db", hook(&with_db, &read_event)),
-        Case::new("hook Bash, SQLite audit db", hook(&with_db, &bash_event)),
+        Case::new("entry Read, no audit db", hook(&entry, &no_db, &read_event)),
+        Case::new("entry Bash, no audit db", hook(&entry, &no_db, &bash_event)),
+        Case::new(
+            "entry Read, SQLite audit db",
+            hook(&entry, &with_db, &read_event),
+        ),
+        Case::new(
+            "entry Bash, SQLite audit db",
+            hook(&entry, &with_db, &bash_event),
+        ),
+        Case::new("cli Read, no audit db", hook(exe, &no_db, &read_event)),
+        Case::new("cli Bash, no audit db", hook(exe, &no_db, &bash_event)),
+        Case::new(
+            "cli Read, SQLite audit db",
+            hook(exe, &with_db, &read_event),
+        ),
+        Case::new(
+            "cli Bash, SQLite audit db",
+            hook(exe, &with_db, &bash_event),
+        ),
     ];
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).context("cannot create the bench home")?;
+    let server = start_resident(&entry, &no_db, &read_event, &project, &home)?;
     let tick_ms = 1e3 / clock_ticks();
     let load_before = load_average();
-    measure(&mut hooks, &project, runs)?;
+    for case in hooks.iter_mut().filter(|c| c.name.starts_with("entry ")) {
+        case.server = Some(server);
+    }
+    measure(&mut hooks, &project, &home, runs)?;
     println!(
         "hook calls, {runs} paired runs each; load average before {load_before}, after {}",
         load_average()
@@ -294,10 +414,14 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
     report(
         &hooks,
         &[
-            ("hook Read, no audit db", floor),
-            ("hook Bash, no audit db", floor),
-            ("hook Read, SQLite audit db", floor),
-            ("hook Bash, SQLite audit db", floor),
+            ("entry Read, no audit db", floor),
+            ("entry Bash, no audit db", floor),
+            ("entry Read, SQLite audit db", floor),
+            ("entry Bash, SQLite audit db", floor),
+            ("cli Read, no audit db", floor),
+            ("cli Bash, no audit db", floor),
+            ("cli Read, SQLite audit db", floor),
+            ("cli Bash, SQLite audit db", floor),
         ],
         runs,
         tick_ms,
@@ -333,7 +457,7 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
         ),
     ];
     let load_before = load_average();
-    measure(&mut exec, &project, runs)?;
+    measure(&mut exec, &project, &home, runs)?;
     println!(
         "confinement, {runs} paired runs each; load average before {load_before}, after {}",
         load_average()

@@ -108,15 +108,20 @@ impl Policy {
             }
             Err(e) => return Err(bad(e.to_string())),
         };
+        if let Some(policy) = last_parsed(path, &text) {
+            return Ok(policy);
+        }
         let mut doc: PolicyDoc = toml::from_str(&text).map_err(|err| Error::Policy {
             message: format!("bad policy file `{}`: {err}", path.display()),
         })?;
         doc.hooks.anchor(path);
-        Ok(Policy {
+        let policy = Policy {
             path: Some(path.to_owned()),
             text,
             doc,
-        })
+        };
+        remember(&policy);
+        Ok(policy)
     }
 
     /// Parses a policy held in memory; `name` is used in errors.
@@ -197,9 +202,51 @@ impl Policy {
     }
 }
 
+/// The policy file this process parsed last. Parsing is a pure function of an absolute path
+/// and the file's text, so a process that loads the same unchanged file again (a judge of the
+/// resident hook guard, whose warm-up loaded the policy of the call before) reuses the parse;
+/// the file is still read every time, and any change in its text parses it anew.
+static LAST_PARSED: std::sync::Mutex<Option<Policy>> = std::sync::Mutex::new(None);
+
+fn last_parsed(path: &Path, text: &str) -> Option<Policy> {
+    let last = LAST_PARSED.lock().ok()?;
+    let policy = last.as_ref()?;
+    (path.is_absolute() && policy.path.as_deref() == Some(path) && policy.text == text)
+        .then(|| policy.clone())
+}
+
+fn remember(policy: &Policy) {
+    // A relative path's audit database is anchored at the working directory, which the key
+    // would not hold: only absolute paths are remembered.
+    if policy.path.as_deref().is_some_and(Path::is_absolute)
+        && let Ok(mut last) = LAST_PARSED.lock()
+    {
+        *last = Some(policy.clone());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_file_whose_text_changed_is_parsed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        std::fs::write(&path, "[permissions]\ndefault = \"allow\"\n").unwrap();
+        let first = Policy::load(Some(&path)).unwrap();
+        let again = Policy::load(Some(&path)).unwrap();
+        assert_eq!(format!("{:?}", first.doc), format!("{:?}", again.doc));
+        std::fs::write(&path, "[permissions]\ndefault = \"ask\"\n").unwrap();
+        let changed = Policy::load(Some(&path)).unwrap();
+        assert!(changed.text.contains("ask"));
+        assert_ne!(format!("{:?}", first.doc), format!("{:?}", changed.doc));
+        std::fs::write(&path, "[permissions]\ndefault = ").unwrap();
+        assert!(
+            Policy::load(Some(&path)).is_err(),
+            "a broken file is an error, not the last parse"
+        );
+    }
 
     #[test]
     fn rules_in_a_clients_vocabulary_are_applied_as_guard_rules() {

@@ -141,11 +141,17 @@ impl Front {
         self.rt.block_on(f)
     }
 
-    /// Writes what the audit log queued; an error (for stderr) when rows were lost.
-    pub(crate) fn finish(&self) -> anyhow::Result<()> {
-        self.rt
-            .block_on(self.guard.shutdown())
-            .map_err(|e| anyhow::anyhow!("the audit log lost rows: {e}"))
+    /// Commits what the audit log queued, for a process that exits next; an error (for
+    /// stderr) when rows were lost. Nothing is torn down: the process's exit ends the runtime
+    /// and the pools, and closing them first would only delay the answer (and make the last
+    /// SQLite connection checkpoint its log, with `fsync`s, on every hook call).
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        let flushed = self
+            .rt
+            .block_on(self.guard.flush())
+            .map_err(|e| anyhow::anyhow!("the audit log lost rows: {e}"));
+        std::mem::forget(self);
+        flushed
     }
 
     /// The verdict on one client call that translated into `calls` (a patch touching several

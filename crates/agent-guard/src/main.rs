@@ -4,6 +4,7 @@ mod cmd;
 mod front;
 mod policy;
 mod report;
+mod resident;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,9 @@ enum Command {
     /// The sandbox trampoline `exec` re-executes itself as (internal).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(cmd::exec::TrampolineArgs),
+    /// The resident hook guard `agent-guard-hook` hands calls to (internal).
+    #[command(name = "__hook-server", hide = true)]
+    HookServer(resident::server::Args),
 }
 
 /// `println!` panics when stdout is a closed pipe (`agent-guard demo | head`), because Rust
@@ -109,6 +113,15 @@ enum HookCommand {
 const HOOK_COMMANDS: [&str; 3] = ["claude-hook", "codex-hook", "gemini-hook"];
 
 impl HookCommand {
+    /// The policy file the hook was told to use (`--policy` or `AGENT_GUARD_POLICY`).
+    fn policy(&self) -> Option<&std::path::Path> {
+        match self {
+            HookCommand::Claude(args) => args.hook.policy.as_deref(),
+            HookCommand::Codex(args) => args.hook.policy.as_deref(),
+            HookCommand::Gemini(args) => args.hook.policy.as_deref(),
+        }
+    }
+
     fn run(self) -> ExitCode {
         match self {
             HookCommand::Claude(args) => cmd::claude_hook::run(args),
@@ -126,6 +139,46 @@ fn parse<T: Parser>() -> Result<T, ExitCode> {
         let _ = err.print();
         ExitCode::from(code)
     })
+}
+
+/// The hook subcommands' parser, built in advance by an idle judge of the resident guard
+/// (building it is most of what parsing a hook's arguments costs).
+static HOOK_CLI: std::sync::Mutex<Option<clap::Command>> = std::sync::Mutex::new(None);
+
+/// Builds the hook subcommands' parser now, for the next [`run_hook`].
+pub(crate) fn prepare_hook_cli() {
+    use clap::CommandFactory as _;
+    if let Ok(mut cli) = HOOK_CLI.lock() {
+        *cli = Some(HookCli::command());
+    }
+}
+
+/// A hook subcommand with these arguments (without the program name), as a judge of the
+/// resident guard runs it: the exit status clap's contract gives a parse that does not run.
+pub(crate) fn run_hook(args: Vec<std::ffi::OsString>) -> u8 {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let argv = std::iter::once(std::ffi::OsString::from("agent-guard")).chain(args);
+    let mut command = HOOK_CLI
+        .lock()
+        .ok()
+        .and_then(|mut cli| cli.take())
+        .unwrap_or_else(HookCli::command);
+    let parsed = command
+        .try_get_matches_from_mut(argv)
+        .and_then(|matches| HookCli::from_arg_matches(&matches));
+    match parsed {
+        // A hook ends the process itself (through `resident::exit`); returning is a bug, and
+        // a refusal.
+        Ok(cli) => {
+            resident::note_policy(cli.command.policy());
+            let _ = cli.command.run();
+            2
+        }
+        Err(err) => {
+            let _ = err.print();
+            if err.use_stderr() { 2 } else { 0 }
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -162,6 +215,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::SandboxExec(args) => return cmd::exec::trampoline(args),
+        Command::HookServer(args) => resident::server::run(args),
     };
     match result {
         Ok(code) => code,

@@ -301,10 +301,13 @@ fn init_from_a_cargo_build_writes_its_absolute_path_and_warns() {
         .success()
         .stdout(predicate::str::contains("cargo clean"));
     let doc = read_json(&project.path().join(".claude/settings.json"));
-    // A bare `agent-guard` is not on the client's PATH: Claude Code then ran the call.
+    // A bare `agent-guard` is not on the client's PATH: Claude Code then ran the call. The
+    // small entry the build puts beside the CLI is what the hook starts (issue 31).
+    let entry = exe.with_file_name("agent-guard-hook");
+    assert!(entry.is_file(), "{}", entry.display());
     assert!(
         commands(&doc, "PreToolUse")[0]
-            .starts_with(&format!("{} claude-hook --policy /", exe.display())),
+            .starts_with(&format!("{} claude-hook --policy /", entry.display())),
         "{doc}"
     );
 }

@@ -132,3 +132,37 @@ fn every_spelling_of_a_module_counts() {
         "serve::client"
     ));
 }
+
+/// The resident hook guard sits above the hook code (its server forks judges that run it);
+/// the hook code knows only how a judge ends and whose call it judges (`resident::exit`,
+/// `resident::hook_parent`, in the leaf `report.rs`),
+/// and that leaf names no command module.
+#[test]
+fn the_hook_code_knows_only_how_a_resident_judge_ends() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(src.join("cmd"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (at, _) in text.match_indices("resident::") {
+            if !["resident::exit(", "resident::hook_parent("]
+                .iter()
+                .any(|allowed| text[at..].starts_with(allowed))
+            {
+                wrong.push(format!("{} names {}", file.display(), &text[at..at + 20]));
+            }
+        }
+    }
+    let report = std::fs::read_to_string(src.join("resident/report.rs")).unwrap();
+    for needle in ["crate::cmd", "super::server", "crate::run_hook"] {
+        if report.contains(needle) {
+            wrong.push(format!("resident/report.rs names {needle}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

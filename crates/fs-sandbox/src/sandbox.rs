@@ -319,17 +319,9 @@ impl SandboxBuilder {
             .into_iter()
             .flat_map(physical_forms)
             .collect();
-        // Relative PATH entries (`.`, `node_modules/.bin`) are skipped: they would make the
-        // whole project a PATH directory.
-        let path_dirs: Vec<PathBuf> = lookup("PATH")
-            .map(|path| {
-                std::env::split_paths(&path)
-                    .filter(|d| d.is_absolute())
-                    .filter_map(|d| std::fs::canonicalize(d).ok())
-                    .filter(|d| d != Path::new("/"))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // Resolved with the protected list, when the first write is judged: a call that
+        // writes nothing (most hook calls) pays no `realpath` per PATH entry.
+        let path_var = lookup("PATH");
         let homes_for_protected = homes.clone();
         let git_configs = crate::stores::git_config_files(&lookup, home.as_deref());
         let use_openat2 = match self.mode {
@@ -341,15 +333,17 @@ impl SandboxBuilder {
             cwd,
             roots,
             protected: OnFirstUse::new(
-                (self.protected, homes_for_protected, path_dirs, git_configs),
-                |(patterns, homes, path_dirs, git_configs)| {
-                    Protected::compile_for(patterns, homes, path_dirs, git_configs)
+                (self.protected, homes_for_protected, path_var, git_configs),
+                |(patterns, homes, path_var, git_configs)| {
+                    Protected::compile_for(
+                        patterns,
+                        homes,
+                        &path_dirs(path_var.as_deref()),
+                        git_configs,
+                    )
                 },
             ),
-            sensitive: OnFirstUse::new(
-                (self.sensitive, homes, located),
-                |(extra, homes, located)| Sensitive::compile_located(extra, homes, located.clone()),
-            ),
+            sensitive: OnFirstUse::new((self.sensitive, homes, located), compile_sensitive),
             use_openat2,
             dev_null: dev_root(),
             sniffer: self.sniffer.unwrap_or_else(|| Arc::new(KeyBlockSniffer)),
@@ -408,8 +402,44 @@ fn probe_openat2(root: Option<&Root>) -> bool {
 /// the environment moved.
 type SensitiveInput = (Vec<String>, Vec<PathBuf>, Vec<Located>);
 
-/// What the protected list compiles from: the patterns, the home forms, the `PATH` directories.
-type ProtectedInput = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
+/// What the protected list compiles from: the patterns, the home forms, `PATH`, the git
+/// configuration files.
+type ProtectedInput = (Vec<String>, Vec<PathBuf>, Option<OsString>, Vec<PathBuf>);
+
+/// The `PATH` directories, resolved. Relative entries (`.`, `node_modules/.bin`) are skipped:
+/// they would make the whole project a PATH directory.
+fn path_dirs(path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    path.map(|path| {
+        std::env::split_paths(path)
+            .filter(|d| d.is_absolute())
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .filter(|d| d != Path::new("/"))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The sensitive table for `input`: the one compiled last in this process when it was
+/// compiled from the same input (compiling is a pure function of it), else a new one. A
+/// process builds its sandboxes from the same policy and environment again and again (a
+/// resident hook guard's judges, forked after judging a warm-up call; a runtime's subagents),
+/// and the table is most of what a sandbox's first check costs.
+fn compile_sensitive(input: &SensitiveInput) -> Result<Arc<Sensitive>, SandboxError> {
+    static LAST: std::sync::Mutex<Option<(SensitiveInput, Arc<Sensitive>)>> =
+        std::sync::Mutex::new(None);
+    if let Ok(last) = LAST.lock()
+        && let Some((seen, table)) = last.as_ref()
+        && seen == input
+    {
+        return Ok(Arc::clone(table));
+    }
+    let (extra, homes, located) = input;
+    let table = Arc::new(Sensitive::compile_located(extra, homes, located.clone())?);
+    if let Ok(mut last) = LAST.lock() {
+        *last = Some((input.clone(), Arc::clone(&table)));
+    }
+    Ok(table)
+}
 
 /// A set of roots with a protected list; checks paths and opens files beneath the roots.
 ///
@@ -421,7 +451,7 @@ pub struct Sandbox {
     /// Compiled when the first write is judged (see `lazy.rs`).
     protected: OnFirstUse<ProtectedInput, Protected>,
     /// Compiled when the first path is judged.
-    sensitive: OnFirstUse<SensitiveInput, Sensitive>,
+    sensitive: OnFirstUse<SensitiveInput, Arc<Sensitive>>,
     pub(crate) use_openat2: bool,
     /// `/dev`, to open `/dev/null` beneath; not a root.
     dev_null: Option<Root>,

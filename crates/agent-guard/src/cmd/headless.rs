@@ -14,7 +14,9 @@ const MAX_DEPTH: usize = 4;
 /// `false` when /proc cannot tell: an ask then waits for a person, which refuses nothing
 /// wrongly (the call does not run while it waits).
 pub(crate) fn client_has_flag(client: &str, flags: &[&str]) -> bool {
-    let mut pid = std::os::unix::process::parent_id();
+    // A judge of the resident guard starts from the entry the client started, not its own
+    // parent (the server).
+    let mut pid = crate::resident::hook_parent();
     for _ in 0..MAX_DEPTH {
         let proc_dir = Path::new("/proc").join(pid.to_string());
         if let Ok(raw) = std::fs::read(proc_dir.join("cmdline")) {

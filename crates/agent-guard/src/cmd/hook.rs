@@ -237,7 +237,7 @@ pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
     };
     emit(&answer);
     // The judging thread may still be stuck (a slow mount): leave without waiting for it.
-    std::process::exit(i32::from(answer.exit))
+    crate::resident::exit(answer.exit)
 }
 
 fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {
@@ -267,6 +267,58 @@ fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {
     match protocol.answer(&event, args) {
         Ok(answer) => answer,
         Err(e) => crash(protocol, &crate::front::one_line(e).to_string()),
+    }
+}
+
+/// Judges a few synthetic calls in this process, so that what a hook touches (code pages, the
+/// command table, the compiled scanner) is in memory before the resident server forks its
+/// judges. No policy, no audit database; nothing is printed, kept or set for later calls, and
+/// the thread it runs on has ended when this returns.
+pub(crate) fn warm_up(protocol: &'static dyn Protocol, calls: usize) {
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let src = dir.path().join("src");
+    let _ = std::fs::create_dir(&src);
+    let _ = std::fs::write(src.join("lib.rs"), "pub fn f() {}\n");
+    let args = HookArgs {
+        policy: None,
+        mode: None,
+        audit_db: None,
+        approve_via: None,
+        approve_token_file: None,
+        approve_wait_secs: 1,
+    };
+    let cwd = dir.path().display().to_string();
+    let all = [
+        (
+            "Bash",
+            serde_json::json!({"command": "cat src/lib.rs | head -n 5 && git status --short"}),
+        ),
+        (
+            "Read",
+            serde_json::json!({"file_path": format!("{cwd}/src/lib.rs")}),
+        ),
+        (
+            "Edit",
+            serde_json::json!({"file_path": format!("{cwd}/src/lib.rs"),
+                "old_string": "f()", "new_string": "g()"}),
+        ),
+    ];
+    let worker = std::thread::Builder::new()
+        .stack_size(HOOK_STACK)
+        .spawn(move || {
+            for (tool, input) in all.into_iter().take(calls) {
+                let event = serde_json::json!({"hook_event_name": "PreToolUse",
+                    "session_id": "warm-up", "cwd": cwd, "tool_name": tool,
+                    "tool_input": input});
+                if let Ok(event) = Event::parse(&event.to_string()) {
+                    let _ = protocol.answer(&event, &args);
+                }
+            }
+        });
+    if let Ok(worker) = worker {
+        let _ = worker.join();
     }
 }
 
@@ -325,7 +377,7 @@ fn install_crash_answer(protocol: &'static dyn Protocol) {
             ),
         );
         emit(&answer);
-        std::process::exit(i32::from(answer.exit));
+        crate::resident::exit(answer.exit);
     }));
 }
 
@@ -581,9 +633,6 @@ pub(crate) fn judge(client: Client, event: &Event, args: &HookArgs) -> anyhow::R
         // The decision stands; the lost row is reported where the client logs hook stderr.
         eprintln!("agent-guard: {e}");
     }
-    // The process exits once the answer is printed; tearing down the guard (its tables, the
-    // runtime, the pools) first would only delay that answer.
-    std::mem::forget(front);
     Ok(Judged {
         verdict: answered,
         allow_once,

@@ -36,7 +36,9 @@ The policy (--policy, default .agent-guard/policy.toml in the project, or
 not exist. The hook command names the policy by absolute path.
 
 The program written is this executable's absolute path (or --binary, a bare name resolved on
-PATH now), so the hook does not depend on the client's PATH. The events that judge a call run it
+PATH now), so the hook does not depend on the client's PATH; when `agent-guard-hook` sits beside
+it (as the package installs them), that small entry is written instead: it hands each call to
+the user's resident guard and answers exactly as the CLI's hook subcommand does. The events that judge a call run it
 fail-closed: if the program is missing or dies (any exit but 0 or 2), the shell wrapper answers
 exit 2 with a reason, which every client reads as a refusal.
 
@@ -273,9 +275,11 @@ impl ClientSpec {
 pub(crate) fn is_agent_guard_command(command: &str, subcommand: &str) -> bool {
     let words = shell_words(command);
     let mut words = words.iter();
-    let program_is_ours = words
-        .next()
-        .is_some_and(|w| Path::new(w).file_name().is_some_and(|n| n == "agent-guard"));
+    let program_is_ours = words.next().is_some_and(|w| {
+        Path::new(w)
+            .file_name()
+            .is_some_and(|n| n == "agent-guard" || n == HOOK_ENTRY)
+    });
     program_is_ours && words.any(|w| w == subcommand)
 }
 
@@ -411,7 +415,26 @@ fn hook_program(binary: Option<&Path>) -> anyhow::Result<String> {
         Some(b) => absolutize(&cwd, b),
         None => std::env::current_exe().context("cannot find this executable's path")?,
     };
-    Ok(program.display().to_string())
+    Ok(hook_entry_beside(&program)
+        .unwrap_or(program)
+        .display()
+        .to_string())
+}
+
+/// The small hook entry that hands calls to the resident guard (`src/bin/agent-guard-hook.rs`).
+pub(crate) const HOOK_ENTRY: &str = "agent-guard-hook";
+
+/// `agent-guard-hook` beside the `agent-guard` executable `program` (the same package puts
+/// them side by side): the hook command then starts the small entry instead of the CLI.
+fn hook_entry_beside(program: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if program.file_name()? != "agent-guard" {
+        return None;
+    }
+    let entry = program.with_file_name(HOOK_ENTRY);
+    std::fs::metadata(&entry)
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .then_some(entry)
 }
 
 /// The first executable file named `name` in a PATH directory.

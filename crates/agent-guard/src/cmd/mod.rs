@@ -26,3 +26,30 @@ pub(crate) mod run;
 pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod test;
+
+/// How much of a hook's work a warm-up does (see `hook::warm_up`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WarmUp {
+    /// Every kind of call: the server, once, so every table is built before it forks.
+    Everything,
+    /// One call that reads a file through bash: an idle judge, so the pages a judgement
+    /// writes are its own.
+    OneCall,
+}
+
+/// Loads what a hook call touches, for the resident hook guard (see `hook::warm_up`).
+pub(crate) fn warm_up_hooks(how: WarmUp) {
+    if how == WarmUp::Everything {
+        // The built-in secret detectors, compiled once for every judge that records a row
+        // (a quarter of such a judgement); a constant table, so sharing it changes nothing.
+        let _ = perm_hooks::SecretScanner::default_set();
+    }
+    hook::warm_up(
+        &claude_hook::Claude,
+        if how == WarmUp::Everything {
+            usize::MAX
+        } else {
+            1
+        },
+    );
+}

@@ -1007,7 +1007,30 @@ impl Db {
             Db::Postgres(pool) => pool.close().await,
         }
     }
+
+    /// For a process that exits without closing (see [`AuditLog::flush_for_exit`]): when the
+    /// SQLite write-ahead log has grown past [`WAL_TRIM_BYTES`], copies it into the database
+    /// and empties it, so the next process's recovery of the log (it reads all of it) stays
+    /// short. A busy database is left for a later call; PostgreSQL has nothing to do.
+    async fn trim_log(&self) {
+        let Db::Sqlite(pool) = self else {
+            return;
+        };
+        let mut wal = pool.connect_options().get_filename().as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_TRIM_BYTES) {
+            let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(pool)
+                .await;
+        }
+    }
 }
+
+/// How large a SQLite write-ahead log a hook process leaves behind before it checkpoints it:
+/// every process that opens the database first replays the whole log (reading it is about a
+/// millisecond per 1 MiB here), and a checkpoint costs two `fsync`s (several milliseconds).
+/// A hook call adds about 40 KiB, so one call in six or so pays the checkpoint.
+const WAL_TRIM_BYTES: u64 = 256 * 1024;
 
 /// Filters shared by both backends (the builder picks `?` or `$n` placeholders).
 fn push_filters<DB: Database>(qb: &mut QueryBuilder<DB>, q: &AuditQuery)
@@ -1526,6 +1549,16 @@ impl AuditLog {
             .map_err(|_| Error::Closed)?;
         wait.await.map_err(|_| Error::Closed)?;
         self.shared.counters.check(&self.shared.target)
+    }
+
+    /// [`AuditLog::flush`], for a process that exits next without closing the database:
+    /// closing a SQLite pool makes its last connection checkpoint the write-ahead log with
+    /// `fsync`s, which a short-lived process would pay on every call. The log is checkpointed
+    /// only once it has grown (so later processes do not each replay a long one).
+    pub async fn flush_for_exit(&self) -> Result<(), Error> {
+        let flushed = self.flush().await;
+        self.shared.db.trim_log().await;
+        flushed
     }
 
     /// Stops accepting rows, writes everything already queued, stops the writer and reports

@@ -698,3 +698,51 @@ async fn a_new_database_is_private() {
     assert_eq!(mode(&dir.path().join("state")), 0o700);
     log.shutdown().await.unwrap();
 }
+
+/// A process about to exit commits its rows without closing the database (closing would make
+/// it checkpoint the write-ahead log, with `fsync`s, on every hook call), and checkpoints the
+/// log, emptying it, only once it has grown past 256 KiB (every later opener replays it).
+#[tokio::test]
+async fn flush_for_exit_commits_and_trims_only_a_grown_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let wal = dir.path().join("audit.db-wal");
+    let log = AuditLog::open(path.to_str().unwrap()).await.unwrap();
+    let count = |session: &'static str| {
+        let path = path.clone();
+        async move {
+            let reader = AuditReader::open(&path).await.unwrap();
+            let rows = reader
+                .query(&AuditQuery {
+                    session_id: Some(session.into()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            rows.len()
+        }
+    };
+    for step in 0..3 {
+        assert_eq!(log.record(row("small", step)).await, Recorded::Queued);
+    }
+    log.flush_for_exit().await.unwrap();
+    let small = std::fs::metadata(&wal).unwrap().len();
+    assert!(
+        small > 0 && small <= 256 * 1024,
+        "the log was checkpointed early: {small}"
+    );
+    assert_eq!(count("small").await, 3, "committed rows are readable");
+    for step in 0..2000 {
+        assert_eq!(log.record(row("big", step)).await, Recorded::Queued);
+    }
+    log.flush().await.unwrap();
+    assert!(std::fs::metadata(&wal).unwrap().len() > 256 * 1024);
+    log.flush_for_exit().await.unwrap();
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        0,
+        "the grown log was checkpointed and emptied"
+    );
+    assert_eq!(count("big").await, 2000);
+    assert_eq!(log.dropped(), 0);
+}
