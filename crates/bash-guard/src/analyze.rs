@@ -138,8 +138,17 @@ pub(crate) fn parse_program(
         // (dropping the oldest list), under a lock - 11% of analysing a new 200-character
         // command - and it only pays back for a text tokenized again, which `CachedAnalyzer`
         // already answers without parsing.
-        let tokens = brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
-            .map_err(|e| e.to_string())?;
+        // The everyday text is cut into the same tokens directly (see `fastlex`).
+        let tokens = match crate::fastlex::tokenize(text, options) {
+            Some(tokens) => tokens,
+            None => brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+                .map_err(|e| e.to_string())?,
+        };
+        // Most commands are simple commands in pipelines and lists: parsed directly, to the
+        // same tree (see `fastparse`); anything else goes to brush-parser's grammar.
+        if let Some(program) = crate::fastparse::parse(&tokens, options) {
+            return Ok(program);
+        }
         let parsed = brush_parser::parse_tokens(&tokens, options).map_err(|e| e.to_string());
         if parsed.is_err()
             && let Some(as_for) = select_as_for(&tokens)

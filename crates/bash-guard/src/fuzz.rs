@@ -26,6 +26,7 @@ pub fn check_command(data: &[u8]) {
     // No input filter: invalid UTF-8 is decoded lossily, any length goes through the caps.
     let text = String::from_utf8_lossy(data);
     let text = text.as_ref();
+    check_fast_parse(text);
     let analyzer = Analyzer::with_home(BashConfig::default(), Some("/home/fuzz".to_owned()));
     let cwd = Path::new("/proj");
     let v = analyzer.analyze(text, cwd, &Everything);
@@ -65,4 +66,88 @@ pub fn check_command(data: &[u8]) {
     } else {
         let _ = simple_commands(text);
     }
+}
+
+/// Which of the direct paths took a text (see [`check_fast_parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastPaths {
+    /// `fastlex` cut the text into tokens.
+    pub tokens: bool,
+    /// `fastparse` parsed brush-parser's tokens of the text.
+    pub tree: bool,
+}
+
+/// Which of the direct tokenizer (`fastlex`) and the direct parser (`fastparse`) took `text`;
+/// panics if either's result differs from brush-parser's for the same text (a parser
+/// differential), or if either takes a text brush-parser rejects. Texts past the analysis's
+/// caps are not compared (brush-parser is never handed them).
+pub fn check_fast_parse(text: &str) -> FastPaths {
+    let neither = FastPaths {
+        tokens: false,
+        tree: false,
+    };
+    let shape = match crate::limits::scan(text) {
+        Ok(shape) if shape.nesting <= crate::limits::MAX_NESTING => shape,
+        _ => return neither,
+    };
+    // brush-parser recurses per nesting level: deep texts are compared on the analysis's
+    // big stack, as they are analysed.
+    let result = if shape.opens <= crate::limits::INLINE_NESTING {
+        compare(text)
+    } else {
+        crate::limits::on_big_stack(|| compare(text))
+            .unwrap_or_else(|| Err(format!("the comparison's thread died on {text:?}")))
+    };
+    let error = result.as_ref().err();
+    assert!(error.is_none(), "{}", error.map_or("", String::as_str));
+    result.unwrap_or(neither)
+}
+
+fn compare(text: &str) -> Result<FastPaths, String> {
+    let options = brush_parser::ParserOptions::default();
+    let brush_tokens = crate::limits::guarded(|| {
+        brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+    });
+    // The AST and tokens have no `PartialEq` outside brush-parser's own tests; their `Debug`
+    // is derived and shows every field, source positions included.
+    let fast_tokens = crate::fastlex::tokenize(text, &options);
+    if let Some(fast) = &fast_tokens {
+        let brush = match &brush_tokens {
+            Ok(Ok(tokens)) => format!("{tokens:#?}"),
+            other => format!("brush-parser's tokenizer rejects it: {other:?}"),
+        };
+        let fast = format!("{fast:#?}");
+        if fast != brush {
+            return Err(format!(
+                "the direct tokens differ from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
+            ));
+        }
+    }
+    let Ok(Ok(tokens)) = brush_tokens else {
+        return Ok(FastPaths {
+            tokens: fast_tokens.is_some(),
+            tree: false,
+        });
+    };
+    let Some(fast) = crate::fastparse::parse(&tokens, &options) else {
+        return Ok(FastPaths {
+            tokens: fast_tokens.is_some(),
+            tree: false,
+        });
+    };
+    let brush = crate::limits::guarded(|| brush_parser::parse_tokens(&tokens, &options));
+    let brush = match brush {
+        Ok(Ok(brush)) => format!("{brush:#?}"),
+        other => format!("brush-parser rejects it: {other:?}"),
+    };
+    let fast = format!("{fast:#?}");
+    if fast != brush {
+        return Err(format!(
+            "the direct parse differs from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
+        ));
+    }
+    Ok(FastPaths {
+        tokens: fast_tokens.is_some(),
+        tree: true,
+    })
 }

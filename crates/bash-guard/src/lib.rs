@@ -11,6 +11,8 @@ mod config;
 mod destination;
 mod error;
 pub mod exec;
+mod fastlex;
+mod fastparse;
 #[doc(hidden)]
 pub mod fuzz;
 mod judge;

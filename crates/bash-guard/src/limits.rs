@@ -270,6 +270,13 @@ pub(crate) fn scan(text: &str) -> Result<Shape, Refusal> {
     if shape.nesting > MAX_NESTING {
         return Err(too_deep(shape.nesting));
     }
+    // Last, so that a text over a cap is refused without a second pass over all of it.
+    if text.contains("<<") && empty_heredoc_delimiter(b) {
+        return Err(Refusal {
+            code: "parse_error",
+            message: "a here-document with an empty or missing delimiter (`<<''`) cannot be reviewed; name a delimiter such as `<<'EOF'`".to_owned(),
+        });
+    }
     Ok(shape)
 }
 
@@ -343,6 +350,115 @@ fn heredoc_tag(b: &[u8], mut i: usize) -> (String, bool, usize) {
         i += 1;
     }
     (String::from_utf8_lossy(&tag).into_owned(), strip, i)
+}
+
+/// Whether a here-document operator in `b` may have a delimiter brush-parser reads as empty:
+/// its tokenizer then loops without end, allocating, when the text ends in the document
+/// (`cat <<'' `). The delimiter it reads is the next token it cuts, and inside `$(..)` that
+/// can be a run of blanks or a token cut inside a nested expansion (`<<  x`, `<< $( ..`), so
+/// only a plain delimiter passes: after the operator at most one blank, then a word with a
+/// character that survives unquoting and no `$`, backquote or leading `#`. Judged on the raw
+/// text, quotes and comments ignored: where brush-parser sees an operator is not always where
+/// this scan's model does (inside `$(..)` it keeps blanks, so a `#` after two blanks starts no
+/// comment there). A quoted `<<` followed by text (`grep '<<' f`) passes; one that ends the
+/// text (`echo '<<'`) is refused with the rest, as nobody needs it.
+fn empty_heredoc_delimiter(b: &[u8]) -> bool {
+    // Line continuations vanish before the tokenizer reads a delimiter.
+    let joined: Vec<u8>;
+    let b = if b.windows(2).any(|w| w == b"\\\n") {
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while let Some(&c) = b.get(i) {
+            if c == b'\\' && b.get(i + 1) == Some(&b'\n') {
+                i += 2;
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        }
+        joined = out;
+        joined.as_slice()
+    } else {
+        b
+    };
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c != b'<' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while b.get(i) == Some(&b'<') {
+            i += 1;
+        }
+        // Operators are cut greedily: three unescaped `<` are a here-string; any other run
+        // of two or more may end in a here-document operator.
+        let escaped = start > 0 && b.get(start - 1) == Some(&b'\\');
+        if i - start < 2 || (i - start == 3 && !escaped) {
+            continue;
+        }
+        if !plain_delimiter(b, i) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether the here-document delimiter after the operator ending at `j` is plain (see
+/// [`empty_heredoc_delimiter`]).
+fn plain_delimiter(b: &[u8], mut j: usize) -> bool {
+    if b.get(j) == Some(&b'-') {
+        j += 1;
+    }
+    match b.get(j) {
+        Some(b' ' | b'\t') if matches!(b.get(j + 1), Some(b' ' | b'\t')) => return false,
+        Some(b' ' | b'\t') => j += 1,
+        _ => {}
+    }
+    if b.get(j) == Some(&b'#') {
+        return false;
+    }
+    let start = j;
+    loop {
+        match b.get(j) {
+            None | Some(b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') => {
+                break;
+            }
+            Some(b'$' | b'`') => return false,
+            Some(b'\\') => j += 2,
+            Some(&q @ (b'\'' | b'"')) => {
+                j += 1;
+                while let Some(&c) = b.get(j) {
+                    j += 1;
+                    if c == q {
+                        break;
+                    }
+                    if q == b'"' && matches!(c, b'$' | b'`') {
+                        return false;
+                    }
+                    if q == b'"' && c == b'\\' {
+                        j += 1;
+                    }
+                }
+            }
+            Some(_) => j += 1,
+        }
+    }
+    // As brush-parser reads it: white space trimmed off the front, then every quote
+    // character dropped, wherever it stands, and a backslash keeping only what follows.
+    let word = b
+        .get(start..j.min(b.len()))
+        .unwrap_or_default()
+        .trim_ascii_start();
+    let mut escaped = false;
+    word.iter().any(|&c| {
+        if escaped {
+            escaped = false;
+            return true;
+        }
+        escaped = c == b'\\';
+        !matches!(c, b'\\' | b'\'' | b'"')
+    })
 }
 
 /// Skips here-document lines from `i` up to and including the line that is `tag`; says

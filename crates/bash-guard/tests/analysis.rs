@@ -476,7 +476,67 @@ fn hostile_shapes() -> Vec<(&'static str, String)> {
             "echo \"${x:-'}\" ".to_owned() + &"( ".repeat(n) + &" )".repeat(n),
         ),
         ("spaced double paren", "( (rm -rf ~) )".to_owned()),
+        // brush-parser's tokenizer allocates without end on these.
+        ("empty here-doc delimiter", "cat <<'' ".to_owned()),
+        ("empty here-doc delimiter, strip", "x <<-\"\" ".to_owned()),
+        ("empty here-doc delimiter, list", "x <<\"\";y ".to_owned()),
+        (
+            "empty here-doc delimiter, nested",
+            "echo \"$(cat <<'' )\"".to_owned(),
+        ),
+        // Inside `$(..)` brush-parser keeps blanks, so this `#` starts no comment there.
+        (
+            "empty here-doc delimiter, after a hash",
+            "$(x  #<<\"\" )".to_owned(),
+        ),
+        (
+            "empty here-doc delimiter, continued",
+            "x <<\\\n'' ".to_owned(),
+        ),
+        ("empty here-doc delimiter, blank", "$(cat << )".to_owned()),
+        // Inside `$(..)` the delimiter brush-parser cuts is the second blank, or a token
+        // cut inside the nested `$(`.
+        (
+            "here-doc delimiter after two blanks",
+            "$(cat <<  x)".to_owned(),
+        ),
+        (
+            "here-doc delimiter of white space",
+            "x <<-\r 0<in | ".to_owned(),
+        ),
+        // Every quote character is dropped from a delimiter, nested or not.
+        ("here-doc delimiter of quotes", "1>>x<< \"'\" ".to_owned()),
+        (
+            "here-doc delimiter in a nested substitution",
+            "$(a/>/dev/null<< $( < --mvv\"fn analyze\" ".to_owned(),
+        ),
     ]
+}
+
+#[test]
+fn shift_operators_and_here_strings_are_no_empty_here_documents() {
+    let f = fixture();
+    for c in [
+        "grep -n '<<' src/main.rs",
+        "grep -rn \"<<\" src",
+        "echo \"a << b\"",
+        "echo $((1 << 2))",
+        "cat <<< \"\"",
+        "cat <<<''",
+        "cat <<'EOF'\nx\nEOF",
+        "cat <<-\"EOF\"\n\tx\n\tEOF",
+        "cat <<\\EOF\nx\nEOF",
+        "cat << EOF\nx\nEOF",
+        "echo \"$(cat <<EOF\nx\nEOF\n)\"",
+        "grep -c '<<' a '>>' b",
+        "sed -n '/<<EOF/p' f",
+    ] {
+        let v = f.check(c);
+        assert!(
+            v.findings.iter().all(|x| x.code != "parse_error"),
+            "{c:?}: {v:?}"
+        );
+    }
 }
 
 #[test]
