@@ -26,7 +26,9 @@ pub(crate) const MAX_DEPTH: usize = 12;
 pub struct Analyzer {
     pub(crate) config: BashConfig,
     pub(crate) home: Option<String>,
-    pub(crate) fingerprint: u64,
+    /// Computed when first asked for (by a cache): formatting the whole configuration was a
+    /// tenth of building a guard in a hook process that never analyses a command.
+    fingerprint: std::sync::OnceLock<u64>,
 }
 
 impl Analyzer {
@@ -38,14 +40,10 @@ impl Analyzer {
 
     /// An analyzer that expands `~` to `home` (or leaves `~` unresolved, hence dynamic).
     pub fn with_home(config: BashConfig, home: Option<String>) -> Analyzer {
-        use std::hash::{DefaultHasher, Hash, Hasher};
-        let mut h = DefaultHasher::new();
-        format!("{config:?}").hash(&mut h);
-        home.hash(&mut h);
         Analyzer {
             config,
             home,
-            fingerprint: h.finish(),
+            fingerprint: std::sync::OnceLock::new(),
         }
     }
 
@@ -56,7 +54,13 @@ impl Analyzer {
 
     /// A value that changes whenever this analyzer's configuration does.
     pub fn fingerprint(&self) -> u64 {
-        self.fingerprint
+        *self.fingerprint.get_or_init(|| {
+            use std::hash::{DefaultHasher, Hash, Hasher};
+            let mut h = DefaultHasher::new();
+            format!("{:?}", self.config).hash(&mut h);
+            self.home.hash(&mut h);
+            h.finish()
+        })
     }
 
     /// Classifies `command` as run in `cwd`, asking `judge` about every path it reads or writes.
@@ -1071,4 +1075,30 @@ fn is_fork_bomb(name: &str, body: &str) -> bool {
         .split(|c: char| c.is_whitespace() || matches!(c, '|' | '&' | ';' | '{' | '}' | '(' | ')'))
         .any(|t| t == name);
     calls_self && (body.contains('|') || body.contains('&'))
+}
+
+#[cfg(test)]
+mod fingerprint_tests {
+    use super::*;
+
+    #[test]
+    fn the_fingerprint_follows_the_configuration_and_home() {
+        let home = Some("/home/u".to_owned());
+        let base = Analyzer::with_home(BashConfig::default(), home.clone());
+        let same = Analyzer::with_home(BashConfig::default(), home.clone());
+        assert_eq!(base.fingerprint(), same.fingerprint());
+        assert_eq!(base.fingerprint(), base.clone().fingerprint());
+        let stricter = BashConfig {
+            deny_commands: vec!["make".to_owned()],
+            ..BashConfig::default()
+        };
+        assert_ne!(
+            base.fingerprint(),
+            Analyzer::with_home(stricter, home).fingerprint()
+        );
+        assert_ne!(
+            base.fingerprint(),
+            Analyzer::with_home(BashConfig::default(), Some("/home/v".to_owned())).fingerprint()
+        );
+    }
 }
