@@ -1,10 +1,10 @@
 //! `agent-guard __hook-server`: the user's resident hook guard (see [`super::wire`]).
 //!
 //! A pre-forking server. It loads this executable once and judges a few synthetic calls so the
-//! tables a hook uses are built, then keeps one judge forked in advance: that judge warms up
+//! tables a hook uses are built, then keeps [`POOL`] judges forked in advance: each warms up
 //! again in its own memory (so the pages a judgement writes are its own, not copy-on-write
 //! pages of the server, and the code it runs is mapped), then waits on the listening socket.
-//! When it takes a call it tells the server, which forks the next idle judge, and it becomes
+//! A judge that takes a call tells the server, which forks its replacement, and it becomes
 //! the call's process: the entry's stdin, stdout, stderr, working directory, arguments,
 //! environment and umask are its own, and it runs the hook subcommand through the same code
 //! as `agent-guard claude-hook`, so every answer is the CLI's answer. A judge serves one call
@@ -40,6 +40,10 @@ use super::wire;
 const IDLE: Duration = Duration::from_secs(10 * 60);
 /// How often the server looks at its socket and its idle time.
 const TICK: Duration = Duration::from_secs(1);
+/// How many judges wait for calls, warm: a client's calls come in bursts (parallel tool calls,
+/// a PostToolUse right after its PreToolUse), and a call that finds no idle judge waits for
+/// one to be forked and warmed.
+const POOL: usize = 2;
 /// How long the next idle judge waits for the judge of a call to end (a judgement takes about
 /// a millisecond; one waiting for a person's approval is not waited for).
 const CALL_SHARE: Duration = Duration::from_millis(50);
@@ -106,7 +110,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut last_call = Instant::now();
     // The policy file of the last call: the next idle judge loads it while it waits.
     let mut last_policy: Option<PathBuf> = None;
-    let mut idle = Idle::spawn(&listener, uid, None)?;
+    let mut pool = Vec::with_capacity(POOL);
+    for _ in 0..POOL {
+        pool.push(Idle::spawn(&listener, uid, None)?);
+    }
     let mut quick_deaths = 0u32;
     loop {
         reap();
@@ -114,12 +121,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             if still_ours(&args.socket, &ours) {
                 let _ = std::fs::remove_file(&args.socket);
             }
-            // Dropping our end of the idle judge's line tells it to leave (it may still take
-            // a call already queued: a call is never cut off once it was handed over).
+            // Dropping our ends of the idle judges' lines tells them to leave (one may still
+            // take a call already queued: a call is never cut off once it was handed over).
             return Ok(ExitCode::SUCCESS);
         }
-        match idle.wait(TICK) {
-            Event::Nothing => continue,
+        let Some((slot, event)) = Idle::wait_any(&mut pool, TICK) else {
+            continue;
+        };
+        let Some(idle) = pool.get(slot) else {
+            continue;
+        };
+        match event {
             Event::TookACall => {
                 last_call = Instant::now();
                 quick_deaths = 0;
@@ -133,12 +145,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             Event::Died => {
                 // A judge that cannot even wait for a call: do not fork one after another.
                 quick_deaths += 1;
-                if quick_deaths > 3 {
-                    bail!("the idle judge keeps dying before taking a call; not serving");
+                if quick_deaths > 3 * POOL as u32 {
+                    bail!("the idle judges keep dying before taking a call; not serving");
                 }
             }
         }
-        idle = Idle::spawn(&listener, uid, last_policy.as_deref())?;
+        let fresh = Idle::spawn(&listener, uid, last_policy.as_deref())?;
+        if let Some(old) = pool.get_mut(slot) {
+            *old = fresh;
+        }
     }
 }
 
@@ -159,7 +174,6 @@ struct Idle {
 }
 
 enum Event {
-    Nothing,
     TookACall,
     Died,
 }
@@ -215,15 +229,26 @@ impl Idle {
         }
     }
 
-    fn wait(&mut self, tick: Duration) -> Event {
-        if !readable_within(&self.line, tick) {
-            return Event::Nothing;
+    /// The first judge of `pool` with news within `tick`: it took a call, or it ended.
+    fn wait_any(pool: &mut [Idle], tick: Duration) -> Option<(usize, Event)> {
+        let mut fds: Vec<_> = pool
+            .iter()
+            .map(|idle| rustix::event::PollFd::new(&idle.line, rustix::event::PollFlags::IN))
+            .collect();
+        let timeout = rustix::event::Timespec {
+            tv_sec: i64::try_from(tick.as_secs()).unwrap_or(1),
+            tv_nsec: i64::from(tick.subsec_nanos()),
+        };
+        if !matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0) {
+            return None;
         }
+        let slot = fds.iter().position(|fd| !fd.revents().is_empty())?;
+        let idle = pool.get(slot)?;
         let mut byte = [0u8; 1];
-        match (&self.line).read(&mut byte) {
-            Ok(1) => Event::TookACall,
-            _ => Event::Died,
-        }
+        Some(match (&idle.line).read(&mut byte) {
+            Ok(1) => (slot, Event::TookACall),
+            _ => (slot, Event::Died),
+        })
     }
 }
 
