@@ -516,3 +516,28 @@ fn a_new_server_removes_what_gone_servers_left() {
     assert!(other.exists(), "a file that is no server's was removed");
     assert!(socket.exists());
 }
+
+/// A judge answers before the client's deadline as the CLI does, whatever it waits for: here a
+/// stdin that never closes, through the entry.
+#[test]
+fn a_judge_answers_by_the_deadline_when_stdin_never_closes() {
+    let f = fixture();
+    start_server(&f);
+    let mut cmd = command(&f, &entry(), "claude-hook");
+    cmd.env("AGENT_GUARD_HOOK_DEADLINE_MS", "300");
+    let mut child = cmd.spawn().unwrap();
+    // Hold stdin open without writing: the judgement waits for an event that never ends.
+    let _stdin = child.stdin.take().unwrap();
+    let started = Instant::now();
+    let out = wait(child);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"deny\""),
+        "{out:?}"
+    );
+}
