@@ -14,9 +14,12 @@ const MAX_DEPTH: usize = 4;
 /// `false` when /proc cannot tell: an ask then waits for a person, which refuses nothing
 /// wrongly (the call does not run while it waits).
 pub(crate) fn client_has_flag(client: &str, flags: &[&str]) -> bool {
-    // A judge of the resident guard starts from the entry the client started, not its own
-    // parent (the server).
-    let mut pid = crate::resident::hook_parent();
+    // Up from the process the client started: for a judge of the resident guard, the entry
+    // (its own parent is the server). An entry that is gone (killed) shows no client.
+    let hook = Path::new("/proc").join(crate::resident::hook_process().to_string());
+    let Some(mut pid) = parent_of(&hook) else {
+        return false;
+    };
     for _ in 0..MAX_DEPTH {
         let proc_dir = Path::new("/proc").join(pid.to_string());
         if let Ok(raw) = std::fs::read(proc_dir.join("cmdline")) {

@@ -72,19 +72,8 @@ pub(crate) fn report_to(conn: UnixStream, entry_pid: u32) {
     let _ = REPORT.set(conn);
 }
 
-/// The parent of the process the client started for this hook: this process's parent, or for
-/// a judge, the entry's (the client's command line is read up this chain).
-pub(crate) fn hook_parent() -> u32 {
-    let Some(entry) = HOOK_PROCESS.get() else {
-        return std::os::unix::process::parent_id();
-    };
-    std::fs::read_to_string(format!("/proc/{entry}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let rest = stat.rsplit_once(')')?.1.to_owned();
-            rest.split_whitespace().nth(1)?.parse().ok()
-        })
-        // The entry is gone (it waits for the judge, so only if it was killed): no client
-        // above it can be seen, which reads as "not headless".
-        .unwrap_or(1)
+/// The process the client started for this hook: this process, or for a judge, the entry
+/// that handed the call over (the client's command line is read up from it).
+pub(crate) fn hook_process() -> u32 {
+    HOOK_PROCESS.get().copied().unwrap_or_else(std::process::id)
 }
