@@ -131,14 +131,16 @@ impl HookCommand {
     }
 }
 
-/// The command line, or the exit status after clap printed why not (2 for usage errors, 0 for
-/// `--help`/`--version`: clap's contract).
+/// The command line, or the exit status after clap printed why not.
 fn parse<T: Parser>() -> Result<T, ExitCode> {
-    T::try_parse().map_err(|err| {
-        let code = if err.use_stderr() { 2 } else { 0 };
-        let _ = err.print();
-        ExitCode::from(code)
-    })
+    T::try_parse().map_err(|err| ExitCode::from(refused_parse(&err)))
+}
+
+/// Prints why clap did not parse the command line; the exit status is 2 for usage errors, 0
+/// for `--help`/`--version` (clap's contract).
+fn refused_parse(err: &clap::Error) -> u8 {
+    let _ = err.print();
+    if err.use_stderr() { 2 } else { 0 }
 }
 
 /// The hook subcommands' parser, built in advance by an idle judge of the resident guard
@@ -174,10 +176,7 @@ pub(crate) fn run_hook(args: Vec<std::ffi::OsString>) -> u8 {
             let _ = cli.command.run();
             2
         }
-        Err(err) => {
-            let _ = err.print();
-            if err.use_stderr() { 2 } else { 0 }
-        }
+        Err(err) => refused_parse(&err),
     }
 }
 
