@@ -235,11 +235,7 @@ impl Idle {
             .iter()
             .map(|idle| rustix::event::PollFd::new(&idle.line, rustix::event::PollFlags::IN))
             .collect();
-        let timeout = rustix::event::Timespec {
-            tv_sec: i64::try_from(tick.as_secs()).unwrap_or(1),
-            tv_nsec: i64::from(tick.subsec_nanos()),
-        };
-        if !matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0) {
+        if !matches!(rustix::event::poll(&mut fds, Some(&timespec(tick))), Ok(n) if n > 0) {
             return None;
         }
         let slot = fds.iter().position(|fd| !fd.revents().is_empty())?;
@@ -376,11 +372,15 @@ fn still_ours(socket: &Path, ours: &std::fs::Metadata) -> bool {
 
 fn readable_within(fd: &impl std::os::fd::AsFd, wait: Duration) -> bool {
     let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
-    let timeout = rustix::event::Timespec {
+    matches!(rustix::event::poll(&mut fds, Some(&timespec(wait))), Ok(n) if n > 0)
+}
+
+/// `wait` as poll's timeout (the waits here are seconds at most).
+fn timespec(wait: Duration) -> rustix::event::Timespec {
+    rustix::event::Timespec {
         tv_sec: i64::try_from(wait.as_secs()).unwrap_or(1),
         tv_nsec: i64::from(wait.subsec_nanos()),
-    };
-    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+    }
 }
 
 /// The number of threads of this process.

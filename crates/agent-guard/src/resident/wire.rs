@@ -128,13 +128,11 @@ pub(crate) fn header(body_len: usize) -> [u8; 8] {
 
 /// The body length a header announces, if it is one.
 pub(crate) fn parse_header(bytes: &[u8; 8]) -> io::Result<usize> {
-    let (magic, len) = bytes.split_at(4);
+    let (magic, mut len) = bytes.split_at(4);
     if magic != MAGIC {
         return Err(invalid("not an agent-guard hook request"));
     }
-    let mut n = [0u8; 4];
-    n.copy_from_slice(len);
-    let len = u32::from_le_bytes(n) as usize;
+    let len = take_u32(&mut len)? as usize;
     if len > MAX_BODY {
         return Err(invalid("a hook request larger than the server reads"));
     }
