@@ -28,22 +28,30 @@ use crate::bench_exec::{load_average, median};
 /// CPU time (user + system) of every reaped descendant of this process so far: the
 /// `cutime` and `cstime` fields of /proc/self/stat, in clock ticks.
 fn children_cpu_ticks() -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").context("cannot read /proc/self/stat")?;
+    // cutime and cstime.
+    stat_ticks("self", 16..=17)
+}
+
+/// The sum of the numbered fields (as proc(5) numbers them) of `/proc/WHO/stat`.
+fn stat_ticks(who: &str, fields: std::ops::RangeInclusive<usize>) -> anyhow::Result<u64> {
+    let path = format!("/proc/{who}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
     // The command name may hold spaces and parentheses: the fields start after the last `)`.
     let after = stat
         .rsplit_once(')')
         .map(|(_, rest)| rest)
-        .context("unexpected /proc/self/stat")?;
-    // Fields after the name start at field 3 (state); cutime and cstime are fields 16 and 17.
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let field = |n: usize| -> anyhow::Result<u64> {
-        fields
-            .get(n - 3)
-            .context("short /proc/self/stat")?
-            .parse::<u64>()
-            .context("unexpected /proc/self/stat field")
-    };
-    Ok(field(16)? + field(17)?)
+        .with_context(|| format!("unexpected {path}"))?;
+    // Fields after the name start at field 3 (state).
+    let values: Vec<&str> = after.split_whitespace().collect();
+    fields
+        .map(|n| {
+            values
+                .get(n - 3)
+                .with_context(|| format!("short {path}"))?
+                .parse::<u64>()
+                .with_context(|| format!("unexpected {path} field {n}"))
+        })
+        .sum()
 }
 
 /// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 on Linux unless told).
@@ -251,22 +259,8 @@ fn resident_pid(run_dir: &Path) -> Option<u32> {
 
 /// CPU ticks of a process and of its children it collected (utime, stime, cutime, cstime).
 fn process_tree_ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("the resident hook guard (pid {pid}) is gone"))?;
-    let after = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .context("unexpected /proc/PID/stat")?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    (14..=17)
-        .map(|n| {
-            fields
-                .get(n - 3)
-                .context("short /proc/PID/stat")?
-                .parse::<u64>()
-                .context("unexpected /proc/PID/stat field")
-        })
-        .sum()
+    stat_ticks(&pid.to_string(), 14..=17)
+        .with_context(|| format!("the resident hook guard (pid {pid}) is gone"))
 }
 
 /// The median over runs of `case`'s wall time divided by `floor`'s in the same round.
