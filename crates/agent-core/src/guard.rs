@@ -44,6 +44,7 @@ pub struct GuardBuilder {
     spawner: Option<Arc<dyn SubagentSpawner>>,
     trampoline: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     audit: Option<AuditLog>,
+    audit_db: Option<perm_hooks::AuditDb>,
     kill: Option<KillSwitch>,
     ledger: Option<Arc<dyn crate::SessionLedger>>,
     ledger_from_audit: bool,
@@ -74,6 +75,8 @@ pub struct Guard {
     compaction: CompactionRequest,
     todos: TodoList,
     cancellations: Arc<CancellationRegistry>,
+    /// The audit database `[hooks] audit` opened.
+    audit_target: Option<perm_hooks::AuditTarget>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -105,6 +108,7 @@ impl GuardBuilder {
             spawner: None,
             trampoline: None,
             audit: None,
+            audit_db: None,
             kill: None,
             ledger: None,
             ledger_from_audit: false,
@@ -189,6 +193,14 @@ impl GuardBuilder {
     /// An already open audit log (instead of opening `[hooks] audit_db`).
     pub fn audit(mut self, log: AuditLog) -> Self {
         self.audit = Some(log);
+        self
+    }
+    /// An audit database opened before, by a process that keeps one across calls
+    /// ([`perm_hooks::AuditDb::open_held`]): when `[hooks] audit` opens that very target and
+    /// [`perm_hooks::AuditDb::is_current`] confirms the file and its schema are as its open
+    /// checked them, the guard uses it instead of opening the target again.
+    pub fn audit_db(mut self, db: perm_hooks::AuditDb) -> Self {
+        self.audit_db = Some(db);
         self
     }
     /// The fleet kill switch (`agent-guard cancel`): calls of a cancelled session are denied.
@@ -278,6 +290,7 @@ impl GuardBuilder {
         }
         let mut kill = self.kill;
         let mut ledger = self.ledger;
+        let mut opened = None;
         let audit = match self.audit {
             Some(log) => Some(log),
             None if self.hooks.audit => {
@@ -285,9 +298,13 @@ impl GuardBuilder {
                     audit_target(&self.cwd, &self.hooks.audit_db_path().map_err(hooks_err)?);
                 // One open (integrity, schema, migrations) for the log, the ledger and the
                 // kill switch: a hook process opened the same file three times before.
-                let db = perm_hooks::AuditDb::open(&target)
-                    .await
-                    .map_err(hooks_err)?;
+                let db = match self.audit_db {
+                    Some(held) if *held.target() == target && held.is_current().await => held,
+                    _ => perm_hooks::AuditDb::open(&target)
+                        .await
+                        .map_err(hooks_err)?,
+                };
+                opened = Some(target);
                 if ledger.is_none() && self.ledger_from_audit {
                     ledger = Some(Arc::new(perm_hooks::Ledger::on(&db)));
                 }
@@ -393,6 +410,7 @@ impl GuardBuilder {
             compaction,
             todos,
             cancellations: Arc::new(CancellationRegistry::new()),
+            audit_target: opened,
         })
     }
 }
@@ -413,17 +431,20 @@ fn http_transport(
 
 /// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (the open
 /// creates its directory, private).
-fn audit_target(cwd: &Path, p: &Path) -> PathBuf {
-    perm_hooks::AuditTarget::parse(p)
-        .resolve(cwd)
-        .as_ref()
-        .to_path_buf()
+fn audit_target(cwd: &Path, p: &Path) -> perm_hooks::AuditTarget {
+    perm_hooks::AuditTarget::parse(p).resolve(cwd)
 }
 
 impl Guard {
     /// A builder for a stack working in `cwd`.
     pub fn builder(cwd: impl Into<PathBuf>) -> GuardBuilder {
         GuardBuilder::new(cwd)
+    }
+
+    /// The audit database `[hooks] audit` opened for this guard (none when the log was given
+    /// to the builder, or is off).
+    pub fn audit_target(&self) -> Option<&perm_hooks::AuditTarget> {
+        self.audit_target.as_ref()
     }
 
     /// The executor (every guard of layers 1-5).

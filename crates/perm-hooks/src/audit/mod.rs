@@ -1231,6 +1231,21 @@ pub struct AuditDb {
     target: AuditTarget,
     options: AuditOptions,
     key: ChainKey,
+    /// For a database held across calls ([`AuditDb::open_held`]): what
+    /// [`AuditDb::is_current`] compares.
+    held: Option<Held>,
+}
+
+/// What a held SQLite database was when its open checked it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Held {
+    /// The file at the path (device, inode).
+    file: (u64, u64),
+    /// SQLite's `schema_version`: every change to the schema (a migration, a planted trigger)
+    /// changes it.
+    schema_version: i64,
+    /// The key file it was opened with (it follows `HOME`).
+    key_path: PathBuf,
 }
 
 impl fmt::Debug for AuditDb {
@@ -1277,16 +1292,87 @@ impl AuditDb {
             target,
             options,
             key,
+            held: None,
         })
+    }
+
+    /// Opens the SQLite database at `path` as [`AuditDb::open`] does, for a process that keeps
+    /// it across calls (the resident hook guard opens it while it waits for a call): a call
+    /// first asks [`AuditDb::is_current`], and opens the database again when it is not.
+    pub async fn open_held(path: &Path) -> Result<AuditDb, Error> {
+        AuditDb::open_held_keyed(path, ChainKey::default_path()?).await
+    }
+
+    async fn open_held_keyed(path: &Path, key_path: PathBuf) -> Result<AuditDb, Error> {
+        let key = ChainKey::load_or_create(&key_path)?;
+        let target = AuditTarget::Sqlite(path.to_owned());
+        let mut db =
+            AuditDb::open_keyed(&target, AuditOptions::default(), key, Access::Control).await?;
+        let Db::Sqlite(pool) = &db.db else {
+            return Err(Error::Config {
+                key: "hooks.audit_db".to_owned(),
+                message: format!("{target} is not a SQLite file"),
+            });
+        };
+        let schema_version =
+            sqlite::schema_version(pool)
+                .await
+                .map_err(|source| Error::Database {
+                    path: target.to_string(),
+                    source,
+                })?;
+        let file = file_identity(path).map_err(|e| Error::Database {
+            path: target.to_string(),
+            source: sqlx::Error::Io(e),
+        })?;
+        db.held = Some(Held {
+            file,
+            schema_version,
+            key_path,
+        });
+        Ok(db)
+    }
+
+    /// For a database from [`AuditDb::open_held`]: whether it is still the file at its path,
+    /// with the schema its open checked, and the key this process's `HOME` names. False when
+    /// the file was replaced or removed, its schema changed since (another build's migration,
+    /// or an object planted in it), or for a database not held: the caller opens it again,
+    /// which checks everything.
+    pub async fn is_current(&self) -> bool {
+        match ChainKey::default_path() {
+            Ok(key_path) => self.is_current_with(&key_path).await,
+            Err(_) => false,
+        }
+    }
+
+    async fn is_current_with(&self, key_path: &Path) -> bool {
+        let (Some(held), Db::Sqlite(pool), AuditTarget::Sqlite(path)) =
+            (&self.held, &self.db, &self.target)
+        else {
+            return false;
+        };
+        held.key_path == key_path
+            && file_identity(path).is_ok_and(|file| file == held.file)
+            && sqlite::schema_version(pool)
+                .await
+                .is_ok_and(|version| version == held.schema_version)
+    }
+
+    /// Where the database is.
+    pub fn target(&self) -> &AuditTarget {
+        &self.target
     }
 
     fn db(&self) -> &Db {
         &self.db
     }
+}
 
-    fn target(&self) -> &AuditTarget {
-        &self.target
-    }
+/// The file at `path` (device, inode), following no symbolic link.
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
 }
 
 /// The audit log: a cheap-to-clone handle on one database and its writer task.
@@ -1827,6 +1913,56 @@ impl AgentHook for AuditLogHook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A held database in a fresh directory, with its key there too.
+    async fn held() -> (tempfile::TempDir, AuditDb, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        let db = AuditDb::open_held_keyed(&dir.path().join("audit.db"), key.clone())
+            .await
+            .unwrap();
+        (dir, db, key)
+    }
+
+    #[tokio::test]
+    async fn a_held_database_is_current_until_its_file_or_schema_or_key_changes() {
+        let (dir, db, key) = held().await;
+        assert!(db.is_current_with(&key).await);
+        assert!(!db.is_current_with(&dir.path().join("other-key")).await);
+
+        // Another connection changes the schema (a planted trigger is such a change).
+        let Db::Sqlite(pool) = &db.db else { panic!() };
+        sqlx::query("CREATE TABLE planted (x)")
+            .execute(pool)
+            .await
+            .unwrap();
+        assert!(!db.is_current_with(&key).await);
+
+        // The file is replaced: the path names another database now.
+        let (dir3, db3, key3) = held().await;
+        assert!(db3.is_current_with(&key3).await);
+        let path = dir3.path().join("audit.db");
+        std::fs::rename(&path, dir3.path().join("moved.db")).unwrap();
+        assert!(!db3.is_current_with(&key3).await, "the file is gone");
+        std::fs::copy(dir3.path().join("moved.db"), &path).unwrap();
+        assert!(!db3.is_current_with(&key3).await, "another file is there");
+        drop(dir);
+    }
+
+    #[tokio::test]
+    async fn a_database_not_held_is_never_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        let db = AuditDb::open_keyed(
+            dir.path().join("audit.db"),
+            AuditOptions::default(),
+            ChainKey::load_or_create(&key).unwrap(),
+            Access::Control,
+        )
+        .await
+        .unwrap();
+        assert!(!db.is_current_with(&key).await);
+    }
 
     /// Rows holding `text` in each redacted field, as hooks store them.
     fn rows_with(text: &str) -> Vec<AuditRow> {

@@ -137,6 +137,13 @@ fn private_file(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// SQLite's count of schema changes in this file (`PRAGMA schema_version`).
+pub(super) async fn schema_version(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("PRAGMA schema_version")
+        .fetch_one(pool)
+        .await
+}
+
 /// One schema object: (type, name, table).
 type SchemaObject = (String, String, String);
 
