@@ -69,6 +69,34 @@ pub(crate) struct FrontOptions {
     pub auto: bool,
 }
 
+/// A runtime and the audit database opened on it before a call came: a resident judge's
+/// (`resident::server`), for its one call.
+struct Held {
+    rt: tokio::runtime::Runtime,
+    db: perm_hooks::AuditDb,
+}
+
+static HELD: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
+
+/// Opens the SQLite audit database at `path` for the next [`Front::load`] of this process,
+/// which uses it when its policy names that file and the file and its schema are still as
+/// this open checked them (else it opens the policy's database as usual).
+pub(crate) fn hold_audit_db(path: &Path) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let db = rt.block_on(perm_hooks::AuditDb::open_held(path))?;
+    *HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held { rt, db });
+    Ok(())
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
 /// A built guard and the runtime that drives it.
 pub(crate) struct Front {
     rt: tokio::runtime::Runtime,
@@ -78,10 +106,15 @@ pub(crate) struct Front {
 impl Front {
     /// Builds the guard from `policy` for a session working in `cwd`.
     pub(crate) fn load(policy: &Policy, cwd: &Path, opts: &FrontOptions) -> anyhow::Result<Front> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
+        let held = HELD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let (rt, held_db) = match held {
+            // The held database's pool was made on this runtime: they go together.
+            Some(Held { rt, db }) => (rt, Some(db)),
+            None => (runtime()?, None),
+        };
         let env: HashMap<String, String> = std::env::vars().collect();
         let mut checker = policy.checker(&env)?;
         if let Some(mode) = opts.mode {
@@ -125,9 +158,16 @@ impl Front {
             } else {
                 agent_core::auto::AutoConfig::default()
             });
+        let builder = match held_db {
+            Some(db) => builder.audit_db(db),
+            None => builder,
+        };
         let guard = rt
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;
+        if let Some(perm_hooks::AuditTarget::Sqlite(db)) = guard.audit_target() {
+            crate::resident::note(crate::resident::Note::AuditDb, db);
+        }
         Ok(Front { rt, guard })
     }
 

@@ -172,7 +172,9 @@ pub(crate) fn run_hook(args: Vec<std::ffi::OsString>) -> u8 {
         // A hook ends the process itself (through `resident::exit`); returning is a bug, and
         // a refusal.
         Ok(cli) => {
-            resident::note_policy(cli.command.policy());
+            if let Some(policy) = cli.command.policy() {
+                resident::note(resident::Note::Policy, policy);
+            }
             let _ = cli.command.run();
             2
         }

@@ -541,3 +541,108 @@ fn a_judge_answers_by_the_deadline_when_stdin_never_closes() {
         "{out:?}"
     );
 }
+
+/// Runs `script` (Python, with `sqlite3` imported and `db` connected) on the SQLite file `db`;
+/// its printed output.
+fn sqlite(db: &Path, script: &str) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3,sys\ndb=sqlite3.connect(sys.argv[1])\n{script}\ndb.commit()"
+        ))
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn rows(db: &Path) -> usize {
+    sqlite(
+        db,
+        "print(db.execute('SELECT count(*) FROM agent_audit_log').fetchone()[0])",
+    )
+    .trim()
+    .parse()
+    .unwrap()
+}
+
+/// A judge opens the last call's audit database while it waits; the call uses it only while
+/// it is the same file with the same schema. A file replaced between calls gets the next
+/// row, and an object planted in the schema is refused as the CLI refuses it.
+#[test]
+fn a_held_audit_database_is_checked_again_by_the_call() {
+    let f = fixture();
+    let db = f.home.join("audit.db");
+    std::fs::write(
+        &f.policy,
+        POLICY.replace(
+            "audit = false",
+            &format!("audit = true\naudit_db = {:?}", db.display().to_string()),
+        ),
+    )
+    .unwrap();
+    let socket = start_server(&f);
+    let (subcommand, read) = events(&f).remove(0);
+    for expected in 1..=2 {
+        let out = run(command(&f, &entry(), subcommand), &read);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("\"allow\""),
+            "{out:?}"
+        );
+        assert_eq!(
+            rows(&db),
+            expected,
+            "every call through a held database is logged"
+        );
+    }
+    // The judges waiting for the next call hold it open.
+    let holds = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.filter_map(Result::ok)
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|to| to == db))
+        })
+    };
+    let started = Instant::now();
+    while !children_of(server_pid(&socket)).into_iter().any(holds) {
+        assert!(
+            started.elapsed() < LIMIT,
+            "no waiting judge holds the database"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Replaced: the old file moves away and a fresh one takes its place.
+    let moved = f.home.join("moved.db");
+    std::fs::rename(&db, &moved).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::rename(
+            f.home.join(format!("audit.db{suffix}")),
+            f.home.join(format!("moved.db{suffix}")),
+        );
+    }
+    let out = run(command(&f, &entry(), subcommand), &read);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(rows(&db), 1, "the row went to the file now at the path");
+    assert_eq!(rows(&moved), 2, "and not to the file held before");
+
+    // Planted: a trigger added while the next judge holds the database.
+    let out = run(command(&f, &entry(), subcommand), &read);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    sqlite(
+        &db,
+        "db.executescript('CREATE TRIGGER hide AFTER INSERT ON agent_guard_cancellations \
+         BEGIN DELETE FROM agent_guard_cancellations; END;')",
+    );
+    let direct = run(command(&f, &cli(), subcommand), &read);
+    let resident = run(command(&f, &entry(), subcommand), &read);
+    assert_eq!(resident.status.code(), Some(2), "{resident:?}");
+    assert!(
+        String::from_utf8_lossy(&resident.stderr).contains("not the guard's own"),
+        "{resident:?}"
+    );
+    assert_eq!(
+        (resident.status.code(), &resident.stdout),
+        (direct.status.code(), &direct.stdout)
+    );
+}

@@ -1,8 +1,11 @@
 //! How a judge of the resident guard ends: its exit status goes to the entry that handed the
 //! call over. A leaf: the hook code ends through [`exit`] without knowing about the server.
 
+use std::ffi::OsString;
 use std::io::Write as _;
+use std::os::unix::ffi::OsStringExt as _;
 use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::wire;
@@ -36,30 +39,73 @@ pub(crate) fn exit(code: u8) -> ! {
 /// The judge's line to the server (see `server::Idle`).
 static LINE: OnceLock<UnixStream> = OnceLock::new();
 
-/// Marks the start of the policy path a judge reports on its line.
-pub(crate) const POLICY_NOTE: u8 = b'P';
+/// What a judge tells the server on its line, for the next judge to prepare while it waits:
+/// each note is its kind, a little-endian `u32` length and that many bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Note {
+    /// The policy file this call named: the next judge parses it (the parse is reused when
+    /// the file has not changed; agent-core's `Policy::load`).
+    Policy = b'P',
+    /// The SQLite audit database this call's guard opened: the next judge opens it
+    /// (perm-hooks' `AuditDb::open_held`).
+    AuditDb = b'A',
+}
 
-/// Makes this judge report on `line` (what [`note_policy`] writes).
+impl Note {
+    fn from_byte(byte: u8) -> Option<Note> {
+        [Note::Policy, Note::AuditDb]
+            .into_iter()
+            .find(|note| *note as u8 == byte)
+    }
+}
+
+/// Makes this judge report on `line` (what [`note`] writes).
 pub(crate) fn report_on(line: UnixStream) {
     let _ = LINE.set(line);
 }
 
-/// Tells the server which policy file this call named, so the next judge loads it while it
-/// waits (the parse is then reused when the file has not changed; agent-core's
-/// `Policy::load`). Nothing when this process is not a judge.
-pub(crate) fn note_policy(policy: Option<&std::path::Path>) {
-    let (Some(line), Some(policy)) = (LINE.get(), policy) else {
+/// Tells the server `path` for `kind`. Nothing when this process is not a judge.
+pub(crate) fn note(kind: Note, path: &Path) {
+    let Some(line) = LINE.get() else {
         return;
     };
-    let bytes = policy.as_os_str().as_encoded_bytes();
+    let bytes = path.as_os_str().as_encoded_bytes();
     let Ok(len) = u32::try_from(bytes.len()) else {
         return;
     };
     let mut note = Vec::with_capacity(5 + bytes.len());
-    note.push(POLICY_NOTE);
+    note.push(kind as u8);
     note.extend_from_slice(&len.to_le_bytes());
     note.extend_from_slice(bytes);
     let _ = (&*line).write_all(&note);
+}
+
+/// What the last call's judge noted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Notes {
+    pub(crate) policy: Option<PathBuf>,
+    pub(crate) audit_db: Option<PathBuf>,
+}
+
+impl Notes {
+    /// The notes in `bytes` (what a judge wrote on its line), the last of each kind; `None`
+    /// when they do not parse.
+    pub(crate) fn read(mut bytes: &[u8]) -> Option<Notes> {
+        let mut notes = Notes::default();
+        while let Some((kind, rest)) = bytes.split_first() {
+            let (len, rest) = rest.split_first_chunk::<4>()?;
+            let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
+            let (path, rest) = rest.split_at_checked(len)?;
+            let path = Some(PathBuf::from(OsString::from_vec(path.to_vec())));
+            match Note::from_byte(*kind)? {
+                Note::Policy => notes.policy = path,
+                Note::AuditDb => notes.audit_db = path,
+            }
+            bytes = rest;
+        }
+        Some(notes)
+    }
 }
 
 /// The process the client started for this hook call, when this process judges it for that
@@ -76,4 +122,30 @@ pub(crate) fn report_to(conn: UnixStream, entry_pid: u32) {
 /// that handed the call over (the client's command line is read up from it).
 pub(crate) fn hook_process() -> u32 {
     HOOK_PROCESS.get().copied().unwrap_or_else(std::process::id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_read_back_as_written_and_junk_reads_as_none() {
+        let mut bytes = Vec::new();
+        for (kind, path) in [
+            (Note::Policy, "/p/old.toml"),
+            (Note::AuditDb, "/s/audit.db"),
+            (Note::Policy, "/p/new.toml"),
+        ] {
+            bytes.push(kind as u8);
+            bytes.extend_from_slice(&u32::try_from(path.len()).unwrap().to_le_bytes());
+            bytes.extend_from_slice(path.as_bytes());
+        }
+        let notes = Notes::read(&bytes).unwrap();
+        assert_eq!(notes.policy.as_deref(), Some(Path::new("/p/new.toml")));
+        assert_eq!(notes.audit_db.as_deref(), Some(Path::new("/s/audit.db")));
+        assert_eq!(Notes::read(&[]), Some(Notes::default()));
+        assert_eq!(Notes::read(&[b'X', 0, 0, 0, 0]), None, "an unknown kind");
+        assert_eq!(Notes::read(&[b'P', 9, 0, 0, 0, b'/']), None, "cut short");
+        assert_eq!(Notes::read(&[b'P', 1, 0]), None, "a cut length");
+    }
 }

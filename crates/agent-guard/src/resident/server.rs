@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
+use super::report::Notes;
 use super::wire;
 
 /// A server with no call for this long exits (the next call starts one again).
@@ -108,11 +109,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::set_permissions(&args.socket, std::fs::Permissions::from_mode(0o600))?;
     let ours = std::fs::symlink_metadata(&args.socket)?;
     let mut last_call = Instant::now();
-    // The policy file of the last call: the next idle judge loads it while it waits.
-    let mut last_policy: Option<PathBuf> = None;
+    // What the last call used (its policy file, its audit database): the next idle judge
+    // prepares them while it waits.
+    let mut last = Notes::default();
     let mut pool = Vec::with_capacity(POOL);
     for _ in 0..POOL {
-        pool.push(Idle::spawn(&listener, uid, None)?);
+        pool.push(Idle::spawn(&listener, uid, &last)?);
     }
     let mut quick_deaths = 0u32;
     loop {
@@ -138,8 +140,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // The next judge's warm-up would compete for a CPU with this call's judgement:
                 // it starts when this judge is done (or has had its share of time).
                 idle.wait_for_exit(CALL_SHARE);
-                if let Some(policy) = idle.policy_note() {
-                    last_policy = Some(policy);
+                if let Some(notes) = idle.notes() {
+                    last = notes;
                 }
             }
             Event::Died => {
@@ -150,7 +152,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        let fresh = Idle::spawn(&listener, uid, last_policy.as_deref())?;
+        let fresh = Idle::spawn(&listener, uid, &last)?;
         if let Some(old) = pool.get_mut(slot) {
             *old = fresh;
         }
@@ -179,7 +181,7 @@ enum Event {
 }
 
 impl Idle {
-    fn spawn(listener: &UnixListener, uid: u32, policy: Option<&Path>) -> anyhow::Result<Idle> {
+    fn spawn(listener: &UnixListener, uid: u32, last: &Notes) -> anyhow::Result<Idle> {
         let (ours, theirs) = UnixStream::pair().context("cannot make the judge's line")?;
         wait_single_threaded(Duration::from_secs(2))?;
         // SAFETY: the process has exactly one thread (waited for just above), so the child
@@ -188,7 +190,7 @@ impl Idle {
         match unsafe { libc::fork() } {
             0 => {
                 drop(ours);
-                idle_judge(listener, &theirs, uid, policy)
+                idle_judge(listener, &theirs, uid, last)
             }
             p if p < 0 => Err(std::io::Error::last_os_error()).context("cannot fork a judge"),
             p => Ok(Idle {
@@ -199,9 +201,9 @@ impl Idle {
         }
     }
 
-    /// The policy file the judge that took a call reported (its notes are on the line by the
-    /// time it has ended).
-    fn policy_note(&self) -> Option<PathBuf> {
+    /// What the judge that took a call noted (its notes are on the line by the time it has
+    /// ended).
+    fn notes(&self) -> Option<Notes> {
         self.line.set_nonblocking(true).ok()?;
         let mut bytes = Vec::new();
         let mut chunk = [0u8; 4096];
@@ -211,13 +213,7 @@ impl Idle {
                 return None;
             }
         }
-        let at = bytes
-            .iter()
-            .position(|b| *b == super::report::POLICY_NOTE)?;
-        let rest = bytes.get(at + 1..)?;
-        let (len, path) = rest.split_first_chunk::<4>()?;
-        let path = path.get(..u32::from_le_bytes(*len) as usize)?;
-        Some(PathBuf::from(OsString::from_vec(path.to_vec())))
+        Notes::read(&bytes)
     }
 
     /// Waits until the judge has ended, at most `limit`.
@@ -250,10 +246,18 @@ impl Idle {
 
 /// A forked judge: warms up, waits for a call (or for the server to leave), takes it and
 /// judges it. Never returns.
-fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, policy: Option<&Path>) -> ! {
-    warm_this_judge(policy);
+fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes) -> ! {
+    warm_this_judge(last.policy.as_deref());
     if wait_single_threaded(Duration::from_secs(2)).is_err() {
         std::process::exit(0);
+    }
+    // The last call's audit database, opened now (its schema checked), with the runtime the
+    // call's guard then runs on: the call only confirms it is still that file and schema. An
+    // existing file only: a policy that stopped naming it must not see it made again. This
+    // starts SQLite's connection threads, which stay parked on their channels until the call
+    // sends them a statement.
+    if let Some(db) = last.audit_db.as_deref().filter(|db| db.is_file()) {
+        let _ = crate::front::hold_audit_db(db);
     }
     loop {
         let mut fds = [
@@ -481,8 +485,10 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
     };
     super::report::report_to(conn, entry_pid);
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(request.umask & 0o777));
-    // SAFETY: this judge has one thread (`idle_judge` waited for its warm-up's to end), so
-    // nothing reads the environment concurrently.
+    // SAFETY: nothing reads the environment concurrently: `idle_judge` waited for its
+    // warm-up's threads to end, and the only ones it started after (the held audit
+    // database's SQLite workers) stay parked on their channels until this call's guard sends
+    // them a statement, after this.
     unsafe {
         for (name, _) in std::env::vars_os() {
             std::env::remove_var(name);
