@@ -69,21 +69,22 @@ pub(crate) struct FrontOptions {
     pub auto: bool,
 }
 
-/// A runtime and the audit database opened on it before a call came: a resident judge's
-/// (`resident::server`), for its one call.
+/// A runtime, and the audit database opened on it, made before a call came: a resident
+/// judge's (`resident::server`), for its one call.
 struct Held {
     rt: tokio::runtime::Runtime,
-    db: perm_hooks::AuditDb,
+    db: Option<perm_hooks::AuditDb>,
 }
 
 static HELD: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
 
-/// Opens the SQLite audit database at `path` for the next [`Front::load`] of this process,
-/// which uses it when its policy names that file and the file and its schema are still as
-/// this open checked them (else it opens the policy's database as usual).
-pub(crate) fn hold_audit_db(path: &Path) -> anyhow::Result<()> {
+/// Starts the runtime for the next [`Front::load`] of this process, and opens the SQLite
+/// audit database at `audit_db` on it: that load uses the database when its policy names that
+/// file and the file and its schema are still as this open checked them (else it opens the
+/// policy's database as usual). A database that does not open is left to the call.
+pub(crate) fn hold(audit_db: Option<&Path>) -> anyhow::Result<()> {
     let rt = runtime()?;
-    let db = rt.block_on(perm_hooks::AuditDb::open_held(path))?;
+    let db = audit_db.and_then(|path| rt.block_on(perm_hooks::AuditDb::open_held(path)).ok());
     *HELD
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held { rt, db });
@@ -112,7 +113,7 @@ impl Front {
             .take();
         let (rt, held_db) = match held {
             // The held database's pool was made on this runtime: they go together.
-            Some(Held { rt, db }) => (rt, Some(db)),
+            Some(Held { rt, db }) => (rt, db),
             None => (runtime()?, None),
         };
         let env: HashMap<String, String> = std::env::vars().collect();

@@ -89,6 +89,17 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
+    /// Takes what `newer` noted; keeps what it did not note (a call without an audit database
+    /// between two with one leaves the database held).
+    pub(crate) fn update(&mut self, newer: Notes) {
+        if newer.policy.is_some() {
+            self.policy = newer.policy;
+        }
+        if newer.audit_db.is_some() {
+            self.audit_db = newer.audit_db;
+        }
+    }
+
     /// The notes in `bytes` (what a judge wrote on its line), the last of each kind; `None`
     /// when they do not parse.
     pub(crate) fn read(mut bytes: &[u8]) -> Option<Notes> {
@@ -144,6 +155,13 @@ mod tests {
         assert_eq!(notes.policy.as_deref(), Some(Path::new("/p/new.toml")));
         assert_eq!(notes.audit_db.as_deref(), Some(Path::new("/s/audit.db")));
         assert_eq!(Notes::read(&[]), Some(Notes::default()));
+        let mut last = notes.clone();
+        last.update(Notes {
+            policy: Some(PathBuf::from("/p/other.toml")),
+            audit_db: None,
+        });
+        assert_eq!(last.policy.as_deref(), Some(Path::new("/p/other.toml")));
+        assert_eq!(last.audit_db, notes.audit_db, "a call without one keeps it");
         assert_eq!(Notes::read(&[b'X', 0, 0, 0, 0]), None, "an unknown kind");
         assert_eq!(Notes::read(&[b'P', 9, 0, 0, 0, b'/']), None, "cut short");
         assert_eq!(Notes::read(&[b'P', 1, 0]), None, "a cut length");

@@ -109,8 +109,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::set_permissions(&args.socket, std::fs::Permissions::from_mode(0o600))?;
     let ours = std::fs::symlink_metadata(&args.socket)?;
     let mut last_call = Instant::now();
-    // What the last call used (its policy file, its audit database): the next idle judge
-    // prepares them while it waits.
+    // The policy file and the audit database calls used last: the next idle judge prepares
+    // them while it waits.
     let mut last = Notes::default();
     let mut pool = Vec::with_capacity(POOL);
     for _ in 0..POOL {
@@ -141,7 +141,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // it starts when this judge is done (or has had its share of time).
                 idle.wait_for_exit(CALL_SHARE);
                 if let Some(notes) = idle.notes() {
-                    last = notes;
+                    last.update(notes);
                 }
             }
             Event::Died => {
@@ -251,14 +251,12 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes
     if wait_single_threaded(Duration::from_secs(2)).is_err() {
         std::process::exit(0);
     }
-    // The last call's audit database, opened now (its schema checked), with the runtime the
-    // call's guard then runs on: the call only confirms it is still that file and schema. An
+    // The runtime the call's guard runs on, and on it the last call's audit database, opened
+    // now (its schema checked): the call only confirms it is still that file and schema. An
     // existing file only: a policy that stopped naming it must not see it made again. This
     // starts SQLite's connection threads, which stay parked on their channels until the call
     // sends them a statement.
-    if let Some(db) = last.audit_db.as_deref().filter(|db| db.is_file()) {
-        let _ = crate::front::hold_audit_db(db);
-    }
+    let _ = crate::front::hold(last.audit_db.as_deref().filter(|db| db.is_file()));
     loop {
         let mut fds = [
             rustix::event::PollFd::new(listener, rustix::event::PollFlags::IN),
