@@ -17,8 +17,8 @@
 //! It serves the user who started it only (the peer's uid is checked), exits after [`IDLE`]
 //! without a call, and within a second when its socket is removed or replaced.
 
-// Fork, the allocator's parameters, the judge's environment and populating its code's page
-// table: each `unsafe` block says why it is sound here.
+// Fork, the allocator's parameters and the judge's environment: each `unsafe` block says why it is
+// sound here.
 #![allow(unsafe_code)]
 
 use std::ffi::OsString;
@@ -305,52 +305,11 @@ fn warm_this_judge(policy: Option<&Path>) {
     }
     crate::cmd::warm_up_hooks(crate::cmd::WarmUp::OneCall);
     crate::prepare_hook_cli();
-    map_files_in();
     // The last call's policy, parsed now: the call's own load reuses the parse when the file
     // is unchanged (it is read again either way). A file that does not parse is the call's
     // error to report, not this warm-up's.
     if let Some(policy) = policy {
         let _ = crate::policy::Policy::load(Some(policy));
-    }
-}
-
-/// Maps every page of this process's read-only file mappings (the executable's code and
-/// constants, the C library's) into its page table. A fork copies no page-table entry of such
-/// a mapping (they are refilled on demand), so without this a call would take a page fault
-/// for each code page it runs that the warm-up did not: measured as the largest single cost of
-/// a judge's call. Page-cache pages only: no memory is copied. Best effort, as it only saves
-/// time: a kernel before 5.14 refuses the advice and the call faults as before.
-fn map_files_in() {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return;
-    };
-    for line in maps.lines() {
-        let mut fields = line.split_ascii_whitespace();
-        let (Some(range), Some(perms), Some(path)) = (fields.next(), fields.next(), fields.nth(3))
-        else {
-            continue;
-        };
-        if !path.starts_with('/') || !perms.starts_with('r') || perms.contains('w') {
-            continue;
-        }
-        let Some((start, end)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
-        // SAFETY: the range is a whole mapping of this process, as the kernel listed it, and
-        // is read-only; populating it for reading changes no byte of it.
-        unsafe {
-            libc::madvise(
-                start as *mut libc::c_void,
-                end.saturating_sub(start),
-                libc::MADV_POPULATE_READ,
-            );
-        }
     }
 }
 
