@@ -203,6 +203,18 @@ impl GuardBuilder {
         self.audit_db = Some(db);
         self
     }
+    /// The audit database [`GuardBuilder::build`] opens: `None` when `[hooks] audit` is off
+    /// or a log was given.
+    pub fn audit_target(&self) -> Result<Option<perm_hooks::AuditTarget>, Error> {
+        if self.audit.is_some() || !self.hooks.audit {
+            return Ok(None);
+        }
+        let path = self.hooks.audit_db_path().map_err(|e| Error::Config {
+            layer: "hooks",
+            message: e.to_string(),
+        })?;
+        Ok(Some(audit_target(&self.cwd, &path)))
+    }
     /// The fleet kill switch (`agent-guard cancel`): calls of a cancelled session are denied.
     /// Opened on the audit database when `[hooks] audit` opens one and none is given.
     pub fn kill_switch(mut self, kill: KillSwitch) -> Self {

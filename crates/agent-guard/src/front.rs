@@ -160,7 +160,15 @@ impl Front {
                 agent_core::auto::AutoConfig::default()
             });
         let builder = match held_db {
-            Some(db) => builder.audit_db(db),
+            Some(db) if builder.audit_target().ok().flatten().as_ref() == Some(db.target()) => {
+                builder.audit_db(db)
+            }
+            Some(db) => {
+                // Not this call's database. Closing it could checkpoint its log (`fsync`s) on
+                // the call's path; this judge's process ends after the call and closes it.
+                std::mem::forget(db);
+                builder
+            }
             None => builder,
         };
         let guard = rt
