@@ -151,7 +151,10 @@ static HOOK_CLI: std::sync::Mutex<Option<clap::Command>> = std::sync::Mutex::new
 pub(crate) fn prepare_hook_cli() {
     use clap::CommandFactory as _;
     if let Ok(mut cli) = HOOK_CLI.lock() {
-        *cli = Some(HookCli::command());
+        let mut command = HookCli::command();
+        // What the first parse would do (each subcommand's arguments put in order): now.
+        command.build();
+        *cli = Some(command);
     }
 }
 
