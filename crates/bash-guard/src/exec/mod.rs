@@ -448,6 +448,34 @@ impl Runner {
         })
     }
 
+    /// The Landlock half of a confined run: the request's roots, its private temp dir and the
+    /// file-system profile. Records the toolchains and the profile's notes in `report`.
+    fn fs_spec(
+        &self,
+        request: &ExecRequest,
+        tmp: &Path,
+        report: &mut ConfinementReport,
+    ) -> trampoline::FsSpec {
+        let (mut read_roots, mut write_roots) = request
+            .confinement
+            .as_ref()
+            .map(|c| (c.read_roots.clone(), c.write_roots.clone()))
+            .unwrap_or_default();
+        write_roots.push(tmp.to_path_buf());
+        let profile = self.fs_profile();
+        report.toolchains = profile.toolchains.clone();
+        report.notes.extend(profile.notes.iter().cloned());
+        read_roots.extend(profile.read.iter().cloned());
+        read_roots.extend(profile.toolchains.iter().cloned());
+        trampoline::FsSpec {
+            read_roots,
+            write_roots,
+            system_read: self.config.system_read_paths.clone(),
+            list_only: profile.list_only.clone(),
+            devices: self.config.device_paths.clone(),
+        }
+    }
+
     /// The effective timeout of a request: the default when none, clamped to the maximum.
     pub fn effective_timeout(&self, requested: Option<Duration>) -> Duration {
         let max = Duration::from_secs(self.config.max_timeout_secs);
@@ -518,21 +546,8 @@ impl Runner {
                         }
                     }
                 }
-                let mut write_roots = conf.write_roots.clone();
-                write_roots.push(tmp.clone());
-                let profile = self.fs_profile();
-                report.toolchains = profile.toolchains.clone();
-                report.notes.extend(profile.notes.iter().cloned());
-                let mut read_roots = conf.read_roots.clone();
-                read_roots.extend(profile.read.iter().cloned());
-                read_roots.extend(profile.toolchains.iter().cloned());
                 let memory_in_cgroup = cgroup.as_ref().is_some_and(PidsCgroup::has_memory);
                 let spec = trampoline::Spec {
-                    read_roots,
-                    write_roots,
-                    system_read: self.config.system_read_paths.clone(),
-                    list_only: profile.list_only.clone(),
-                    devices: self.config.device_paths.clone(),
                     block_network: conf.block_network,
                     cgroup_procs: cgroup
                         .as_ref()
@@ -600,23 +615,32 @@ impl Runner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        // The trampoline's report pipe: its stdin, which it swaps for /dev/null before `exec`.
-        let report_pipe = if wants_report {
-            let (reader, writer) = std::io::pipe().map_err(|source| ExecError::Spawn {
-                program: PathBuf::from(cmd.as_std().get_program()),
-                source,
-            })?;
-            cmd.stdin(Stdio::from(writer));
-            Some(reader)
+        // The trampoline's stdin, which it swaps for /dev/null before `exec`: a socket that brings
+        // it the file-system spec and takes back its report.
+        let program = PathBuf::from(cmd.as_std().get_program());
+        let socket = if wants_report {
+            let (ours, theirs) =
+                std::os::unix::net::UnixStream::pair().map_err(|source| ExecError::Spawn {
+                    program: program.clone(),
+                    source,
+                })?;
+            cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+            Some(ours)
         } else {
             None
         };
-        let program = PathBuf::from(cmd.as_std().get_program());
         let spawned = cmd.spawn();
-        // The command keeps our copy of the pipe's write end: without dropping it the report
+        // The command keeps our copy of the trampoline's end: without dropping it the report
         // would never see end of file.
         drop(cmd);
         let mut child = spawned.map_err(|source| ExecError::Spawn { program, source })?;
+        if let Some(socket) = &socket {
+            // Computed only now, while the trampoline starts, joins the cgroups and enters its
+            // namespaces: the two run side by side. A spec that cannot be sent leaves the
+            // trampoline without Landlock rules, and it then refuses to run the command.
+            let fs = self.fs_spec(request, tmp, &mut report);
+            send_fs_spec(socket, &fs)?;
+        }
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -684,8 +708,8 @@ impl Runner {
         let stdout = stdout.finish(self.config.max_output_chars);
         let stderr = stderr.finish(self.config.max_output_chars);
 
-        if let Some(pipe) = report_pipe {
-            match read_report(pipe) {
+        if let Some(socket) = socket {
+            match read_report(socket) {
                 Some(applied) => {
                     report.landlock = applied.landlock;
                     report.cgroup = applied.cgroup_joined;
@@ -754,14 +778,30 @@ impl Runner {
     }
 }
 
-/// Reads the trampoline's report. Every writer is gone by now (the trampoline replaced the pipe
-/// with /dev/null before `exec`, or died); non-blocking all the same, so a stray holder of the
-/// write end can only make the report missing (fail closed), never hang the run.
-fn read_report(mut pipe: std::io::PipeReader) -> Option<trampoline::Applied> {
+/// Writes the file-system spec to the trampoline and ends our side for writing (its end of
+/// file). The socket's buffer holds a spec of any usual size, so this does not wait for the
+/// trampoline; a larger one waits until it reads, or fails once it is gone.
+fn send_fs_spec(
+    mut socket: &std::os::unix::net::UnixStream,
+    fs: &trampoline::FsSpec,
+) -> Result<(), ExecError> {
+    use std::io::Write;
+    let text = serde_json::to_vec(fs)
+        .map_err(|e| ExecError::Unconfined(format!("cannot encode the spec: {e}")))?;
+    socket
+        .write_all(&text)
+        .and_then(|()| socket.shutdown(std::net::Shutdown::Write))
+        .map_err(|e| ExecError::Unconfined(format!("cannot send the spec: {e}")))
+}
+
+/// Reads the trampoline's report. Every writer is gone by now (the trampoline replaced its
+/// socket with /dev/null before `exec`, or died); non-blocking all the same, so a stray holder
+/// of its end can only make the report missing (fail closed), never hang the run.
+fn read_report(mut socket: std::os::unix::net::UnixStream) -> Option<trampoline::Applied> {
     use std::io::Read;
-    rustix::fs::fcntl_setfl(&pipe, rustix::fs::OFlags::NONBLOCK).ok()?;
+    socket.set_nonblocking(true).ok()?;
     let mut buf = Vec::new();
-    pipe.read_to_end(&mut buf).ok()?;
+    socket.read_to_end(&mut buf).ok()?;
     serde_json::from_slice(&buf).ok()
 }
 

@@ -23,16 +23,12 @@ use super::{LandlockReport, LandlockState, confine, sys};
 /// Exit code of a trampoline that refused to run the command unconfined.
 pub(crate) const REFUSED_EXIT: i32 = 125;
 
-/// What the runner asks the trampoline to apply, passed as one JSON argument.
+/// What the runner asks the trampoline to apply to the process, passed as one JSON argument:
+/// everything up to PID 1's fork (cgroups, limits, namespaces) depends only on this, so the
+/// trampoline starts and sets it up while the runner is still computing the [`FsSpec`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
-    pub(crate) read_roots: Vec<PathBuf>,
-    pub(crate) write_roots: Vec<PathBuf>,
-    pub(crate) system_read: Vec<PathBuf>,
-    /// Directories whose listing alone is readable (parents of entry-by-entry reads).
-    pub(crate) list_only: Vec<PathBuf>,
-    pub(crate) devices: Vec<PathBuf>,
     pub(crate) block_network: bool,
     /// Files to write to join the cgroups (pids, then memory on cgroup v1): v1 `tasks` files
     /// (written `0`, see [`join_cgroup`]) or v2 `cgroup.procs`.
@@ -47,6 +43,38 @@ pub(crate) struct Spec {
     /// Task cap of the PID namespace (`pid_max`), when isolated.
     pub(crate) pid_ns_max: Option<u64>,
     pub(crate) require: bool,
+}
+
+/// The file-system half of what the runner asks (the Landlock rules), written as JSON to the
+/// trampoline's standard input (a socket) after it was spawned, and read by the process that
+/// becomes the command just before Landlock. Without a complete one the trampoline never
+/// executes the command, whatever `require` says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FsSpec {
+    pub(crate) read_roots: Vec<PathBuf>,
+    pub(crate) write_roots: Vec<PathBuf>,
+    pub(crate) system_read: Vec<PathBuf>,
+    /// Directories whose listing alone is readable (parents of entry-by-entry reads).
+    pub(crate) list_only: Vec<PathBuf>,
+    pub(crate) devices: Vec<PathBuf>,
+}
+
+/// Largest [`FsSpec`] the trampoline reads: far above any real one (a few KiB per hundred
+/// roots), so a runner gone wrong cannot make it allocate without bound.
+const MAX_FS_SPEC: u64 = 16 << 20;
+
+/// Reads the [`FsSpec`] from standard input up to end of file (the runner shuts its side down
+/// for writing once it has sent it).
+fn read_fs_spec() -> Result<FsSpec, String> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock().take(MAX_FS_SPEC);
+    input
+        .read_to_end(&mut text)
+        .map_err(|e| format!("cannot read the file-system spec: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("bad file-system spec: {e}"))
 }
 
 /// What the trampoline managed to apply, written before `exec` to its standard input: a pipe the
@@ -80,7 +108,7 @@ pub(crate) struct Applied {
 /// `agent-guard __sandbox-exec`).
 ///
 /// `args` are the arguments after the program name (or subcommand): `<spec-json> -- <program>
-/// <args>...`. On success this never returns (the process becomes `<program>`); it returns exit
+/// <args>...`; standard input is a socket that brings the [`FsSpec`] and takes the report. On success this never returns (the process becomes `<program>`); it returns exit
 /// code 125 when `require_confinement` could not be met and 127 when the arguments are bad or the
 /// program cannot be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -143,9 +171,18 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             Err(e) => applied.isolation_errors.push(format!("cannot fork: {e}")),
         }
     }
-    confine_self(&spec, &mut applied);
-    if spec.require {
-        applied.refused = unmet(&spec, &applied);
+    // Only now, in the process that becomes the command: everything above ran while the runner
+    // was still computing the file-system half.
+    match read_fs_spec() {
+        Ok(fs) => {
+            confine_self(&spec, &fs, &mut applied);
+            if spec.require {
+                applied.refused = unmet(&spec, &applied);
+            }
+        }
+        // No Landlock rules to apply: never run the command (fail closed even when `require` is
+        // off, the runner failed before it finished asking).
+        Err(e) => applied.refused = Some(e),
     }
     if let Ok(text) = serde_json::to_vec(&applied) {
         // One write of a few hundred bytes (below PIPE_BUF, so it fits the pipe whole and never
@@ -247,13 +284,13 @@ fn join_cgroup(file: &std::path::Path) -> std::io::Result<()> {
 
 /// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
 /// steps before `exec`, in the process that becomes the command.
-fn confine_self(spec: &Spec, applied: &mut Applied) {
+fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) {
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         applied
             .isolation_errors
             .push(format!("cannot set no-new-privs: {e}"));
     }
-    applied.landlock = landlock(spec);
+    applied.landlock = landlock(spec, fs);
     if !spec.isolate {
         return;
     }
@@ -303,7 +340,7 @@ fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
     None
 }
 
-fn landlock(spec: &Spec) -> LandlockReport {
+fn landlock(spec: &Spec, fs: &FsSpec) -> LandlockReport {
     // The newest ABI this crate knows; best-effort compatibility reports what the kernel lacks
     // as PartiallyEnforced/NotEnforced rather than failing.
     let abi = ABI::V7;
@@ -318,14 +355,11 @@ fn landlock(spec: &Spec) -> LandlockReport {
         let read = AccessFs::from_read(abi);
         ruleset
             .create()?
-            .add_rules(path_beneath_rules(&spec.system_read, read))?
-            .add_rules(path_beneath_rules(&spec.read_roots, read))?
-            .add_rules(path_beneath_rules(&spec.list_only, AccessFs::ReadDir))?
-            .add_rules(path_beneath_rules(&spec.devices, AccessFs::from_file(abi)))?
-            .add_rules(path_beneath_rules(
-                &spec.write_roots,
-                AccessFs::from_all(abi),
-            ))?
+            .add_rules(path_beneath_rules(&fs.system_read, read))?
+            .add_rules(path_beneath_rules(&fs.read_roots, read))?
+            .add_rules(path_beneath_rules(&fs.list_only, AccessFs::ReadDir))?
+            .add_rules(path_beneath_rules(&fs.devices, AccessFs::from_file(abi)))?
+            .add_rules(path_beneath_rules(&fs.write_roots, AccessFs::from_all(abi)))?
             .restrict_self()
     })();
     match result {
