@@ -519,44 +519,15 @@ impl Runner {
                     let cmd = Command::new(&self.config.shell);
                     return self
                         .finish_spawn(
-                            cmd, request, timeout, &tmp, None, false, report, started, cancel,
+                            cmd, request, timeout, &tmp, &mut None, false, report, started, cancel,
                         )
                         .await;
                 };
-                let skip_v1 = !self.config.join_cgroup_v1 && conf.isolate && cgroup::is_v1();
-                if skip_v1 {
-                    report.cgroup_reason = Some(
-                        "cgroup v1 not joined (join_cgroup_v1 = false): the PID namespace caps \
-                         tasks, RLIMIT_AS caps memory"
-                            .into(),
-                    );
-                }
-                if let Some(max) = conf.max_processes.filter(|_| !skip_v1) {
-                    match self.cgroups.take(max, conf.memory_max) {
-                        Ok(cg) => cgroup = Some(cg),
-                        Err(reason) => {
-                            let root = rustix::process::getuid().is_root();
-                            // With isolation the PID namespace's pid_max still binds root.
-                            if conf.require_confinement && root && !conf.isolate {
-                                return Err(ExecError::Unconfined(format!(
-                                    "no process cap for root: {reason}"
-                                )));
-                            }
-                            report.cgroup_reason = Some(reason);
-                        }
-                    }
-                }
-                let memory_in_cgroup = cgroup.as_ref().is_some_and(PidsCgroup::has_memory);
                 let spec = trampoline::Spec {
                     block_network: conf.block_network,
-                    cgroup_procs: cgroup
-                        .as_ref()
-                        .map(PidsCgroup::join_files)
-                        .unwrap_or_default(),
                     max_file_size: conf.max_file_size,
                     cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
                     max_processes: conf.max_processes.map(u64::from),
-                    address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
                     isolate: conf.isolate,
                     pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
                     require: conf.require_confinement,
@@ -575,7 +546,7 @@ impl Runner {
                 request,
                 timeout,
                 &tmp,
-                cgroup.as_ref(),
+                &mut cgroup,
                 request.confinement.is_some(),
                 report,
                 started,
@@ -589,6 +560,40 @@ impl Runner {
         result
     }
 
+    /// The run's cgroups (taken from the pool), or why there are none; an error when a run that
+    /// must be confined cannot go without one.
+    fn take_cgroup(
+        &self,
+        conf: &Confinement,
+        report: &mut ConfinementReport,
+    ) -> Result<Option<PidsCgroup>, ExecError> {
+        let skip_v1 = !self.config.join_cgroup_v1 && conf.isolate && cgroup::is_v1();
+        if skip_v1 {
+            report.cgroup_reason = Some(
+                "cgroup v1 not joined (join_cgroup_v1 = false): the PID namespace caps \
+                 tasks, RLIMIT_AS caps memory"
+                    .into(),
+            );
+        }
+        let Some(max) = conf.max_processes.filter(|_| !skip_v1) else {
+            return Ok(None);
+        };
+        match self.cgroups.take(max, conf.memory_max) {
+            Ok(cg) => Ok(Some(cg)),
+            Err(reason) => {
+                let root = rustix::process::getuid().is_root();
+                // With isolation the PID namespace's pid_max still binds root.
+                if conf.require_confinement && root && !conf.isolate {
+                    return Err(ExecError::Unconfined(format!(
+                        "no process cap for root: {reason}"
+                    )));
+                }
+                report.cgroup_reason = Some(reason);
+                Ok(None)
+            }
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn finish_spawn(
         &self,
@@ -596,7 +601,7 @@ impl Runner {
         request: &ExecRequest,
         timeout: Duration,
         tmp: &Path,
-        cgroup: Option<&PidsCgroup>,
+        cgroup_slot: &mut Option<PidsCgroup>,
         wants_report: bool,
         mut report: ConfinementReport,
         started: Instant,
@@ -634,13 +639,23 @@ impl Runner {
         // would never see end of file.
         drop(cmd);
         let mut child = spawned.map_err(|source| ExecError::Spawn { program, source })?;
-        if let Some(socket) = &socket {
-            // Computed only now, while the trampoline starts, joins the cgroups and enters its
-            // namespaces: the two run side by side. A spec that cannot be sent leaves the
-            // trampoline without Landlock rules, and it then refuses to run the command.
+        if let (Some(socket), Some(conf)) = (&socket, &request.confinement) {
+            // Both computed only now, side by side with the trampoline: the cgroups while it
+            // starts (it joins them first), the Landlock rules while it enters its namespaces.
+            // Whatever is not sent leaves the trampoline short of a frame, and it then refuses
+            // to run the command (the error return also kills it).
+            *cgroup_slot = self.take_cgroup(conf, &mut report)?;
+            let cg = cgroup_slot.as_ref();
+            let memory_in_cgroup = cg.is_some_and(PidsCgroup::has_memory);
+            let cgroups = trampoline::CgroupSpec {
+                cgroup_procs: cg.map(PidsCgroup::join_files).unwrap_or_default(),
+                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
+            };
+            send_frame(socket, &cgroups)?;
             let fs = self.fs_spec(request, tmp, &mut report);
-            send_fs_spec(socket, &fs)?;
+            send_frame(socket, &fs)?;
         }
+        let cgroup = cgroup_slot.as_ref();
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -778,19 +793,17 @@ impl Runner {
     }
 }
 
-/// Writes the file-system spec to the trampoline and ends our side for writing (its end of
-/// file). The socket's buffer holds a spec of any usual size, so this does not wait for the
-/// trampoline; a larger one waits until it reads, or fails once it is gone.
-fn send_fs_spec(
+/// Writes one frame to the trampoline. The socket's buffer holds a spec of any usual size, so
+/// this does not wait for the trampoline; a larger one waits until it reads, or fails once it is
+/// gone.
+fn send_frame<T: Serialize>(
     mut socket: &std::os::unix::net::UnixStream,
-    fs: &trampoline::FsSpec,
+    value: &T,
 ) -> Result<(), ExecError> {
     use std::io::Write;
-    let text = serde_json::to_vec(fs)
-        .map_err(|e| ExecError::Unconfined(format!("cannot encode the spec: {e}")))?;
+    let bytes = trampoline::frame(value).map_err(ExecError::Unconfined)?;
     socket
-        .write_all(&text)
-        .and_then(|()| socket.shutdown(std::net::Shutdown::Write))
+        .write_all(&bytes)
         .map_err(|e| ExecError::Unconfined(format!("cannot send the spec: {e}")))
 }
 

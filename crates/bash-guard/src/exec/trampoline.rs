@@ -30,14 +30,9 @@ pub(crate) const REFUSED_EXIT: i32 = 125;
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
     pub(crate) block_network: bool,
-    /// Files to write to join the cgroups (pids, then memory on cgroup v1): v1 `tasks` files
-    /// (written `0`, see [`join_cgroup`]) or v2 `cgroup.procs`.
-    pub(crate) cgroup_procs: Vec<PathBuf>,
     pub(crate) max_file_size: Option<u64>,
     pub(crate) cpu_time_secs: Option<u64>,
     pub(crate) max_processes: Option<u64>,
-    /// `RLIMIT_AS`: the memory cap where no memory cgroup holds it.
-    pub(crate) address_space: Option<u64>,
     /// Namespaces, no capabilities, seccomp.
     pub(crate) isolate: bool,
     /// Task cap of the PID namespace (`pid_max`), when isolated.
@@ -45,10 +40,23 @@ pub(crate) struct Spec {
     pub(crate) require: bool,
 }
 
-/// The file-system half of what the runner asks (the Landlock rules), written as JSON to the
-/// trampoline's standard input (a socket) after it was spawned, and read by the process that
-/// becomes the command just before Landlock. Without a complete one the trampoline never
-/// executes the command, whatever `require` says.
+/// The run's cgroups, the first frame on the trampoline's standard input: the runner creates
+/// them while the trampoline starts, which reads this before anything else it applies.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CgroupSpec {
+    /// Files to write to join the cgroups (pids, then memory on cgroup v1): v1 `tasks` files
+    /// (written `0`, see [`join_cgroup`]) or v2 `cgroup.procs`.
+    pub(crate) cgroup_procs: Vec<PathBuf>,
+    /// `RLIMIT_AS`: the memory cap where no memory cgroup holds it.
+    pub(crate) address_space: Option<u64>,
+}
+
+/// The file-system half of what the runner asks (the Landlock rules), the second frame on the
+/// trampoline's standard input, sent once the runner computed it (the trampoline is entering
+/// its namespaces meanwhile) and read by the process that becomes the command just before
+/// Landlock. Without a complete one the trampoline never executes the command, whatever
+/// `require` says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FsSpec {
@@ -60,21 +68,51 @@ pub(crate) struct FsSpec {
     pub(crate) devices: Vec<PathBuf>,
 }
 
-/// Largest [`FsSpec`] the trampoline reads: far above any real one (a few KiB per hundred
-/// roots), so a runner gone wrong cannot make it allocate without bound.
-const MAX_FS_SPEC: u64 = 16 << 20;
+/// Largest frame the trampoline reads: far above any real one (a few KiB per hundred roots), so
+/// a runner gone wrong cannot make it allocate without bound.
+const MAX_FRAME: usize = 16 << 20;
 
-/// Reads the [`FsSpec`] from standard input up to end of file (the runner shuts its side down
-/// for writing once it has sent it).
-fn read_fs_spec() -> Result<FsSpec, String> {
-    use std::io::Read;
-    let mut text = Vec::new();
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock().take(MAX_FS_SPEC);
-    input
-        .read_to_end(&mut text)
-        .map_err(|e| format!("cannot read the file-system spec: {e}"))?;
-    serde_json::from_slice(&text).map_err(|e| format!("bad file-system spec: {e}"))
+/// Encodes one frame for the trampoline's standard input: the JSON's length (`u32`, little
+/// endian), then the JSON.
+pub(crate) fn frame<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    let json = serde_json::to_vec(value).map_err(|e| format!("cannot encode the spec: {e}"))?;
+    let len = u32::try_from(json.len())
+        .ok()
+        .filter(|n| *n as usize <= MAX_FRAME)
+        .ok_or_else(|| format!("the spec is too large ({} bytes)", json.len()))?;
+    let mut out = len.to_le_bytes().to_vec();
+    out.extend_from_slice(&json);
+    Ok(out)
+}
+
+/// Fills `buf` from file descriptor 0 with plain `read`s (std's `Stdin` buffers ahead).
+fn read_exact_stdin(mut buf: &mut [u8]) -> Result<(), String> {
+    while !buf.is_empty() {
+        match rustix::io::read(std::io::stdin(), &mut *buf) {
+            Ok(0) => return Err("end of input".into()),
+            Ok(n) => {
+                let rest = std::mem::take(&mut buf);
+                buf = rest.get_mut(n..).unwrap_or_default();
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one frame from standard input, unbuffered: the rest stays in the socket for the next
+/// reader (PID 1, after the fork, reads the second).
+fn read_frame<T: serde::de::DeserializeOwned>(what: &str) -> Result<T, String> {
+    let mut len = [0u8; 4];
+    read_exact_stdin(&mut len).map_err(|e| format!("cannot read the {what}: {e}"))?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(format!("the {what} is too large ({len} bytes)"));
+    }
+    let mut text = vec![0u8; len];
+    read_exact_stdin(&mut text).map_err(|e| format!("cannot read the {what}: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("bad {what}: {e}"))
 }
 
 /// What the trampoline managed to apply, written before `exec` to its standard input: a pipe the
@@ -135,7 +173,15 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             .isolation_errors
             .push(format!("cannot close inherited descriptors: {e}")),
     }
-    limit(&spec, &mut applied);
+    let cgroups = match read_frame::<CgroupSpec>("cgroup spec") {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing applied yet: never run the command.
+            eprintln!("bash-guard: refusing to run unconfined: {e}");
+            return ExitCode::from(REFUSED_EXIT as u8);
+        }
+    };
+    limit(&spec, &cgroups, &mut applied);
     if spec.isolate {
         match confine::enter_namespaces(spec.block_network) {
             Ok(names) => applied.namespaces = names.iter().map(|n| (*n).to_string()).collect(),
@@ -173,11 +219,11 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     }
     // Only now, in the process that becomes the command: everything above ran while the runner
     // was still computing the file-system half.
-    match read_fs_spec() {
+    match read_frame::<FsSpec>("file-system spec") {
         Ok(fs) => {
             confine_self(&spec, &fs, &mut applied);
             if spec.require {
-                applied.refused = unmet(&spec, &applied);
+                applied.refused = unmet(&spec, &cgroups, &applied);
             }
         }
         // No Landlock rules to apply: never run the command (fail closed even when `require` is
@@ -234,9 +280,9 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 /// Joins the cgroups and sets the resource limits: before any fork, so every task is counted.
-fn limit(spec: &Spec, applied: &mut Applied) {
-    applied.cgroup_joined = !spec.cgroup_procs.is_empty();
-    for file in &spec.cgroup_procs {
+fn limit(spec: &Spec, cgroups: &CgroupSpec, applied: &mut Applied) {
+    applied.cgroup_joined = !cgroups.cgroup_procs.is_empty();
+    for file in &cgroups.cgroup_procs {
         if let Err(e) = join_cgroup(file) {
             applied.cgroup_joined = false;
             applied.cgroup_error = Some(format!("cannot join `{}`: {e}", file.display()));
@@ -247,7 +293,7 @@ fn limit(spec: &Spec, applied: &mut Applied) {
         ("fsize", Resource::Fsize, spec.max_file_size),
         ("cpu", Resource::Cpu, spec.cpu_time_secs),
         ("nproc", Resource::Nproc, spec.max_processes),
-        ("as", Resource::As, spec.address_space),
+        ("as", Resource::As, cgroups.address_space),
     ];
     for (name, resource, value) in limits {
         let Some(v) = value else { continue };
@@ -304,7 +350,7 @@ fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) {
     }
 }
 
-fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
+fn unmet(spec: &Spec, cgroups: &CgroupSpec, applied: &Applied) -> Option<String> {
     if applied.landlock.status != LandlockState::FullyEnforced {
         return Some(format!(
             "landlock is {} ({})",
@@ -322,7 +368,7 @@ fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
             applied.isolation_errors.join("; ")
         ));
     }
-    if !spec.cgroup_procs.is_empty() && !applied.cgroup_joined {
+    if !cgroups.cgroup_procs.is_empty() && !applied.cgroup_joined {
         return Some(applied.cgroup_error.clone().unwrap_or_default());
     }
     if spec.isolate {
