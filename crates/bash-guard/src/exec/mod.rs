@@ -500,7 +500,7 @@ impl Runner {
             .prefix("bash-guard-")
             .tempdir()
             .map_err(ExecError::TempDir)?;
-        // The command's TMPDIR itself: the report comes back through a pipe, so nothing of the
+        // The command's TMPDIR itself: the report comes back through a socket, so nothing of the
         // runner's lives in there to protect from the command (and one mkdir/rmdir less per run).
         let tmp = private.path().to_path_buf();
 

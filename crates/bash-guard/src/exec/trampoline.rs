@@ -24,8 +24,9 @@ use super::{LandlockReport, LandlockState, confine, sys};
 pub(crate) const REFUSED_EXIT: i32 = 125;
 
 /// What the runner asks the trampoline to apply to the process, passed as one JSON argument:
-/// everything up to PID 1's fork (cgroups, limits, namespaces) depends only on this, so the
-/// trampoline starts and sets it up while the runner is still computing the [`FsSpec`].
+/// with the [`CgroupSpec`], everything up to PID 1's fork (cgroups, limits, namespaces) depends
+/// only on this, so the trampoline sets it up while the runner is still computing the
+/// [`FsSpec`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
@@ -115,8 +116,8 @@ fn read_frame<T: serde::de::DeserializeOwned>(what: &str) -> Result<T, String> {
     serde_json::from_slice(&text).map_err(|e| format!("bad {what}: {e}"))
 }
 
-/// What the trampoline managed to apply, written before `exec` to its standard input: a pipe the
-/// runner reads (no file to create, read and unlink per run), replaced by `/dev/null` for the
+/// What the trampoline managed to apply, written before `exec` to its standard input: the
+/// runner's socket (no file to create, read and unlink per run), replaced by `/dev/null` for the
 /// command.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Applied {
@@ -231,8 +232,8 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         Err(e) => applied.refused = Some(e),
     }
     if let Ok(text) = serde_json::to_vec(&applied) {
-        // One write of a few hundred bytes (below PIPE_BUF, so it fits the pipe whole and never
-        // blocks); a missing or short report makes the runner fail closed.
+        // One write of a few hundred bytes (far below the socket's buffer, so it goes whole and
+        // never blocks); a missing or short report makes the runner fail closed.
         let _ = rustix::io::write(std::io::stdin(), &text);
     }
     if let Some(reason) = &applied.refused {
