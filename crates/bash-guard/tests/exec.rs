@@ -527,3 +527,76 @@ async fn a_confined_run_sees_its_processes_only_while_they_run() {
     }
     assert!(host_sleepers(&arg).is_empty());
 }
+
+/// The trampoline learns its cgroups and its Landlock rules from frames on its standard input
+/// (a JSON length-prefixed with a little-endian `u32`). A runner that dies or fails before
+/// sending both must leave a trampoline that never runs the command, even with
+/// `require_confinement` off in the spec.
+#[test]
+fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let spec = r#"{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":false}"#;
+    let frame = |json: &str| {
+        let mut f = u32::try_from(json.len()).unwrap().to_le_bytes().to_vec();
+        f.extend_from_slice(json.as_bytes());
+        f
+    };
+    let cgroups = frame(r#"{"cgroup_procs":[],"address_space":null}"#);
+    let fs = frame(&format!(
+        r#"{{"read_roots":[],"write_roots":[{:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}}"#,
+        dir.path()
+    ));
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("no frame at all", Vec::new()),
+        ("the cgroup frame only", cgroups.clone()),
+        (
+            "a cut-off Landlock frame",
+            [cgroups.clone(), fs[..fs.len() / 2].to_vec()].concat(),
+        ),
+        (
+            "a frame longer than the limit",
+            [cgroups.clone(), u32::MAX.to_le_bytes().to_vec()].concat(),
+        ),
+    ];
+    for (what, input) in cases {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+            .arg(spec)
+            .arg("--")
+            .arg("/bin/sh")
+            .arg("-c")
+            .arg(format!("touch {}", marker.display()))
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{what}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("refusing to run unconfined"),
+            "{what}: {out:?}"
+        );
+        assert!(!marker.exists(), "{what}: the command ran");
+    }
+    // The same spec with both frames complete runs it: the cases above failed for the frames.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+        .arg(spec)
+        .arg("--")
+        .arg("/bin/sh")
+        .arg("-c")
+        .arg(format!("touch {}", marker.display()))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&[cgroups, fs].concat())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(marker.exists());
+}

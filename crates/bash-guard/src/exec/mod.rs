@@ -448,6 +448,34 @@ impl Runner {
         })
     }
 
+    /// The Landlock half of a confined run: the request's roots, its private temp dir and the
+    /// file-system profile. Records the toolchains and the profile's notes in `report`.
+    fn fs_spec(
+        &self,
+        request: &ExecRequest,
+        tmp: &Path,
+        report: &mut ConfinementReport,
+    ) -> trampoline::FsSpec {
+        let (mut read_roots, mut write_roots) = request
+            .confinement
+            .as_ref()
+            .map(|c| (c.read_roots.clone(), c.write_roots.clone()))
+            .unwrap_or_default();
+        write_roots.push(tmp.to_path_buf());
+        let profile = self.fs_profile();
+        report.toolchains = profile.toolchains.clone();
+        report.notes.extend(profile.notes.iter().cloned());
+        read_roots.extend(profile.read.iter().cloned());
+        read_roots.extend(profile.toolchains.iter().cloned());
+        trampoline::FsSpec {
+            read_roots,
+            write_roots,
+            system_read: self.config.system_read_paths.clone(),
+            list_only: profile.list_only.clone(),
+            devices: self.config.device_paths.clone(),
+        }
+    }
+
     /// The effective timeout of a request: the default when none, clamped to the maximum.
     pub fn effective_timeout(&self, requested: Option<Duration>) -> Duration {
         let max = Duration::from_secs(self.config.max_timeout_secs);
@@ -472,7 +500,7 @@ impl Runner {
             .prefix("bash-guard-")
             .tempdir()
             .map_err(ExecError::TempDir)?;
-        // The command's TMPDIR itself: the report comes back through a pipe, so nothing of the
+        // The command's TMPDIR itself: the report comes back through a socket, so nothing of the
         // runner's lives in there to protect from the command (and one mkdir/rmdir less per run).
         let tmp = private.path().to_path_buf();
 
@@ -491,57 +519,15 @@ impl Runner {
                     let cmd = Command::new(&self.config.shell);
                     return self
                         .finish_spawn(
-                            cmd, request, timeout, &tmp, None, false, report, started, cancel,
+                            cmd, request, timeout, &tmp, &mut None, false, report, started, cancel,
                         )
                         .await;
                 };
-                let skip_v1 = !self.config.join_cgroup_v1 && conf.isolate && cgroup::is_v1();
-                if skip_v1 {
-                    report.cgroup_reason = Some(
-                        "cgroup v1 not joined (join_cgroup_v1 = false): the PID namespace caps \
-                         tasks, RLIMIT_AS caps memory"
-                            .into(),
-                    );
-                }
-                if let Some(max) = conf.max_processes.filter(|_| !skip_v1) {
-                    match self.cgroups.take(max, conf.memory_max) {
-                        Ok(cg) => cgroup = Some(cg),
-                        Err(reason) => {
-                            let root = rustix::process::getuid().is_root();
-                            // With isolation the PID namespace's pid_max still binds root.
-                            if conf.require_confinement && root && !conf.isolate {
-                                return Err(ExecError::Unconfined(format!(
-                                    "no process cap for root: {reason}"
-                                )));
-                            }
-                            report.cgroup_reason = Some(reason);
-                        }
-                    }
-                }
-                let mut write_roots = conf.write_roots.clone();
-                write_roots.push(tmp.clone());
-                let profile = self.fs_profile();
-                report.toolchains = profile.toolchains.clone();
-                report.notes.extend(profile.notes.iter().cloned());
-                let mut read_roots = conf.read_roots.clone();
-                read_roots.extend(profile.read.iter().cloned());
-                read_roots.extend(profile.toolchains.iter().cloned());
-                let memory_in_cgroup = cgroup.as_ref().is_some_and(PidsCgroup::has_memory);
                 let spec = trampoline::Spec {
-                    read_roots,
-                    write_roots,
-                    system_read: self.config.system_read_paths.clone(),
-                    list_only: profile.list_only.clone(),
-                    devices: self.config.device_paths.clone(),
                     block_network: conf.block_network,
-                    cgroup_procs: cgroup
-                        .as_ref()
-                        .map(PidsCgroup::join_files)
-                        .unwrap_or_default(),
                     max_file_size: conf.max_file_size,
                     cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
                     max_processes: conf.max_processes.map(u64::from),
-                    address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
                     isolate: conf.isolate,
                     pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
                     require: conf.require_confinement,
@@ -560,7 +546,7 @@ impl Runner {
                 request,
                 timeout,
                 &tmp,
-                cgroup.as_ref(),
+                &mut cgroup,
                 request.confinement.is_some(),
                 report,
                 started,
@@ -574,6 +560,40 @@ impl Runner {
         result
     }
 
+    /// The run's cgroups (taken from the pool), or why there are none; an error when a run that
+    /// must be confined cannot go without one.
+    fn take_cgroup(
+        &self,
+        conf: &Confinement,
+        report: &mut ConfinementReport,
+    ) -> Result<Option<PidsCgroup>, ExecError> {
+        let skip_v1 = !self.config.join_cgroup_v1 && conf.isolate && cgroup::is_v1();
+        if skip_v1 {
+            report.cgroup_reason = Some(
+                "cgroup v1 not joined (join_cgroup_v1 = false): the PID namespace caps \
+                 tasks, RLIMIT_AS caps memory"
+                    .into(),
+            );
+        }
+        let Some(max) = conf.max_processes.filter(|_| !skip_v1) else {
+            return Ok(None);
+        };
+        match self.cgroups.take(max, conf.memory_max) {
+            Ok(cg) => Ok(Some(cg)),
+            Err(reason) => {
+                let root = rustix::process::getuid().is_root();
+                // With isolation the PID namespace's pid_max still binds root.
+                if conf.require_confinement && root && !conf.isolate {
+                    return Err(ExecError::Unconfined(format!(
+                        "no process cap for root: {reason}"
+                    )));
+                }
+                report.cgroup_reason = Some(reason);
+                Ok(None)
+            }
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn finish_spawn(
         &self,
@@ -581,7 +601,7 @@ impl Runner {
         request: &ExecRequest,
         timeout: Duration,
         tmp: &Path,
-        cgroup: Option<&PidsCgroup>,
+        cgroup_slot: &mut Option<PidsCgroup>,
         wants_report: bool,
         mut report: ConfinementReport,
         started: Instant,
@@ -600,23 +620,42 @@ impl Runner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        // The trampoline's report pipe: its stdin, which it swaps for /dev/null before `exec`.
-        let report_pipe = if wants_report {
-            let (reader, writer) = std::io::pipe().map_err(|source| ExecError::Spawn {
-                program: PathBuf::from(cmd.as_std().get_program()),
-                source,
-            })?;
-            cmd.stdin(Stdio::from(writer));
-            Some(reader)
+        // The trampoline's stdin, which it swaps for /dev/null before `exec`: a socket that brings
+        // it the file-system spec and takes back its report.
+        let program = PathBuf::from(cmd.as_std().get_program());
+        let socket = if wants_report {
+            let (ours, theirs) =
+                std::os::unix::net::UnixStream::pair().map_err(|source| ExecError::Spawn {
+                    program: program.clone(),
+                    source,
+                })?;
+            cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+            Some(ours)
         } else {
             None
         };
-        let program = PathBuf::from(cmd.as_std().get_program());
         let spawned = cmd.spawn();
-        // The command keeps our copy of the pipe's write end: without dropping it the report
+        // The command keeps our copy of the trampoline's end: without dropping it the report
         // would never see end of file.
         drop(cmd);
         let mut child = spawned.map_err(|source| ExecError::Spawn { program, source })?;
+        if let (Some(socket), Some(conf)) = (&socket, &request.confinement) {
+            // Both computed only now, side by side with the trampoline: the cgroups while it
+            // starts (it joins them first), the Landlock rules while it enters its namespaces.
+            // Whatever is not sent leaves the trampoline short of a frame, and it then refuses
+            // to run the command (the error return also kills it).
+            *cgroup_slot = self.take_cgroup(conf, &mut report)?;
+            let cg = cgroup_slot.as_ref();
+            let memory_in_cgroup = cg.is_some_and(PidsCgroup::has_memory);
+            let cgroups = trampoline::CgroupSpec {
+                cgroup_procs: cg.map(PidsCgroup::join_files).unwrap_or_default(),
+                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
+            };
+            send_frame(socket, &cgroups)?;
+            let fs = self.fs_spec(request, tmp, &mut report);
+            send_frame(socket, &fs)?;
+        }
+        let cgroup = cgroup_slot.as_ref();
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -684,8 +723,8 @@ impl Runner {
         let stdout = stdout.finish(self.config.max_output_chars);
         let stderr = stderr.finish(self.config.max_output_chars);
 
-        if let Some(pipe) = report_pipe {
-            match read_report(pipe) {
+        if let Some(socket) = socket {
+            match read_report(socket) {
                 Some(applied) => {
                     report.landlock = applied.landlock;
                     report.cgroup = applied.cgroup_joined;
@@ -754,14 +793,28 @@ impl Runner {
     }
 }
 
-/// Reads the trampoline's report. Every writer is gone by now (the trampoline replaced the pipe
-/// with /dev/null before `exec`, or died); non-blocking all the same, so a stray holder of the
-/// write end can only make the report missing (fail closed), never hang the run.
-fn read_report(mut pipe: std::io::PipeReader) -> Option<trampoline::Applied> {
+/// Writes one frame to the trampoline. The socket's buffer holds a spec of any usual size, so
+/// this does not wait for the trampoline; a larger one waits until it reads, or fails once it is
+/// gone.
+fn send_frame<T: Serialize>(
+    mut socket: &std::os::unix::net::UnixStream,
+    value: &T,
+) -> Result<(), ExecError> {
+    use std::io::Write;
+    let bytes = trampoline::frame(value).map_err(ExecError::Unconfined)?;
+    socket
+        .write_all(&bytes)
+        .map_err(|e| ExecError::Unconfined(format!("cannot send the spec: {e}")))
+}
+
+/// Reads the trampoline's report. Every writer is gone by now (the trampoline replaced its
+/// socket with /dev/null before `exec`, or died); non-blocking all the same, so a stray holder
+/// of its end can only make the report missing (fail closed), never hang the run.
+fn read_report(mut socket: std::os::unix::net::UnixStream) -> Option<trampoline::Applied> {
     use std::io::Read;
-    rustix::fs::fcntl_setfl(&pipe, rustix::fs::OFlags::NONBLOCK).ok()?;
+    socket.set_nonblocking(true).ok()?;
     let mut buf = Vec::new();
-    pipe.read_to_end(&mut buf).ok()?;
+    socket.read_to_end(&mut buf).ok()?;
     serde_json::from_slice(&buf).ok()
 }
 

@@ -23,25 +23,17 @@ use super::{LandlockReport, LandlockState, confine, sys};
 /// Exit code of a trampoline that refused to run the command unconfined.
 pub(crate) const REFUSED_EXIT: i32 = 125;
 
-/// What the runner asks the trampoline to apply, passed as one JSON argument.
+/// What the runner asks the trampoline to apply to the process, passed as one JSON argument:
+/// with the [`CgroupSpec`], everything up to PID 1's fork (cgroups, limits, namespaces) depends
+/// only on this, so the trampoline sets it up while the runner is still computing the
+/// [`FsSpec`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
-    pub(crate) read_roots: Vec<PathBuf>,
-    pub(crate) write_roots: Vec<PathBuf>,
-    pub(crate) system_read: Vec<PathBuf>,
-    /// Directories whose listing alone is readable (parents of entry-by-entry reads).
-    pub(crate) list_only: Vec<PathBuf>,
-    pub(crate) devices: Vec<PathBuf>,
     pub(crate) block_network: bool,
-    /// Files to write to join the cgroups (pids, then memory on cgroup v1): v1 `tasks` files
-    /// (written `0`, see [`join_cgroup`]) or v2 `cgroup.procs`.
-    pub(crate) cgroup_procs: Vec<PathBuf>,
     pub(crate) max_file_size: Option<u64>,
     pub(crate) cpu_time_secs: Option<u64>,
     pub(crate) max_processes: Option<u64>,
-    /// `RLIMIT_AS`: the memory cap where no memory cgroup holds it.
-    pub(crate) address_space: Option<u64>,
     /// Namespaces, no capabilities, seccomp.
     pub(crate) isolate: bool,
     /// Task cap of the PID namespace (`pid_max`), when isolated.
@@ -49,8 +41,83 @@ pub(crate) struct Spec {
     pub(crate) require: bool,
 }
 
-/// What the trampoline managed to apply, written before `exec` to its standard input: a pipe the
-/// runner reads (no file to create, read and unlink per run), replaced by `/dev/null` for the
+/// The run's cgroups, the first frame on the trampoline's standard input: the runner creates
+/// them while the trampoline starts, which reads this before anything else it applies.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CgroupSpec {
+    /// Files to write to join the cgroups (pids, then memory on cgroup v1): v1 `tasks` files
+    /// (written `0`, see [`join_cgroup`]) or v2 `cgroup.procs`.
+    pub(crate) cgroup_procs: Vec<PathBuf>,
+    /// `RLIMIT_AS`: the memory cap where no memory cgroup holds it.
+    pub(crate) address_space: Option<u64>,
+}
+
+/// The file-system half of what the runner asks (the Landlock rules), the second frame on the
+/// trampoline's standard input, sent once the runner computed it (the trampoline is entering
+/// its namespaces meanwhile) and read by the process that becomes the command just before
+/// Landlock. Without a complete one the trampoline never executes the command, whatever
+/// `require` says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FsSpec {
+    pub(crate) read_roots: Vec<PathBuf>,
+    pub(crate) write_roots: Vec<PathBuf>,
+    pub(crate) system_read: Vec<PathBuf>,
+    /// Directories whose listing alone is readable (parents of entry-by-entry reads).
+    pub(crate) list_only: Vec<PathBuf>,
+    pub(crate) devices: Vec<PathBuf>,
+}
+
+/// Largest frame the trampoline reads: far above any real one (a few KiB per hundred roots), so
+/// a runner gone wrong cannot make it allocate without bound.
+const MAX_FRAME: usize = 16 << 20;
+
+/// Encodes one frame for the trampoline's standard input: the JSON's length (`u32`, little
+/// endian), then the JSON.
+pub(crate) fn frame<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    let json = serde_json::to_vec(value).map_err(|e| format!("cannot encode the spec: {e}"))?;
+    let len = u32::try_from(json.len())
+        .ok()
+        .filter(|n| *n as usize <= MAX_FRAME)
+        .ok_or_else(|| format!("the spec is too large ({} bytes)", json.len()))?;
+    let mut out = len.to_le_bytes().to_vec();
+    out.extend_from_slice(&json);
+    Ok(out)
+}
+
+/// Fills `buf` from file descriptor 0 with plain `read`s (std's `Stdin` buffers ahead).
+fn read_exact_stdin(mut buf: &mut [u8]) -> Result<(), String> {
+    while !buf.is_empty() {
+        match rustix::io::read(std::io::stdin(), &mut *buf) {
+            Ok(0) => return Err("end of input".into()),
+            Ok(n) => {
+                let rest = std::mem::take(&mut buf);
+                buf = rest.get_mut(n..).unwrap_or_default();
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one frame from standard input, unbuffered: the rest stays in the socket for the next
+/// reader (PID 1, after the fork, reads the second).
+fn read_frame<T: serde::de::DeserializeOwned>(what: &str) -> Result<T, String> {
+    let mut len = [0u8; 4];
+    read_exact_stdin(&mut len).map_err(|e| format!("cannot read the {what}: {e}"))?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(format!("the {what} is too large ({len} bytes)"));
+    }
+    let mut text = vec![0u8; len];
+    read_exact_stdin(&mut text).map_err(|e| format!("cannot read the {what}: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("bad {what}: {e}"))
+}
+
+/// What the trampoline managed to apply, written before `exec` to its standard input: the
+/// runner's socket (no file to create, read and unlink per run), replaced by `/dev/null` for the
 /// command.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Applied {
@@ -80,7 +147,7 @@ pub(crate) struct Applied {
 /// `agent-guard __sandbox-exec`).
 ///
 /// `args` are the arguments after the program name (or subcommand): `<spec-json> -- <program>
-/// <args>...`. On success this never returns (the process becomes `<program>`); it returns exit
+/// <args>...`; standard input is a socket that brings the [`FsSpec`] and takes the report. On success this never returns (the process becomes `<program>`); it returns exit
 /// code 125 when `require_confinement` could not be met and 127 when the arguments are bad or the
 /// program cannot be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -107,7 +174,15 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             .isolation_errors
             .push(format!("cannot close inherited descriptors: {e}")),
     }
-    limit(&spec, &mut applied);
+    let cgroups = match read_frame::<CgroupSpec>("cgroup spec") {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing applied yet: never run the command.
+            eprintln!("bash-guard: refusing to run unconfined: {e}");
+            return ExitCode::from(REFUSED_EXIT as u8);
+        }
+    };
+    limit(&spec, &cgroups, &mut applied);
     if spec.isolate {
         match confine::enter_namespaces(spec.block_network) {
             Ok(names) => applied.namespaces = names.iter().map(|n| (*n).to_string()).collect(),
@@ -143,13 +218,22 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             Err(e) => applied.isolation_errors.push(format!("cannot fork: {e}")),
         }
     }
-    confine_self(&spec, &mut applied);
-    if spec.require {
-        applied.refused = unmet(&spec, &applied);
+    // Only now, in the process that becomes the command: everything above ran while the runner
+    // was still computing the file-system half.
+    match read_frame::<FsSpec>("file-system spec") {
+        Ok(fs) => {
+            confine_self(&spec, &fs, &mut applied);
+            if spec.require {
+                applied.refused = unmet(&spec, &cgroups, &applied);
+            }
+        }
+        // No Landlock rules to apply: never run the command (fail closed even when `require` is
+        // off, the runner failed before it finished asking).
+        Err(e) => applied.refused = Some(e),
     }
     if let Ok(text) = serde_json::to_vec(&applied) {
-        // One write of a few hundred bytes (below PIPE_BUF, so it fits the pipe whole and never
-        // blocks); a missing or short report makes the runner fail closed.
+        // One write of a few hundred bytes (far below the socket's buffer, so it goes whole and
+        // never blocks); a missing or short report makes the runner fail closed.
         let _ = rustix::io::write(std::io::stdin(), &text);
     }
     if let Some(reason) = &applied.refused {
@@ -197,9 +281,9 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 /// Joins the cgroups and sets the resource limits: before any fork, so every task is counted.
-fn limit(spec: &Spec, applied: &mut Applied) {
-    applied.cgroup_joined = !spec.cgroup_procs.is_empty();
-    for file in &spec.cgroup_procs {
+fn limit(spec: &Spec, cgroups: &CgroupSpec, applied: &mut Applied) {
+    applied.cgroup_joined = !cgroups.cgroup_procs.is_empty();
+    for file in &cgroups.cgroup_procs {
         if let Err(e) = join_cgroup(file) {
             applied.cgroup_joined = false;
             applied.cgroup_error = Some(format!("cannot join `{}`: {e}", file.display()));
@@ -210,7 +294,7 @@ fn limit(spec: &Spec, applied: &mut Applied) {
         ("fsize", Resource::Fsize, spec.max_file_size),
         ("cpu", Resource::Cpu, spec.cpu_time_secs),
         ("nproc", Resource::Nproc, spec.max_processes),
-        ("as", Resource::As, spec.address_space),
+        ("as", Resource::As, cgroups.address_space),
     ];
     for (name, resource, value) in limits {
         let Some(v) = value else { continue };
@@ -247,13 +331,13 @@ fn join_cgroup(file: &std::path::Path) -> std::io::Result<()> {
 
 /// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
 /// steps before `exec`, in the process that becomes the command.
-fn confine_self(spec: &Spec, applied: &mut Applied) {
+fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) {
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         applied
             .isolation_errors
             .push(format!("cannot set no-new-privs: {e}"));
     }
-    applied.landlock = landlock(spec);
+    applied.landlock = landlock(spec, fs);
     if !spec.isolate {
         return;
     }
@@ -267,7 +351,7 @@ fn confine_self(spec: &Spec, applied: &mut Applied) {
     }
 }
 
-fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
+fn unmet(spec: &Spec, cgroups: &CgroupSpec, applied: &Applied) -> Option<String> {
     if applied.landlock.status != LandlockState::FullyEnforced {
         return Some(format!(
             "landlock is {} ({})",
@@ -285,7 +369,7 @@ fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
             applied.isolation_errors.join("; ")
         ));
     }
-    if !spec.cgroup_procs.is_empty() && !applied.cgroup_joined {
+    if !cgroups.cgroup_procs.is_empty() && !applied.cgroup_joined {
         return Some(applied.cgroup_error.clone().unwrap_or_default());
     }
     if spec.isolate {
@@ -303,7 +387,7 @@ fn unmet(spec: &Spec, applied: &Applied) -> Option<String> {
     None
 }
 
-fn landlock(spec: &Spec) -> LandlockReport {
+fn landlock(spec: &Spec, fs: &FsSpec) -> LandlockReport {
     // The newest ABI this crate knows; best-effort compatibility reports what the kernel lacks
     // as PartiallyEnforced/NotEnforced rather than failing.
     let abi = ABI::V7;
@@ -318,14 +402,11 @@ fn landlock(spec: &Spec) -> LandlockReport {
         let read = AccessFs::from_read(abi);
         ruleset
             .create()?
-            .add_rules(path_beneath_rules(&spec.system_read, read))?
-            .add_rules(path_beneath_rules(&spec.read_roots, read))?
-            .add_rules(path_beneath_rules(&spec.list_only, AccessFs::ReadDir))?
-            .add_rules(path_beneath_rules(&spec.devices, AccessFs::from_file(abi)))?
-            .add_rules(path_beneath_rules(
-                &spec.write_roots,
-                AccessFs::from_all(abi),
-            ))?
+            .add_rules(path_beneath_rules(&fs.system_read, read))?
+            .add_rules(path_beneath_rules(&fs.read_roots, read))?
+            .add_rules(path_beneath_rules(&fs.list_only, AccessFs::ReadDir))?
+            .add_rules(path_beneath_rules(&fs.devices, AccessFs::from_file(abi)))?
+            .add_rules(path_beneath_rules(&fs.write_roots, AccessFs::from_all(abi)))?
             .restrict_self()
     })();
     match result {
