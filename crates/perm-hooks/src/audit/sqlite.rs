@@ -298,6 +298,10 @@ async fn connect_retrying(
     loop {
         match SqlitePoolOptions::new()
             .max_connections(max_connections)
+            // A ping before each use is a round trip to the connection's thread for nothing: a
+            // SQLite connection is a file, not a server that can go away; a failing statement
+            // says so itself. Half of a hook's database round trips were these pings.
+            .test_before_acquire(false)
             .connect_with(connect.clone())
             .await
         {
