@@ -78,17 +78,26 @@ struct Held {
 
 static HELD: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
 
-/// Starts the runtime for the next [`Front::load`] of this process, and opens the SQLite
-/// audit database at `audit_db` on it: that load uses the database when its policy names that
-/// file and the file and its schema are still as this open checked them (else it opens the
-/// policy's database as usual). A database that does not open is left to the call.
-pub(crate) fn hold(audit_db: Option<&Path>) -> anyhow::Result<()> {
+/// Starts the runtime for the next [`Front::load`] of this process.
+pub(crate) fn hold_runtime() -> anyhow::Result<()> {
     let rt = runtime()?;
-    let db = audit_db.and_then(|path| rt.block_on(perm_hooks::AuditDb::open_held(path)).ok());
     *HELD
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held { rt, db });
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held { rt, db: None });
     Ok(())
+}
+
+/// Opens the SQLite audit database at `path` on the held runtime: the next [`Front::load`]
+/// uses it when its policy names that file and the file and its schema are still as this open
+/// checked them (else it opens the policy's database as usual). A database that does not open
+/// is left to the call.
+pub(crate) fn hold_audit_db(path: &Path) {
+    let mut held = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(held) = held.as_mut() {
+        held.db = held.rt.block_on(perm_hooks::AuditDb::open_held(path)).ok();
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -111,6 +120,7 @@ impl Front {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
+        let judge = held.is_some();
         let (rt, held_db) = match held {
             // The held database's pool was made on this runtime: they go together.
             Some(Held { rt, db }) => (rt, db),
@@ -171,6 +181,10 @@ impl Front {
             }
             None => builder,
         };
+        if judge && policy.doc.hooks.command.is_empty() {
+            // A resident judge's work is serial; a command hook's program could use more CPUs.
+            crate::resident::share_one_cpu();
+        }
         let guard = rt
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;

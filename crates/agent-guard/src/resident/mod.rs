@@ -7,3 +7,4 @@ pub(crate) mod server;
 pub(crate) mod wire;
 
 pub(crate) use report::{Note, exit, hook_process, note};
+pub(crate) use server::share_one_cpu;

@@ -47,6 +47,9 @@ const TICK: Duration = Duration::from_secs(1);
 const POOL: usize = 2;
 /// How long the next idle judge waits for the judge of a call to end (a judgement takes about
 /// a millisecond; one waiting for a person's approval is not waited for).
+/// How long an idle judge waits for a call before it opens the last call's audit database.
+const HOLD_AFTER: Duration = Duration::from_millis(5);
+
 const CALL_SHARE: Duration = Duration::from_millis(50);
 /// How long a connected entry may take to send its request.
 const REQUEST_WAIT: Duration = Duration::from_secs(2);
@@ -251,19 +254,28 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes
     if wait_single_threaded(Duration::from_secs(2)).is_err() {
         std::process::exit(0);
     }
-    // The runtime the call's guard runs on, and on it the last call's audit database, opened
-    // now (its schema checked): the call only confirms it is still that file and schema. An
-    // existing file only: a policy that stopped naming it must not see it made again. This
-    // starts SQLite's connection threads, which stay parked on their channels until the call
-    // sends them a statement.
-    let _ = crate::front::hold(last.audit_db.as_deref().filter(|db| db.is_file()));
+    // The runtime the call's guard runs on.
+    let _ = crate::front::hold_runtime();
+    // The last call's audit database is opened on it (its schema checked; the call then only
+    // confirms it is still that file and schema) once no call came for `HOLD_AFTER`: in a
+    // burst the open's CPU would be taken from the calls. An existing file only: a policy
+    // that stopped naming it must not see it made again. The open starts SQLite's connection
+    // threads, which stay parked on their channels until the call sends them a statement.
+    let mut to_hold = last.audit_db.as_deref().filter(|db| db.is_file());
     loop {
         let mut fds = [
             rustix::event::PollFd::new(listener, rustix::event::PollFlags::IN),
             rustix::event::PollFd::new(line, rustix::event::PollFlags::IN),
         ];
-        if rustix::event::poll(&mut fds, None).is_err() {
+        let wait = to_hold.map(|_| timespec(HOLD_AFTER));
+        let Ok(ready) = rustix::event::poll(&mut fds, wait.as_ref()) else {
             std::process::exit(0);
+        };
+        if ready == 0 {
+            if let Some(db) = to_hold.take() {
+                crate::front::hold_audit_db(db);
+            }
+            continue;
         }
         let [call, server] = fds.map(|fd| fd.revents());
         if call.is_empty() {
@@ -509,4 +521,29 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
     }
     let code = crate::run_hook(request.args);
     super::report::exit(code)
+}
+
+/// Keeps every thread of this judge on the CPU it runs on now. A judgement is a chain of
+/// hand-offs between threads (the judging thread and the one waiting for its answer, the
+/// statements sent to SQLite's connection threads): on another CPU each wake-up is an
+/// interrupt between CPUs, which a virtual machine makes dear, and the process's work is
+/// serial anyway. Measured (paired, 200 rounds): 3.53 -> 3.23 ms without an audit database,
+/// 5.37 -> 4.89 ms with SQLite. Threads started later inherit it, and so would a program the
+/// call starts: the caller skips this when the policy runs command hooks.
+pub(crate) fn share_one_cpu() {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(rustix::thread::sched_getcpu());
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    for task in tasks.flatten() {
+        let tid = task
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(tid) = tid {
+            let _ = rustix::thread::sched_setaffinity(Some(tid), &set);
+        }
+    }
 }
