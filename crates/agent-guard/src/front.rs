@@ -120,7 +120,6 @@ impl Front {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        let judge = held.is_some();
         let (rt, held_db) = match held {
             // The held database's pool was made on this runtime: they go together.
             Some(Held { rt, db }) => (rt, db),
@@ -181,10 +180,6 @@ impl Front {
             }
             None => builder,
         };
-        if judge && policy.doc.hooks.command.is_empty() {
-            // A resident judge's work is serial; a command hook's program could use more CPUs.
-            crate::resident::share_one_cpu();
-        }
         let guard = rt
             .block_on(builder.build())
             .map_err(|e| anyhow::anyhow!("{} ({})", e, policy.source_name()))?;

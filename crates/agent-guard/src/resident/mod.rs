@@ -7,4 +7,3 @@ pub(crate) mod server;
 pub(crate) mod wire;
 
 pub(crate) use report::{Note, exit, hook_process, note};
-pub(crate) use server::share_one_cpu;

@@ -522,28 +522,3 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
     let code = crate::run_hook(request.args);
     super::report::exit(code)
 }
-
-/// Keeps every thread of this judge on the CPU it runs on now. A judgement is a chain of
-/// hand-offs between threads (the judging thread and the one waiting for its answer, the
-/// statements sent to SQLite's connection threads): on another CPU each wake-up is an
-/// interrupt between CPUs, which a virtual machine makes dear, and the process's work is
-/// serial anyway. Measured (paired, 200 rounds): 3.53 -> 3.23 ms without an audit database,
-/// 5.37 -> 4.89 ms with SQLite. Threads started later inherit it, and so would a program the
-/// call starts: the caller skips this when the policy runs command hooks.
-pub(crate) fn share_one_cpu() {
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(rustix::thread::sched_getcpu());
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return;
-    };
-    for task in tasks.flatten() {
-        let tid = task
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-            .and_then(rustix::process::Pid::from_raw);
-        if let Some(tid) = tid {
-            let _ = rustix::thread::sched_setaffinity(Some(tid), &set);
-        }
-    }
-}
