@@ -45,11 +45,10 @@ const TICK: Duration = Duration::from_secs(1);
 /// a PostToolUse right after its PreToolUse), and a call that finds no idle judge waits for
 /// one to be forked and warmed.
 const POOL: usize = 2;
-/// How long the next idle judge waits for the judge of a call to end (a judgement takes about
-/// a millisecond; one waiting for a person's approval is not waited for).
 /// How long an idle judge waits for a call before it opens the last call's audit database.
 const HOLD_AFTER: Duration = Duration::from_millis(5);
-
+/// How long the next idle judge waits for the judge of a call to end (a judgement takes about
+/// a millisecond; one waiting for a person's approval is not waited for).
 const CALL_SHARE: Duration = Duration::from_millis(50);
 /// How long a connected entry may take to send its request.
 const REQUEST_WAIT: Duration = Duration::from_secs(2);
