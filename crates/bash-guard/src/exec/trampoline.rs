@@ -147,9 +147,11 @@ pub(crate) struct Applied {
 /// `agent-guard __sandbox-exec`).
 ///
 /// `args` are the arguments after the program name (or subcommand): `<spec-json> -- <program>
-/// <args>...`; standard input is a socket that brings the [`FsSpec`] and takes the report. On success this never returns (the process becomes `<program>`); it returns exit
-/// code 125 when `require_confinement` could not be met and 127 when the arguments are bad or the
-/// program cannot be executed.
+/// <args>...`; standard input is a socket that brings the rest of the spec (the cgroups, then
+/// the Landlock rules) and takes the report. On success this never returns (the process
+/// becomes `<program>`); it returns exit code 125 when `require_confinement` could not be met
+/// or a frame of the spec is missing, and 127 when the arguments are bad or the program cannot
+/// be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let mut args = args.into_iter();
     let Some(spec) = args.next() else {
