@@ -206,14 +206,7 @@ impl GuardBuilder {
     /// The audit database [`GuardBuilder::build`] opens: `None` when `[hooks] audit` is off
     /// or a log was given.
     pub fn audit_target(&self) -> Result<Option<perm_hooks::AuditTarget>, Error> {
-        if self.audit.is_some() || !self.hooks.audit {
-            return Ok(None);
-        }
-        let path = self.hooks.audit_db_path().map_err(|e| Error::Config {
-            layer: "hooks",
-            message: e.to_string(),
-        })?;
-        Ok(Some(audit_target(&self.cwd, &path)))
+        audit_target(self.audit.as_ref(), &self.hooks, &self.cwd)
     }
     /// The fleet kill switch (`agent-guard cancel`): calls of a cancelled session are denied.
     /// Opened on the audit database when `[hooks] audit` opens one and none is given.
@@ -303,11 +296,10 @@ impl GuardBuilder {
         let mut kill = self.kill;
         let mut ledger = self.ledger;
         let mut opened = None;
-        let audit = match self.audit {
-            Some(log) => Some(log),
-            None if self.hooks.audit => {
-                let target =
-                    audit_target(&self.cwd, &self.hooks.audit_db_path().map_err(hooks_err)?);
+        let target = audit_target(self.audit.as_ref(), &self.hooks, &self.cwd)?;
+        let audit = match (self.audit, target) {
+            (Some(log), _) => Some(log),
+            (None, Some(target)) => {
                 // One open (integrity, schema, migrations) for the log, the ledger and the
                 // kill switch: a hook process opened the same file three times before.
                 let db = match self.audit_db {
@@ -325,7 +317,7 @@ impl GuardBuilder {
                 }
                 Some(AuditLog::on(&db))
             }
-            None => None,
+            (None, None) => None,
         };
         let mut checker = self.checker;
         checker.set_cwd(sandbox.cwd().display().to_string());
@@ -443,8 +435,21 @@ fn http_transport(
 
 /// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (the open
 /// creates its directory, private).
-fn audit_target(cwd: &Path, p: &Path) -> perm_hooks::AuditTarget {
-    perm_hooks::AuditTarget::parse(p).resolve(cwd)
+/// The audit database a guard opens: `None` when a log was given or `[hooks] audit` is off;
+/// the policy's path resolved against `cwd` (a URL is never joined to it).
+fn audit_target(
+    given: Option<&AuditLog>,
+    hooks: &HooksConfig,
+    cwd: &Path,
+) -> Result<Option<perm_hooks::AuditTarget>, Error> {
+    if given.is_some() || !hooks.audit {
+        return Ok(None);
+    }
+    let path = hooks.audit_db_path().map_err(|e| Error::Config {
+        layer: "hooks",
+        message: e.to_string(),
+    })?;
+    Ok(Some(perm_hooks::AuditTarget::parse(path).resolve(cwd)))
 }
 
 impl Guard {
