@@ -78,12 +78,15 @@ struct Held {
 
 static HELD: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
 
+fn held() -> std::sync::MutexGuard<'static, Option<Held>> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Starts the runtime for the next [`Front::load`] of this process.
 pub(crate) fn hold_runtime() -> anyhow::Result<()> {
     let rt = runtime()?;
-    *HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held { rt, db: None });
+    *held() = Some(Held { rt, db: None });
     Ok(())
 }
 
@@ -92,10 +95,7 @@ pub(crate) fn hold_runtime() -> anyhow::Result<()> {
 /// checked them (else it opens the policy's database as usual). A database that does not open
 /// is left to the call.
 pub(crate) fn hold_audit_db(path: &Path) {
-    let mut held = HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(held) = held.as_mut() {
+    if let Some(held) = held().as_mut() {
         held.db = held.rt.block_on(perm_hooks::AuditDb::open_held(path)).ok();
     }
 }
@@ -116,11 +116,7 @@ pub(crate) struct Front {
 impl Front {
     /// Builds the guard from `policy` for a session working in `cwd`.
     pub(crate) fn load(policy: &Policy, cwd: &Path, opts: &FrontOptions) -> anyhow::Result<Front> {
-        let held = HELD
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        let (rt, held_db) = match held {
+        let (rt, held_db) = match held().take() {
             // The held database's pool was made on this runtime: they go together.
             Some(Held { rt, db }) => (rt, db),
             None => (runtime()?, None),

@@ -1314,17 +1314,12 @@ impl AuditDb {
                 message: format!("{target} is not a SQLite file"),
             });
         };
-        let schema_version =
-            sqlite::schema_version(pool)
-                .await
-                .map_err(|source| Error::Database {
-                    path: target.to_string(),
-                    source,
-                })?;
-        let file = file_identity(path).map_err(|e| Error::Database {
+        let db_err = |source| Error::Database {
             path: target.to_string(),
-            source: sqlx::Error::Io(e),
-        })?;
+            source,
+        };
+        let schema_version = sqlite::schema_version(pool).await.map_err(db_err)?;
+        let file = file_identity(path).map_err(|e| db_err(sqlx::Error::Io(e)))?;
         db.held = Some(Held {
             file,
             schema_version,
