@@ -107,6 +107,11 @@ fn wait(child: Child) -> Output {
         .unwrap()
 }
 
+/// What a client reads of a hook: its exit status and its standard output.
+fn answer(out: &Output) -> (Option<i32>, &[u8]) {
+    (out.status.code(), &out.stdout)
+}
+
 fn sockets(f: &Fixture) -> Vec<PathBuf> {
     std::fs::read_dir(f.home.join(".agent-guard/run"))
         .map(|dir| {
@@ -205,10 +210,7 @@ fn every_answer_through_the_resident_guard_is_the_clis_answer() {
         let mut off = command(&f, &entry(), subcommand);
         off.env("AGENT_GUARD_RESIDENT", "0");
         let off = run(off, &event);
-        assert_eq!(
-            (off.status.code(), &off.stdout),
-            (direct.status.code(), &direct.stdout)
-        );
+        assert_eq!(answer(&off), answer(&direct));
     }
 }
 
@@ -307,10 +309,7 @@ fn a_socket_that_is_not_the_users_own_server_is_never_handed_a_call() {
         got
     });
     let out = run(command(&f, &entry(), subcommand), &event);
-    assert_eq!(
-        (out.status.code(), &out.stdout),
-        (expected.status.code(), &expected.stdout)
-    );
+    assert_eq!(answer(&out), answer(&expected));
     assert!(
         received.join().unwrap().is_empty(),
         "the fake server was sent a request"
@@ -320,10 +319,7 @@ fn a_socket_that_is_not_the_users_own_server_is_never_handed_a_call() {
     let run_dir = f.home.join(".agent-guard/run");
     std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = run(command(&f, &entry(), subcommand), &event);
-    assert_eq!(
-        (out.status.code(), &out.stdout),
-        (expected.status.code(), &expected.stdout)
-    );
+    assert_eq!(answer(&out), answer(&expected));
     assert!(
         sockets(&f).is_empty(),
         "a server started in a shared directory"
@@ -385,10 +381,7 @@ fn a_judge_reads_the_clients_command_line_above_the_entry() {
     let headless_cli = through(&cli(), &["-p", "go"]);
     let headless_entry = through(&entry(), &["-p", "go"]);
     let interactive_entry = through(&entry(), &["--yolo"]);
-    assert_eq!(
-        (headless_entry.status.code(), &headless_entry.stdout),
-        (headless_cli.status.code(), &headless_cli.stdout)
-    );
+    assert_eq!(answer(&headless_entry), answer(&headless_cli));
     assert_ne!(
         headless_entry.stdout, interactive_entry.stdout,
         "headless and interactive asks were answered alike: {headless_entry:?}"
@@ -455,10 +448,7 @@ fn an_entry_in_another_mount_namespace_judges_in_its_own_process() {
         !judged_by_server,
         "a judge of the server took a call from another namespace"
     );
-    assert_eq!(
-        (out.status.code(), &out.stdout),
-        (expected.status.code(), &expected.stdout)
-    );
+    assert_eq!(answer(&out), answer(&expected));
 }
 
 /// The next judge loads the last call's policy while it waits; a policy edited between two
@@ -486,10 +476,7 @@ fn a_policy_edited_between_calls_decides_the_next_call() {
         String::from_utf8_lossy(&resident.stdout).contains("\"deny\""),
         "{resident:?}"
     );
-    assert_eq!(
-        (resident.status.code(), &resident.stdout),
-        (direct.status.code(), &direct.stdout)
-    );
+    assert_eq!(answer(&resident), answer(&direct));
 }
 
 /// A server leaves its lock file behind, and a replaced executable its socket: the next server
@@ -641,8 +628,5 @@ fn a_held_audit_database_is_checked_again_by_the_call() {
         String::from_utf8_lossy(&resident.stderr).contains("not the guard's own"),
         "{resident:?}"
     );
-    assert_eq!(
-        (resident.status.code(), &resident.stdout),
-        (direct.status.code(), &direct.stdout)
-    );
+    assert_eq!(answer(&resident), answer(&direct));
 }
