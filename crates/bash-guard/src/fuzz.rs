@@ -108,46 +108,50 @@ fn compare(text: &str) -> Result<FastPaths, String> {
     let brush_tokens = crate::limits::guarded(|| {
         brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
     });
-    // The AST and tokens have no `PartialEq` outside brush-parser's own tests; their `Debug`
-    // is derived and shows every field, source positions included.
     let fast_tokens = crate::fastlex::tokenize(text, &options);
     if let Some(fast) = &fast_tokens {
         let brush = match &brush_tokens {
             Ok(Ok(tokens)) => format!("{tokens:#?}"),
             other => format!("brush-parser's tokenizer rejects it: {other:?}"),
         };
-        let fast = format!("{fast:#?}");
-        if fast != brush {
-            return Err(format!(
-                "the direct tokens differ from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
-            ));
-        }
+        same(text, "the direct tokens differ", fast, brush)?;
     }
-    let Ok(Ok(tokens)) = brush_tokens else {
-        return Ok(FastPaths {
-            tokens: fast_tokens.is_some(),
-            tree: false,
-        });
+    let tree = match &brush_tokens {
+        Ok(Ok(tokens)) => same_tree(text, tokens, &options)?,
+        _ => false,
     };
-    let Some(fast) = crate::fastparse::parse(&tokens, &options) else {
-        return Ok(FastPaths {
-            tokens: fast_tokens.is_some(),
-            tree: false,
-        });
+    Ok(FastPaths {
+        tokens: fast_tokens.is_some(),
+        tree,
+    })
+}
+
+/// Whether the direct parser takes `tokens`; an error when its tree is not brush-parser's.
+fn same_tree(
+    text: &str,
+    tokens: &[brush_parser::Token],
+    options: &brush_parser::ParserOptions,
+) -> Result<bool, String> {
+    let Some(fast) = crate::fastparse::parse(tokens, options) else {
+        return Ok(false);
     };
-    let brush = crate::limits::guarded(|| brush_parser::parse_tokens(&tokens, &options));
-    let brush = match brush {
+    let brush = match crate::limits::guarded(|| brush_parser::parse_tokens(tokens, options)) {
         Ok(Ok(brush)) => format!("{brush:#?}"),
         other => format!("brush-parser rejects it: {other:?}"),
     };
+    same(text, "the direct parse differs", &fast, brush)?;
+    Ok(true)
+}
+
+/// `fast` against brush-parser's `brush`, by `Debug`: the AST and tokens have no `PartialEq`
+/// outside brush-parser's own tests, and their derived `Debug` shows every field, source
+/// positions included.
+fn same(text: &str, lead: &str, fast: &impl std::fmt::Debug, brush: String) -> Result<(), String> {
     let fast = format!("{fast:#?}");
-    if fast != brush {
-        return Err(format!(
-            "the direct parse differs from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
-        ));
+    if fast == brush {
+        return Ok(());
     }
-    Ok(FastPaths {
-        tokens: fast_tokens.is_some(),
-        tree: true,
-    })
+    Err(format!(
+        "{lead} from brush-parser's on {text:?}:\n{fast}\nbrush-parser:\n{brush}"
+    ))
 }
