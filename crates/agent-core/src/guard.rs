@@ -256,10 +256,6 @@ impl GuardBuilder {
 
     /// Composes the stack. Opens the audit database when `[hooks] audit` is on.
     pub async fn build(self) -> Result<Guard, Error> {
-        let hooks_err = |e: perm_hooks::Error| Error::Config {
-            layer: "hooks",
-            message: e.to_string(),
-        };
         // One scanner for the sniffer, the redaction hook and auto mode: a policy's own
         // detector set is compiled (and its examples checked) once, not per user.
         let scanner = self.hooks.shared_scanner().map_err(hooks_err)?;
@@ -435,6 +431,14 @@ fn http_transport(
 
 /// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (the open
 /// creates its directory, private).
+/// A hooks-layer failure (configuration, the audit database) as the guard reports it.
+fn hooks_err(e: perm_hooks::Error) -> Error {
+    Error::Config {
+        layer: "hooks",
+        message: e.to_string(),
+    }
+}
+
 /// The audit database a guard opens: `None` when a log was given or `[hooks] audit` is off;
 /// the policy's path resolved against `cwd` (a URL is never joined to it).
 fn audit_target(
@@ -445,10 +449,7 @@ fn audit_target(
     if given.is_some() || !hooks.audit {
         return Ok(None);
     }
-    let path = hooks.audit_db_path().map_err(|e| Error::Config {
-        layer: "hooks",
-        message: e.to_string(),
-    })?;
+    let path = hooks.audit_db_path().map_err(hooks_err)?;
     Ok(Some(perm_hooks::AuditTarget::parse(path).resolve(cwd)))
 }
 
@@ -520,10 +521,7 @@ impl Guard {
     /// once it has grown, so the processes that follow do not each replay a long one.
     pub async fn flush(&self) -> Result<(), Error> {
         match self.executor.audit() {
-            Some(audit) => audit.flush_for_exit().await.map_err(|e| Error::Config {
-                layer: "hooks",
-                message: e.to_string(),
-            }),
+            Some(audit) => audit.flush_for_exit().await.map_err(hooks_err),
             None => Ok(()),
         }
     }
@@ -531,10 +529,7 @@ impl Guard {
     /// Writes every queued audit row; an error when any acknowledged row was lost.
     pub async fn shutdown(&self) -> Result<(), Error> {
         match self.executor.audit() {
-            Some(audit) => audit.shutdown().await.map_err(|e| Error::Config {
-                layer: "hooks",
-                message: e.to_string(),
-            }),
+            Some(audit) => audit.shutdown().await.map_err(hooks_err),
             None => Ok(()),
         }
     }
