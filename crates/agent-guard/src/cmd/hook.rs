@@ -30,7 +30,7 @@ pub(crate) const MAX_INPUT: u64 = 32 * 1024 * 1024;
 const HOOK_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The stack the judging thread runs on: room for bash-guard's nesting cap many times over.
-const HOOK_STACK: usize = 256 * 1024 * 1024;
+pub(crate) const HOOK_STACK: usize = 256 * 1024 * 1024;
 
 /// Arguments every hook takes.
 #[derive(clap::Args, Debug, Clone)]
@@ -217,25 +217,55 @@ pub(crate) fn run(protocol: &'static dyn Protocol, args: HookArgs) -> ExitCode {
     // costs at most this, so a hook answers long before its client's timeout; what could not
     // be read is refused.
     perm_hooks::set_lock_wait(HOOK_LOCK_WAIT);
-    let (tx, rx) = std::sync::mpsc::channel();
+    // The judging thread sends nothing: it ends the process with its answer. Its end of the
+    // channel goes only when it unwinds without one.
+    let (judging, silence) = std::sync::mpsc::channel::<Answer>();
+    let client = protocol.client();
+    let wait = move || {
+        // Answered before the client's deadline, whatever the judgement waits for.
+        let answer = super::hook_deadline::await_answer(
+            client,
+            started,
+            || EVENT_NAME.get().cloned(),
+            &silence,
+            |reason| crash(protocol, reason),
+        );
+        finish(&answer)
+    };
+    let judge = move || {
+        let _judging = judging;
+        finish(&answer_stdin(protocol, &args))
+    };
+    // A resident judge's judging thread judges on itself, its waiting thread waits.
+    let Some(wait) = crate::resident::hand_wait(Box::new(wait)) else {
+        judge()
+    };
     let worker = std::thread::Builder::new()
         .name("hook".to_owned())
         .stack_size(HOOK_STACK)
-        .spawn(move || {
-            let _ = tx.send(answer_stdin(protocol, &args));
-        });
-    let answer = match worker {
-        // Answered before the client's deadline, whatever the judgement waits for.
-        Ok(_) => super::hook_deadline::await_answer(
-            protocol.client(),
-            started,
-            || EVENT_NAME.get().cloned(),
-            &rx,
-            |reason| crash(protocol, reason),
-        ),
-        Err(e) => crash(protocol, &format!("cannot start the hook thread: {e}")),
-    };
-    emit(&answer);
+        .spawn(judge);
+    match worker {
+        Ok(_) => wait(),
+        Err(e) => finish(&crash(
+            protocol,
+            &format!("cannot start the hook thread: {e}"),
+        )),
+    }
+    // The wait ends the process (`finish`); this is not reached.
+    finish(&crash(protocol, "the hook's wait ended without an answer"))
+}
+
+/// Prints `answer` and ends the process with its status. The first caller does; any other
+/// (the deadline racing the judgement, a panic while the answer is printed) waits for that
+/// end, so a call gets one answer; should the end not come (a client that stopped reading
+/// the answer), it ends the process with a refusal's status.
+fn finish(answer: &Answer) -> ! {
+    static ANSWERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if ANSWERED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        crate::resident::exit(2)
+    }
+    emit(answer);
     // The judging thread may still be stuck (a slow mount): leave without waiting for it.
     crate::resident::exit(answer.exit)
 }
@@ -376,8 +406,7 @@ fn install_crash_answer(protocol: &'static dyn Protocol) {
                 "internal error ({what}); the call is blocked because the guard could not finish judging it"
             ),
         );
-        emit(&answer);
-        crate::resident::exit(answer.exit);
+        finish(&answer);
     }));
 }
 

@@ -18,6 +18,7 @@ pub(crate) mod explain;
 pub(crate) mod gemini_hook;
 mod headless;
 mod hook;
+pub(crate) use hook::HOOK_STACK;
 mod hook_deadline;
 pub(crate) mod init;
 pub(crate) mod lint;

@@ -6,4 +6,4 @@ pub(crate) mod server;
 #[allow(dead_code)] // the entry's half of the wire (its tests run here)
 pub(crate) mod wire;
 
-pub(crate) use report::{Note, exit, hook_process, note};
+pub(crate) use report::{Note, Wait, exit, hand_wait, hook_process, note};

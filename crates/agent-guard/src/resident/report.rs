@@ -135,6 +135,31 @@ pub(crate) fn hook_process() -> u32 {
     HOOK_PROCESS.get().copied().unwrap_or_else(std::process::id)
 }
 
+/// Work a judge's waiting thread runs for the call: the wait for its deadline.
+pub(crate) type Wait = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// On a judge's judging thread: the way to its waiting thread.
+    static WAITER: std::cell::RefCell<Option<std::sync::mpsc::Sender<Wait>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Makes the current thread a judge's judging thread, whose call's wait runs on the thread
+/// that receives from `waiter`.
+pub(crate) fn judging_thread(waiter: std::sync::mpsc::Sender<Wait>) {
+    WAITER.with(|w| *w.borrow_mut() = Some(waiter));
+}
+
+/// Hands `wait` to the waiting thread when the current thread is a judge's judging thread,
+/// which then judges the call itself; anywhere else (or with the waiting thread gone) `wait`
+/// comes back for the caller to run on a thread of its own.
+pub(crate) fn hand_wait(wait: Wait) -> Option<Wait> {
+    match WAITER.with(|w| w.borrow_mut().take()) {
+        Some(waiter) => waiter.send(wait).err().map(|unsent| unsent.0),
+        None => Some(wait),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -255,6 +255,32 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes
     }
     // The runtime the call's guard runs on.
     let _ = crate::front::hold_runtime();
+    // The call is taken and judged on a thread started now with the judging stack, and its
+    // deadline waited for on this one: the hook then starts no thread and hands nothing from
+    // one thread to another on the call's path (each hand-off wakes a CPU).
+    let (waiter, waits) = std::sync::mpsc::channel::<super::Wait>();
+    std::thread::scope(|scope| {
+        let judging = std::thread::Builder::new()
+            .name("hook".to_owned())
+            .stack_size(crate::cmd::HOOK_STACK)
+            .spawn_scoped(scope, move || {
+                super::report::judging_thread(waiter);
+                take_call(listener, line, uid, last)
+            });
+        if judging.is_err() {
+            std::process::exit(0);
+        }
+        // The wait ends the process; so does the judging thread, unless it failed before
+        // handing one over.
+        if let Ok(wait) = waits.recv() {
+            wait();
+        }
+        super::report::exit(2)
+    })
+}
+
+/// Waits on the socket for a call (or for the server to leave), takes it and judges it.
+fn take_call(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes) -> ! {
     // The last call's audit database is opened on it (its schema checked; the call then only
     // confirms it is still that file and schema) once no call came for `HOLD_AFTER`: in a
     // burst the open's CPU would be taken from the calls. An existing file only: a policy
