@@ -529,6 +529,37 @@ fn a_judge_answers_by_the_deadline_when_stdin_never_closes() {
     );
 }
 
+/// An entry started with its stdin closed (a client's runner may) hands over /dev/null in its
+/// place, as std's start-up makes it, never the socket it opens next: the judge then reads
+/// its own replies as the event and waits out the deadline. The answer is the CLI's: the
+/// empty event refused at once.
+#[test]
+fn an_entry_with_a_closed_stdin_is_judged_as_the_cli_judges() {
+    let f = fixture();
+    start_server(&f);
+    let closed = |program: PathBuf| {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(r#"exec "$0" claude-hook --policy "$1" <&-"#)
+            .arg(program)
+            .arg(&f.policy)
+            .env("HOME", &f.home)
+            .env("AGENT_GUARD_HOOK_DEADLINE_MS", "5000")
+            .env_remove("AGENT_GUARD_RESIDENT")
+            .current_dir(&f.project)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        wait(sh.spawn().unwrap())
+    };
+    let in_cli = closed(cli());
+    assert!(
+        String::from_utf8_lossy(&in_cli.stdout).contains("malformed hook JSON"),
+        "{in_cli:?}"
+    );
+    let through_entry = closed(entry());
+    assert_eq!(answer(&through_entry), answer(&in_cli), "{through_entry:?}");
+}
+
 /// Runs `script` (Python, with `sqlite3` imported and `db` connected) on the SQLite file `db`;
 /// its printed output.
 fn sqlite(db: &Path, script: &str) -> String {
