@@ -96,7 +96,12 @@ pub(crate) fn hold_runtime() -> anyhow::Result<()> {
 /// is left to the call.
 pub(crate) fn hold_audit_db(path: &Path) {
     if let Some(held) = held().as_mut() {
-        held.db = held.rt.block_on(perm_hooks::AuditDb::open_held(path)).ok();
+        held.db = held.rt.block_on(async {
+            let db = perm_hooks::AuditDb::open_held(path).await.ok()?;
+            // A statement not prepared here is parsed by the call, as before.
+            let _ = db.prepare_calls().await;
+            Some(db)
+        });
     }
 }
 

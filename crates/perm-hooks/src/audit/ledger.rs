@@ -294,6 +294,35 @@ where
     })
 }
 
+/// Counts a call of a session (SQLite's placeholders); `RETURNING` the new tally.
+macro_rules! count_call_sql {
+    ($a:literal, $b:literal, $c:literal, $d:literal) => {
+        concat!(
+            "INSERT INTO agent_guard_session_calls \
+             (session_id, calls, last_tool, last_hash, run, ts) VALUES (",
+            $a,
+            ", 1, ",
+            $b,
+            ", ",
+            $c,
+            ", 1, ",
+            $d,
+            ")",
+            " ON CONFLICT (session_id) DO UPDATE SET \
+             calls = agent_guard_session_calls.calls + 1, \
+             run = CASE WHEN agent_guard_session_calls.last_tool = excluded.last_tool \
+                  AND agent_guard_session_calls.last_hash = excluded.last_hash \
+                  THEN agent_guard_session_calls.run + 1 ELSE 1 END, \
+             last_tool = excluded.last_tool, last_hash = excluded.last_hash, ts = excluded.ts \
+             RETURNING calls, run"
+        )
+    };
+}
+
+/// A call counted on SQLite (prepared ahead by a process that holds the database).
+pub(super) const COUNT_CALL_SQLITE: &str = count_call_sql!("?", "?", "?", "?");
+const COUNT_CALL_POSTGRES: &str = count_call_sql!("$1", "$2", "$3", "$4");
+
 impl Ledger {
     /// Opens (creating and migrating, without the integrity check a one-shot hook process
     /// should not pay) the database. Must be called inside a tokio runtime.
@@ -377,40 +406,25 @@ impl Ledger {
         tool: &str,
         args_hash: &str,
     ) -> Result<Tally, Error> {
-        const UPSERT_TAIL: &str = " ON CONFLICT (session_id) DO UPDATE SET \
-             calls = agent_guard_session_calls.calls + 1, \
-             run = CASE WHEN agent_guard_session_calls.last_tool = excluded.last_tool \
-                  AND agent_guard_session_calls.last_hash = excluded.last_hash \
-                  THEN agent_guard_session_calls.run + 1 ELSE 1 END, \
-             last_tool = excluded.last_tool, last_hash = excluded.last_hash, ts = excluded.ts \
-             RETURNING calls, run";
         let now = now_ms();
         let (calls, run): (i64, i64) = match &self.db {
             Db::Sqlite(pool) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "INSERT INTO agent_guard_session_calls \
-                     (session_id, calls, last_tool, last_hash, run, ts) \
-                     VALUES (?, 1, ?, ?, 1, ?){UPSERT_TAIL}"
-                )))
-                .bind(session)
-                .bind(tool)
-                .bind(args_hash)
-                .bind(now)
-                .fetch_one(pool)
-                .await
+                sqlx::query_as(sqlx::AssertSqlSafe(COUNT_CALL_SQLITE))
+                    .bind(session)
+                    .bind(tool)
+                    .bind(args_hash)
+                    .bind(now)
+                    .fetch_one(pool)
+                    .await
             }
             Db::Postgres(pool) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "INSERT INTO agent_guard_session_calls \
-                     (session_id, calls, last_tool, last_hash, run, ts) \
-                     VALUES ($1, 1, $2, $3, 1, $4){UPSERT_TAIL}"
-                )))
-                .bind(session)
-                .bind(tool)
-                .bind(args_hash)
-                .bind(now)
-                .fetch_one(pool)
-                .await
+                sqlx::query_as(sqlx::AssertSqlSafe(COUNT_CALL_POSTGRES))
+                    .bind(session)
+                    .bind(tool)
+                    .bind(args_hash)
+                    .bind(now)
+                    .fetch_one(pool)
+                    .await
             }
         }
         .map_err(self.err())?;

@@ -138,10 +138,72 @@ fn private_file(path: &Path) -> std::io::Result<()> {
 }
 
 /// SQLite's count of schema changes in this file (`PRAGMA schema_version`).
+const SCHEMA_VERSION: &str = "PRAGMA schema_version";
+const SELECT_CANCELLATIONS: &str =
+    "SELECT id, session_id FROM agent_guard_cancellations WHERE id > ? ORDER BY id";
+const SELECT_LAST_HASH: &str = "SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1";
+
+/// The INSERT of `rows` linked rows (one statement; at most [`ROWS_PER_STATEMENT`]).
+fn insert_rows(rows: Vec<(AuditRow, (String, String))>, key_id: &Arc<str>) -> QueryBuilder<Sqlite> {
+    let mut qb: QueryBuilder<Sqlite> =
+        QueryBuilder::new(format!("INSERT INTO agent_audit_log ({COLUMN_LIST}) "));
+    qb.push_values(rows, |mut b, (row, (prev, hash))| {
+        b.push_bind(row.session_id)
+            .push_bind(i64::from(row.step))
+            .push_bind(row.tool_name)
+            .push_bind(row.status.as_str())
+            .push_bind(i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX))
+            .push_bind(row.output_preview)
+            .push_bind(row.agent_name)
+            .push_bind(row.decision.map(Decision::as_str))
+            .push_bind(row.reason_code)
+            .push_bind(row.ts)
+            .push_bind(row.client)
+            .push_bind(row.call_id)
+            .push_bind(row.input)
+            .push_bind(row.layer)
+            .push_bind(row.resolved_by.map(Resolver::as_str))
+            .push_bind(row.resolution)
+            .push_bind(row.ref_code)
+            .push_bind(prev)
+            .push_bind(hash)
+            .push_bind(Arc::clone(key_id));
+    });
+    qb
+}
+
+/// Prepares, on each connection the pool may hold, the statements one guarded call runs
+/// (`extra`: those of other modules), so that the call does not parse them: a process that
+/// holds the database between calls does this while it waits.
+pub(super) async fn prepare_calls(pool: &SqlitePool, extra: &[&str]) -> Result<(), sqlx::Error> {
+    use sqlx::Executor as _;
+    let row = AuditRow::session_stop(&crate::hook::SessionStopContext::default());
+    let one_row = insert_rows(vec![(row, Default::default())], &Arc::from("")).into_string();
+    let mut held = Vec::new();
+    for _ in 0..pool.options().get_max_connections() {
+        held.push(pool.acquire().await?);
+    }
+    for conn in &mut held {
+        for sql in [
+            SCHEMA_VERSION,
+            SELECT_CANCELLATIONS,
+            SELECT_LAST_HASH,
+            one_row.as_str(),
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        {
+            conn.prepare(sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(
+                sql.to_owned(),
+            )))
+            .await?;
+        }
+    }
+    Ok(())
+}
+
 pub(super) async fn schema_version(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("PRAGMA schema_version")
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar(SCHEMA_VERSION).fetch_one(pool).await
 }
 
 /// One schema object: (type, name, table).
@@ -378,10 +440,9 @@ pub(super) async fn write_batch(
     key: &ChainKey,
 ) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let prev: Option<Option<String>> =
-        sqlx::query_scalar("SELECT row_hash FROM agent_audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut *tx)
-            .await?;
+    let prev: Option<Option<String>> = sqlx::query_scalar(SELECT_LAST_HASH)
+        .fetch_optional(&mut *tx)
+        .await?;
     let links = chain(key, &prev.flatten().unwrap_or_default(), &rows);
     // Shared, not copied per row.
     let key_id: Arc<str> = Arc::from(key.id());
@@ -391,30 +452,7 @@ pub(super) async fn write_batch(
         if chunk.is_empty() {
             break;
         }
-        let mut qb: QueryBuilder<Sqlite> =
-            QueryBuilder::new(format!("INSERT INTO agent_audit_log ({COLUMN_LIST}) "));
-        qb.push_values(chunk, |mut b, (row, (prev, hash))| {
-            b.push_bind(row.session_id)
-                .push_bind(i64::from(row.step))
-                .push_bind(row.tool_name)
-                .push_bind(row.status.as_str())
-                .push_bind(i64::try_from(row.elapsed_ms).unwrap_or(i64::MAX))
-                .push_bind(row.output_preview)
-                .push_bind(row.agent_name)
-                .push_bind(row.decision.map(Decision::as_str))
-                .push_bind(row.reason_code)
-                .push_bind(row.ts)
-                .push_bind(row.client)
-                .push_bind(row.call_id)
-                .push_bind(row.input)
-                .push_bind(row.layer)
-                .push_bind(row.resolved_by.map(Resolver::as_str))
-                .push_bind(row.resolution)
-                .push_bind(row.ref_code)
-                .push_bind(prev)
-                .push_bind(hash)
-                .push_bind(Arc::clone(&key_id));
-        });
+        let mut qb = insert_rows(chunk, &key_id);
         qb.build().persistent(true).execute(&mut *tx).await?;
     }
     tx.commit().await
@@ -439,7 +477,7 @@ pub(super) async fn cancellations_after(
     pool: &SqlitePool,
     id: i64,
 ) -> Result<Vec<(i64, Option<String>)>, sqlx::Error> {
-    sqlx::query_as("SELECT id, session_id FROM agent_guard_cancellations WHERE id > ? ORDER BY id")
+    sqlx::query_as(SELECT_CANCELLATIONS)
         .bind(id)
         .fetch_all(pool)
         .await
