@@ -282,29 +282,39 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes
 /// Waits on the socket for a call (or for the server to leave), takes it and judges it.
 fn take_call(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes) -> ! {
     // The last call's audit database is opened on it (its schema checked; the call then only
-    // confirms it is still that file and schema) once no call came for `HOLD_AFTER`: in a
-    // burst the open's CPU would be taken from the calls. An existing file only: a policy
-    // that stopped naming it must not see it made again. The open starts SQLite's connection
-    // threads, which stay parked on their channels until the call sends them a statement.
+    // confirms it is still that file and schema) `HOLD_AFTER` after this judge is ready,
+    // unless a call came first: in a burst the open's CPU would be taken from the calls. An
+    // existing file only: a policy that stopped naming it must not see it made again. The
+    // open starts SQLite's connection thread, which stays parked on its channel until the
+    // call sends it a statement.
     let mut to_hold = last.audit_db.as_deref().filter(|db| db.is_file());
+    let hold_at = Instant::now() + HOLD_AFTER;
+    // One idle judge is woken per call (`EXCLUSIVE`), not every judge for each call.
+    let Ok(waiting) = wait_on(listener, line) else {
+        std::process::exit(0);
+    };
+    let mut events = Vec::with_capacity(2);
     loop {
-        let mut fds = [
-            rustix::event::PollFd::new(listener, rustix::event::PollFlags::IN),
-            rustix::event::PollFd::new(line, rustix::event::PollFlags::IN),
-        ];
-        let wait = to_hold.map(|_| timespec(HOLD_AFTER));
-        let Ok(ready) = rustix::event::poll(&mut fds, wait.as_ref()) else {
+        let wait = to_hold.map(|_| timespec(hold_at.saturating_duration_since(Instant::now())));
+        events.clear();
+        if rustix::event::epoll::wait(
+            &waiting,
+            rustix::buffer::spare_capacity(&mut events),
+            wait.as_ref(),
+        )
+        .is_err()
+        {
             std::process::exit(0);
-        };
-        if ready == 0 {
+        }
+        if events.is_empty() {
             if let Some(db) = to_hold.take() {
                 crate::front::hold_audit_db(db);
             }
             continue;
         }
-        let [call, server] = fds.map(|fd| fd.revents());
-        if call.is_empty() {
-            if !server.is_empty() {
+        let woken = |what: u64| events.iter().any(|e| e.data.u64() == what);
+        if !woken(CALL) {
+            if woken(SERVER_LEFT) {
                 // The server left (its end closed) and no call is waiting.
                 std::process::exit(0);
             }
@@ -327,6 +337,30 @@ fn take_call(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes)
         }
         serve(conn)
     }
+}
+
+/// What woke an idle judge.
+const CALL: u64 = 0;
+const SERVER_LEFT: u64 = 1;
+
+/// An epoll set on the listening socket (one waiter woken per connection) and the line to the
+/// server (readable when the server left).
+fn wait_on(listener: &UnixListener, line: &UnixStream) -> rustix::io::Result<OwnedFd> {
+    use rustix::event::epoll;
+    let waiting = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    epoll::add(
+        &waiting,
+        listener,
+        epoll::EventData::new_u64(CALL),
+        epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
+    )?;
+    epoll::add(
+        &waiting,
+        line,
+        epoll::EventData::new_u64(SERVER_LEFT),
+        epoll::EventFlags::IN,
+    )?;
+    Ok(waiting)
 }
 
 /// Judges the warm-up calls in this judge's own memory, and keeps what it allocated: the
