@@ -81,10 +81,16 @@ fn reap_orphans() {
     while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::empty()) {}
 }
 
+/// The pause after every run (see [`Case::run_once`]).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// One benchmarked command line, run through `sh -c` like a client's hook command.
 struct Case {
     name: &'static str,
-    script: String,
+    /// Run in turn, one per run (calls that differ, as an agent's do: the guard refuses the
+    /// third identical call in a row).
+    scripts: Vec<String>,
+    runs: usize,
     wall_ms: Vec<f64>,
     cpu_ticks: u64,
     /// The resident hook guard whose judges run this case's calls: their CPU is its tree's.
@@ -92,10 +98,11 @@ struct Case {
 }
 
 impl Case {
-    fn new(name: &'static str, script: String) -> Case {
+    fn new(name: &'static str, scripts: Vec<String>) -> Case {
         Case {
             name,
-            script,
+            scripts,
+            runs: 0,
             wall_ms: Vec::new(),
             cpu_ticks: 0,
             server: None,
@@ -103,12 +110,18 @@ impl Case {
     }
 
     fn run_once(&mut self, dir: &Path, home: &Path) -> anyhow::Result<(f64, u64)> {
+        let script = self
+            .scripts
+            .get(self.runs % self.scripts.len().max(1))
+            .cloned()
+            .unwrap_or_default();
+        self.runs += 1;
         let server_before = self.server.map(process_tree_ticks).transpose()?;
         let before = children_cpu_ticks()?;
         let start = Instant::now();
         let status = Command::new("sh")
             .arg("-c")
-            .arg(&self.script)
+            .arg(&script)
             .current_dir(dir)
             .env("HOME", home)
             .stdin(Stdio::null())
@@ -117,20 +130,23 @@ impl Case {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .output()
-            .with_context(|| format!("cannot start `{}`", self.script))?
+            .with_context(|| format!("cannot start `{script}`"))?
             .status;
         let wall = start.elapsed();
         reap_orphans();
         let mut cpu = children_cpu_ticks()?.saturating_sub(before);
+        // Every run starts as far from the one before as an agent's calls are at the least
+        // (a tool call follows the model's answer): the work a run leaves behind (a judge
+        // replaced, a process torn down) is not the next run's. It also gives the server the
+        // few milliseconds it takes to collect a judge, whose CPU (the call's and its
+        // warm-up's) then counts in the server's children's totals.
+        std::thread::sleep(SETTLE);
         if let (Some(server), Some(server_before)) = (self.server, server_before) {
-            // The server collects a judge within a few milliseconds of its exit; its CPU
-            // (the call's and its warm-up's) then counts in the server's children's totals.
-            std::thread::sleep(std::time::Duration::from_millis(10));
             cpu += process_tree_ticks(server)?.saturating_sub(server_before);
         }
         // A hook that denies exits 2; anything else but 0 means the case is broken.
         if !matches!(status.code(), Some(0 | 2)) {
-            bail!("`{}` failed: {status}", self.script);
+            bail!("`{script}` failed: {status}");
         }
         Ok((wall.as_secs_f64() * 1e3, cpu))
     }
@@ -140,9 +156,10 @@ fn quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
-fn event(dir: &Path, tool: &str, input: serde_like::Json) -> String {
+fn event(dir: &Path, session: &str, tool: &str, input: serde_like::Json) -> String {
     format!(
-        r#"{{"session_id":"bench","transcript_path":"/dev/null","cwd":{cwd},"permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"{tool}","tool_input":{input}}}"#,
+        r#"{{"session_id":{session},"transcript_path":"/dev/null","cwd":{cwd},"permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"{tool}","tool_input":{input}}}"#,
+        session = serde_like::string(session),
         cwd = serde_like::string(&dir.display().to_string()),
         input = input.0,
     )
@@ -326,25 +343,39 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(path)
     };
-    let read_event = write(
-        "read.json",
-        &event(
-            &project,
-            "Read",
-            serde_like::object(&[(
-                "file_path",
-                &project.join("src/lib.rs").display().to_string(),
-            )]),
-        ),
-    )?;
-    let bash_event = write(
-        "bash.json",
-        &event(
-            &project,
-            "Bash",
-            serde_like::object(&[("command", "git status")]),
-        ),
-    )?;
+    // Four files to read, four commands to run: each comparison cycles through them.
+    for k in 0..4 {
+        std::fs::write(project.join(format!("src/m{k}.rs")), "pub fn g() {}\n")
+            .context("cannot write the bench project")?;
+    }
+    let commands = [
+        "git status",
+        "git status --short",
+        "git log -1 --oneline",
+        "git diff --stat",
+    ];
+    // The events of comparison `block` (its own session: the guard's per-session limits see
+    // one comparison's calls).
+    let events = |block: usize, tool: &str| -> anyhow::Result<Vec<PathBuf>> {
+        commands
+            .iter()
+            .enumerate()
+            .map(|(k, command)| {
+                let input = match tool {
+                    "Read" => serde_like::object(&[(
+                        "file_path",
+                        &project.join(format!("src/m{k}.rs")).display().to_string(),
+                    )]),
+                    _ => serde_like::object(&[("command", command)]),
+                };
+                let session = format!("bench-{block}");
+                write(
+                    &format!("{block}-{tool}-{k}.json"),
+                    &event(&project, &session, tool, input),
+                )
+            })
+            .collect()
+    };
     let no_db = write(
         "no-db.toml",
         "[permissions]\ndefault = \"ask\"\nallow = [\"read_file\"]\n\n[hooks]\naudit = false\n",
@@ -365,61 +396,45 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
             quote(ev)
         )
     };
-    let mut hooks = vec![
-        Case::new(
-            "cat Read event (floor)",
-            format!("cat {}", quote(&read_event)),
-        ),
-        Case::new("entry Read, no audit db", hook(&entry, &no_db, &read_event)),
-        Case::new("entry Bash, no audit db", hook(&entry, &no_db, &bash_event)),
-        Case::new(
-            "entry Read, SQLite audit db",
-            hook(&entry, &with_db, &read_event),
-        ),
-        Case::new(
-            "entry Bash, SQLite audit db",
-            hook(&entry, &with_db, &bash_event),
-        ),
-        Case::new("cli Read, no audit db", hook(exe, &no_db, &read_event)),
-        Case::new("cli Bash, no audit db", hook(exe, &no_db, &bash_event)),
-        Case::new(
-            "cli Read, SQLite audit db",
-            hook(exe, &with_db, &read_event),
-        ),
-        Case::new(
-            "cli Bash, SQLite audit db",
-            hook(exe, &with_db, &bash_event),
-        ),
+    let floor = "cat the event (floor)";
+    let comparisons: [(&'static str, &Path, &Path, &str); 8] = [
+        ("entry Bash, no audit db", &entry, &no_db, "Bash"),
+        ("entry Read, no audit db", &entry, &no_db, "Read"),
+        ("entry Read, SQLite audit db", &entry, &with_db, "Read"),
+        ("entry Bash, SQLite audit db", &entry, &with_db, "Bash"),
+        ("cli Read, no audit db", exe, &no_db, "Read"),
+        ("cli Bash, no audit db", exe, &no_db, "Bash"),
+        ("cli Read, SQLite audit db", exe, &with_db, "Read"),
+        ("cli Bash, SQLite audit db", exe, &with_db, "Bash"),
     ];
     let home = dir.join("home");
     std::fs::create_dir_all(&home).context("cannot create the bench home")?;
-    let server = start_resident(&entry, &no_db, &read_event, &project, &home)?;
+    let first = events(comparisons.len(), "Read")?;
+    let first = first.first().context("no event written")?;
+    let server = start_resident(&entry, &no_db, first, &project, &home)?;
     let tick_ms = 1e3 / clock_ticks();
-    let load_before = load_average();
-    for case in hooks.iter_mut().filter(|c| c.name.starts_with("entry ")) {
-        case.server = Some(server);
-    }
-    measure(&mut hooks, &project, &home, runs)?;
     println!(
-        "hook calls, {runs} paired runs each; load average before {load_before}, after {}",
+        "hook calls, {runs} adjacent pairs (call, floor) per call, in turns; load average before {}",
         load_average()
     );
-    let floor = "cat Read event (floor)";
-    report(
-        &hooks,
-        &[
-            ("entry Read, no audit db", floor),
-            ("entry Bash, no audit db", floor),
-            ("entry Read, SQLite audit db", floor),
-            ("entry Bash, SQLite audit db", floor),
-            ("cli Read, no audit db", floor),
-            ("cli Bash, no audit db", floor),
-            ("cli Read, SQLite audit db", floor),
-            ("cli Bash, SQLite audit db", floor),
-        ],
-        runs,
-        tick_ms,
-    );
+    // Each call is compared with a floor run beside it, not with one run among the other
+    // calls: a floor several runs away ran on a machine the runs between left in another
+    // state (a judge being replaced, a CLI's pages).
+    for (block, (name, program, policy, tool)) in comparisons.into_iter().enumerate() {
+        let events = events(block, tool)?;
+        let mut call = Case::new(
+            name,
+            events.iter().map(|e| hook(program, policy, e)).collect(),
+        );
+        if name.starts_with("entry ") {
+            call.server = Some(server);
+        }
+        let cat = events.iter().map(|e| format!("cat {}", quote(e))).collect();
+        let mut pair = [Case::new(floor, cat), call];
+        measure(&mut pair, &project, &home, runs)?;
+        report(&pair, &[(name, floor)], runs, tick_ms);
+    }
+    println!("  load average after {}", load_average());
 
     let p = quote(&project);
     let peer = if Command::new("bwrap")
@@ -431,15 +446,18 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
     {
         Case::new(
             "bwrap (clients' sandbox set-up)",
-            format!(
+            vec![format!(
                 "exec bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --proc /proc \
                  --dev /dev --tmpfs /tmp --bind {p} {p} --cap-drop ALL -- bash -c true"
-            ),
+            )],
         )
     } else {
         Case::new(
             "unshare (bwrap not installed)",
-            "exec unshare --pid --fork --mount-proc --net --ipc --mount bash -c true".to_owned(),
+            vec![
+                "exec unshare --pid --fork --mount-proc --net --ipc --mount bash -c true"
+                    .to_owned(),
+            ],
         )
     };
     let peer_name = peer.name;
@@ -447,7 +465,7 @@ fn run_in(exe: &Path, dir: &Path, runs: usize) -> anyhow::Result<()> {
         peer,
         Case::new(
             "agent-guard exec --yes -- true",
-            format!("exec {} exec --yes -- true", quote(exe)),
+            vec![format!("exec {} exec --yes -- true", quote(exe))],
         ),
     ];
     let load_before = load_average();
