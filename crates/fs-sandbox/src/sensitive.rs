@@ -732,8 +732,18 @@ fn required_text(form: &str) -> Option<Vec<u8>> {
         });
         i += 1;
     }
+    // A rooted form whose first component is plain text matches only paths that begin with
+    // that component between slashes, so that text, slashes included, is required as well:
+    // `/proc/*/task/*/mem` requires `/proc/`, not just `task` (which `xtask` holds).
+    let first = form
+        .strip_prefix('/')
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(first, _)| first)
+        .filter(|first| !first.is_empty() && !first.contains(['*', '?', '[', ']']))
+        .map(|first| format!("/{first}/").into_bytes());
     plain
         .split(|&b| b == b'/')
+        .chain(first.as_deref())
         .max_by_key(|run| run.len())
         .filter(|run| run.len() >= 2)
         .map(<[u8]>::to_ascii_lowercase)
@@ -1893,6 +1903,10 @@ mod tests {
     fn a_globs_required_text_is_a_literal_run_of_one_component() {
         let need = |form: &str| required_text(form).map(|t| String::from_utf8(t).unwrap());
         assert_eq!(need("/proc/*/environ").as_deref(), Some("environ"));
+        // Or a rooted form's first component with its slashes, when that is longer.
+        assert_eq!(need("/proc/*/task/*/mem").as_deref(), Some("/proc/"));
+        assert_eq!(need("/Proc/*/x").as_deref(), Some("/proc/"));
+        assert_eq!(need("/**/*/task/*/mem").as_deref(), Some("task"));
         assert_eq!(need("**/.env.*").as_deref(), Some(".env."));
         assert_eq!(
             need("/etc/ssh/ssh_host_*_key").as_deref(),
@@ -1923,6 +1937,19 @@ mod tests {
         assert!(set.each_match(&Folded::new(Path::new("/PROC/1/Environ")), |i| hits.push(i)));
         assert_eq!(hits, vec![1]);
         assert!(set.globs.get().is_some());
+
+        // A component that merely holds a required run does not compile a rooted form.
+        let forms: Vec<SetForm> = vec![("p".into(), "/proc/*/task/*/mem".into())];
+        let set = build_set(&forms).unwrap();
+        let mut hits = Vec::new();
+        let xtask = Folded::new(Path::new("/w/xtask-bench/src/m0.rs"));
+        assert!(set.each_match(&xtask, |i| hits.push(i)));
+        assert!(hits.is_empty() && set.globs.get().is_none());
+        assert!(
+            set.each_match(&Folded::new(Path::new("/proc/7/task/8/mem")), |i| hits
+                .push(i))
+        );
+        assert_eq!(hits, vec![0]);
     }
 
     #[test]
