@@ -45,8 +45,9 @@ pub struct Policy {
     pub path: Option<PathBuf>,
     /// Its text (empty when no file was given), kept to turn spans into line numbers.
     pub text: String,
-    /// The parsed document.
-    pub doc: PolicyDoc,
+    /// The parsed document, shared: a policy file parsed once is handed to every later load
+    /// of the same text (`Policy::load`) without copying its tables.
+    pub doc: Arc<PolicyDoc>,
 }
 
 /// `permissions` with every rule written in a client's vocabulary (`Bash(rm:*)`) renamed to
@@ -118,7 +119,7 @@ impl Policy {
         let policy = Policy {
             path: Some(path.to_owned()),
             text,
-            doc,
+            doc: Arc::new(doc),
         };
         remember(&policy);
         Ok(policy)
@@ -132,7 +133,7 @@ impl Policy {
         Ok(Policy {
             path: Some(PathBuf::from(name)),
             text: text.to_owned(),
-            doc,
+            doc: Arc::new(doc),
         })
     }
 
