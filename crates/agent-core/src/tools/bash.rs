@@ -140,20 +140,23 @@ pub struct RunBashTool {
     analyzer: Arc<CachedAnalyzer>,
     runner: Arc<Runner>,
     sandbox: Arc<Sandbox>,
-    config: BashConfig,
 }
 
 impl RunBashTool {
     /// A tool analysing with `config` and judging paths through `sandbox`; `runner` executes.
     pub fn new(config: BashConfig, sandbox: Arc<Sandbox>, runner: Runner) -> Self {
         let judge: Arc<dyn PathJudge> = Arc::new(SandboxJudge::new(Arc::clone(&sandbox)));
-        let analyzer = CachedAnalyzer::new(Analyzer::new(config.clone()), judge, 256);
+        // One copy of the configuration (its exec lists are long): the analyzer's.
+        let analyzer = CachedAnalyzer::new(Analyzer::new(config), judge, 256);
         RunBashTool {
             analyzer: Arc::new(analyzer),
             runner: Arc::new(runner),
             sandbox,
-            config,
         }
+    }
+
+    fn config(&self) -> &BashConfig {
+        self.analyzer.analyzer().config()
     }
 
     /// The analyzer (with its verdict cache) this tool judges commands with; the executor's
@@ -179,8 +182,8 @@ impl RunBashTool {
                 Access::ReadOnly => read.push(root.path().to_path_buf()),
             }
         }
-        let mut c = Confinement::from_config(&self.config.exec, read, write);
-        c.block_network = self.config.block_network;
+        let mut c = Confinement::from_config(&self.config().exec, read, write);
+        c.block_network = self.config().block_network;
         c
     }
 }
@@ -252,7 +255,7 @@ impl AgentTool for RunBashTool {
         if result.write_cap_exceeded {
             out.push_str(&format!(
                 "\n[stopped: wrote more than {} bytes (bash.exec max_written_bytes)]",
-                self.config.exec.max_written_bytes
+                self.config().exec.max_written_bytes
             ));
         }
         match result.exit_code {
