@@ -305,6 +305,17 @@ fn answer_stdin(protocol: &dyn Protocol, args: &HookArgs) -> Answer {
 /// judges. No policy, no audit database; nothing is printed, kept or set for later calls, and
 /// the thread it runs on has ended when this returns.
 pub(crate) fn warm_up(protocol: &'static dyn Protocol, calls: usize) {
+    let worker = std::thread::Builder::new()
+        .stack_size(HOOK_STACK)
+        .spawn(move || warm_up_here(protocol, calls));
+    if let Ok(worker) = worker {
+        let _ = worker.join();
+    }
+}
+
+/// [`warm_up`] on the calling thread, which must have the judging stack ([`HOOK_STACK`]): a
+/// resident judge's judging thread, whose own stack pages the call then finds in place.
+pub(crate) fn warm_up_here(protocol: &'static dyn Protocol, calls: usize) {
     let Ok(dir) = tempfile::tempdir() else {
         return;
     };
@@ -335,20 +346,13 @@ pub(crate) fn warm_up(protocol: &'static dyn Protocol, calls: usize) {
                 "old_string": "f()", "new_string": "g()"}),
         ),
     ];
-    let worker = std::thread::Builder::new()
-        .stack_size(HOOK_STACK)
-        .spawn(move || {
-            for (tool, input) in all.into_iter().take(calls) {
-                let event = serde_json::json!({"hook_event_name": "PreToolUse",
-                    "session_id": "warm-up", "cwd": cwd, "tool_name": tool,
-                    "tool_input": input});
-                if let Ok(event) = Event::parse(&event.to_string()) {
-                    let _ = protocol.answer(&event, &args);
-                }
-            }
-        });
-    if let Ok(worker) = worker {
-        let _ = worker.join();
+    for (tool, input) in all.into_iter().take(calls) {
+        let event = serde_json::json!({"hook_event_name": "PreToolUse",
+            "session_id": "warm-up", "cwd": cwd, "tool_name": tool,
+            "tool_input": input});
+        if let Ok(event) = Event::parse(&event.to_string()) {
+            let _ = protocol.answer(&event, &args);
+        }
     }
 }
 

@@ -33,8 +33,8 @@ pub(crate) mod test;
 pub(crate) enum WarmUp {
     /// Every kind of call: the server, once, so every table is built before it forks.
     Everything,
-    /// One call that reads a file through bash: an idle judge, so the pages a judgement
-    /// writes are its own.
+    /// One call that reads a file through bash, on the calling thread: an idle judge's
+    /// judging thread, so the pages a judgement writes (its stack's too) are its own.
     OneCall,
 }
 
@@ -45,12 +45,8 @@ pub(crate) fn warm_up_hooks(how: WarmUp) {
         // (a quarter of such a judgement); a constant table, so sharing it changes nothing.
         let _ = perm_hooks::SecretScanner::default_set();
     }
-    hook::warm_up(
-        &claude_hook::Claude,
-        if how == WarmUp::Everything {
-            usize::MAX
-        } else {
-            1
-        },
-    );
+    match how {
+        WarmUp::Everything => hook::warm_up(&claude_hook::Claude, usize::MAX),
+        WarmUp::OneCall => hook::warm_up_here(&claude_hook::Claude, 1),
+    }
 }

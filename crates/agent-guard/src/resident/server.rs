@@ -21,6 +21,7 @@
 // sound here.
 #![allow(unsafe_code)]
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read as _, Write as _};
 use std::mem::MaybeUninit;
@@ -253,8 +254,6 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes
     if wait_single_threaded(Duration::from_secs(2)).is_err() {
         std::process::exit(0);
     }
-    // The runtime the call's guard runs on.
-    let _ = crate::front::hold_runtime();
     // The call is taken and judged on a thread started now with the judging stack, and its
     // deadline waited for on this one: the hook then starts no thread and hands nothing from
     // one thread to another on the call's path (each hand-off wakes a CPU).
@@ -265,6 +264,11 @@ fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes
             .stack_size(crate::cmd::HOOK_STACK)
             .spawn_scoped(scope, move || {
                 super::report::judging_thread(waiter);
+                // The warm-up call on this very thread: its stack pages are then in place.
+                crate::cmd::warm_up_hooks(crate::cmd::WarmUp::OneCall);
+                // The runtime the call's guard runs on (after the warm-up, which would take
+                // it).
+                let _ = crate::front::hold_runtime();
                 take_call(listener, line, uid, last)
             });
         if judging.is_err() {
@@ -363,10 +367,11 @@ fn wait_on(listener: &UnixListener, line: &UnixStream) -> rustix::io::Result<Own
     Ok(waiting)
 }
 
-/// Judges the warm-up calls in this judge's own memory, and keeps what it allocated: the
-/// pages a judgement writes are then this process's own (not copy-on-write pages of the
-/// server, each copied on its first write) and the code it runs is mapped, before a call
-/// arrives. Freed memory stays with the allocator instead of going back to the system.
+/// Prepares this judge's memory before a call arrives: freed memory stays with the allocator
+/// instead of going back to the system, so the pages the warm-up call (run on the judging
+/// thread, see `idle_judge`) writes are this process's own when the call writes them again
+/// (not copy-on-write pages of the server, each copied on its first write), and the code it
+/// runs is mapped; the hook parser is built and the last call's policy parsed.
 fn warm_this_judge(policy: Option<&Path>) {
     // SAFETY: `mallopt` only sets allocator parameters; this process has one thread.
     unsafe {
@@ -374,7 +379,6 @@ fn warm_this_judge(policy: Option<&Path>) {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
         libc::mallopt(libc::M_TOP_PAD, 8 << 20);
     }
-    crate::cmd::warm_up_hooks(crate::cmd::WarmUp::OneCall);
     crate::prepare_hook_cli();
     // The last call's policy, parsed now: the call's own load reuses the parse when the file
     // is unchanged (it is read again either way). A file that does not parse is the call's
@@ -554,27 +558,37 @@ fn judge(conn: UnixStream, fds: [OwnedFd; wire::FDS], request: wire::Request) ->
     };
     super::report::report_to(conn, entry_pid);
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(request.umask & 0o777));
-    // SAFETY: nothing reads the environment concurrently: `idle_judge` waited for its
-    // warm-up's threads to end, and the only ones it started after (the held audit
-    // database's SQLite workers) stay parked on their channels until this call's guard sends
-    // them a statement, after this.
-    unsafe {
-        for (name, _) in std::env::vars_os() {
-            std::env::remove_var(name);
+    // The judge's environment is the server's, which the entry that started the server
+    // gave it: usually this call's already. Only what differs is changed.
+    let mut wanted: HashMap<OsString, OsString> = HashMap::new();
+    for entry in &request.env {
+        let bytes = entry.as_encoded_bytes();
+        // No real environment holds a NUL (it is a C string); a hostile entry is skipped.
+        if bytes.contains(&0) {
+            continue;
         }
-        for entry in &request.env {
-            let bytes = entry.as_encoded_bytes();
-            // No real environment holds a NUL (it is a C string); a hostile entry is skipped.
-            if bytes.contains(&0) {
-                continue;
+        if let Some(eq) = bytes.iter().position(|b| *b == b'=').filter(|&i| i > 0) {
+            let (name, value) = bytes.split_at(eq);
+            let value = value.get(1..).unwrap_or_default();
+            wanted.insert(
+                OsString::from_vec(name.to_vec()),
+                OsString::from_vec(value.to_vec()),
+            );
+        }
+    }
+    // SAFETY: nothing reads the environment concurrently: this is the judging thread, the
+    // judge's main thread is parked on its channel until the call hands it its wait (after
+    // this), and the held audit database's SQLite worker stays parked on its channel until
+    // this call's guard sends it a statement, after this.
+    unsafe {
+        for (name, value) in std::env::vars_os() {
+            if wanted.get(&name) != Some(&value) {
+                std::env::remove_var(name);
             }
-            if let Some(eq) = bytes.iter().position(|b| *b == b'=').filter(|&i| i > 0) {
-                let (name, value) = bytes.split_at(eq);
-                let value = value.get(1..).unwrap_or_default();
-                std::env::set_var(
-                    OsString::from_vec(name.to_vec()),
-                    OsString::from_vec(value.to_vec()),
-                );
+        }
+        for (name, value) in &wanted {
+            if std::env::var_os(name).as_ref() != Some(value) {
+                std::env::set_var(name, value);
             }
         }
     }
