@@ -15,7 +15,9 @@
 // std's start-up (a read of /proc/self/maps for the main thread's stack guard, an alternate
 // signal stack, its handlers) was an eighth of this entry's own time: the entry starts at C's
 // `main` and does the two parts of it that matter here itself (see `c_main`).
-#![no_main]
+#![cfg_attr(not(test), no_main)]
+// Under `cargo test` the harness is the program: the entry's functions are not called there.
+#![cfg_attr(test, allow(dead_code))]
 
 #[path = "../resident/wire.rs"]
 #[allow(dead_code)] // the server's half of the wire is not used here
@@ -59,6 +61,7 @@ enum Outcome {
 
 /// The process's entry, called by the C runtime (std reads the arguments and the environment
 /// on its own, from the C runtime's initialisation).
+#[cfg(not(test))]
 #[allow(unsafe_code)] // an exported symbol: the C runtime calls it as `main`
 #[unsafe(export_name = "main")]
 extern "C" fn c_main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {

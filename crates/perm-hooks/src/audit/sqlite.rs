@@ -137,7 +137,6 @@ fn private_file(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// SQLite's count of schema changes in this file (`PRAGMA schema_version`).
 const SCHEMA_VERSION: &str = "PRAGMA schema_version";
 const SELECT_CANCELLATIONS: &str =
     "SELECT id, session_id FROM agent_guard_cancellations WHERE id > ? ORDER BY id";
@@ -202,6 +201,7 @@ pub(super) async fn prepare_calls(pool: &SqlitePool, extra: &[&str]) -> Result<(
     Ok(())
 }
 
+/// SQLite's count of schema changes in this file (`PRAGMA schema_version`).
 pub(super) async fn schema_version(pool: &SqlitePool) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(SCHEMA_VERSION).fetch_one(pool).await
 }
