@@ -134,9 +134,9 @@ fn every_spelling_of_a_module_counts() {
 }
 
 /// The resident hook guard sits above the hook code (its server forks judges that run it);
-/// the hook code knows only how a judge ends and whose call it judges (`resident::exit`,
-/// `resident::hook_process`, in the leaf `report.rs`),
-/// and that leaf names no command module.
+/// the hook code knows only how a judge ends, whose call it judges and where its wait for the
+/// deadline runs (`resident::exit`, `resident::hook_process`, `resident::hand_wait`, in the
+/// leaf `report.rs`), and that leaf names no command module.
 #[test]
 fn the_hook_code_knows_only_how_a_resident_judge_ends() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -150,9 +150,13 @@ fn the_hook_code_knows_only_how_a_resident_judge_ends() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         for (at, _) in text.match_indices("resident::") {
-            if !["resident::exit(", "resident::hook_process("]
-                .iter()
-                .any(|allowed| text[at..].starts_with(allowed))
+            if ![
+                "resident::exit(",
+                "resident::hook_process(",
+                "resident::hand_wait(",
+            ]
+            .iter()
+            .any(|allowed| text[at..].starts_with(allowed))
             {
                 wrong.push(format!("{} names {}", file.display(), &text[at..at + 20]));
             }
