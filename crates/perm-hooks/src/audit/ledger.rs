@@ -409,7 +409,7 @@ impl Ledger {
         let now = now_ms();
         let (calls, run): (i64, i64) = match &self.db {
             Db::Sqlite(pool) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(COUNT_CALL_SQLITE))
+                sqlx::query_as(COUNT_CALL_SQLITE)
                     .bind(session)
                     .bind(tool)
                     .bind(args_hash)
@@ -418,7 +418,7 @@ impl Ledger {
                     .await
             }
             Db::Postgres(pool) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(COUNT_CALL_POSTGRES))
+                sqlx::query_as(COUNT_CALL_POSTGRES)
                     .bind(session)
                     .bind(tool)
                     .bind(args_hash)

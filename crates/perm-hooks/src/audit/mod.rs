@@ -1325,12 +1325,8 @@ impl AuditDb {
                 message: format!("{target} is not a SQLite file"),
             });
         };
-        let db_err = |source| Error::Database {
-            path: target.to_string(),
-            source,
-        };
-        let schema_version = sqlite::schema_version(pool).await.map_err(db_err)?;
-        let file = file_identity(path).map_err(|e| db_err(sqlx::Error::Io(e)))?;
+        let schema_version = sqlite::schema_version(pool).await.map_err(db.err())?;
+        let file = file_identity(path).map_err(|e| db.err()(sqlx::Error::Io(e)))?;
         db.held = Some(Held {
             file,
             schema_version,
@@ -1347,10 +1343,7 @@ impl AuditDb {
         match &self.db {
             Db::Sqlite(pool) => sqlite::prepare_calls(pool, &[ledger::COUNT_CALL_SQLITE])
                 .await
-                .map_err(|source| Error::Database {
-                    path: self.target.to_string(),
-                    source,
-                }),
+                .map_err(self.err()),
             Db::Postgres(_) => Ok(()),
         }
     }
@@ -1387,6 +1380,13 @@ impl AuditDb {
 
     fn db(&self) -> &Db {
         &self.db
+    }
+
+    fn err(&self) -> impl FnOnce(sqlx::Error) -> Error + '_ {
+        move |source| Error::Database {
+            path: self.target.to_string(),
+            source,
+        }
     }
 }
 
