@@ -429,8 +429,6 @@ fn http_transport(
     Err("`[auto]` needs agent-core's `openai` feature (an HTTP client)".to_owned())
 }
 
-/// The audit database: a `postgres://` URL as it is, a SQLite path against `cwd` (the open
-/// creates its directory, private).
 /// A hooks-layer failure (configuration, the audit database) as the guard reports it.
 fn hooks_err(e: perm_hooks::Error) -> Error {
     Error::Config {
