@@ -251,9 +251,6 @@ impl Idle {
 /// judges it. Never returns.
 fn idle_judge(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes) -> ! {
     warm_this_judge(last.policy.as_deref());
-    if wait_single_threaded(Duration::from_secs(2)).is_err() {
-        std::process::exit(0);
-    }
     // The call is taken and judged on a thread started now with the judging stack, and its
     // deadline waited for on this one: the hook then starts no thread and hands nothing from
     // one thread to another on the call's path (each hand-off wakes a CPU).
@@ -343,8 +340,9 @@ fn take_call(listener: &UnixListener, line: &UnixStream, uid: u32, last: &Notes)
     }
 }
 
-/// What woke an idle judge.
+/// What woke an idle judge: a connection on the listening socket.
 const CALL: u64 = 0;
+/// What woke an idle judge: the end of its line to the server.
 const SERVER_LEFT: u64 = 1;
 
 /// An epoll set on the listening socket (one waiter woken per connection) and the line to the
