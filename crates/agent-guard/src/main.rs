@@ -196,6 +196,14 @@ fn main() -> ExitCode {
             Err(code) => code,
         };
     }
+    // `exec` starts its sandbox trampoline before anything else: its process start then runs
+    // beside the parse, the policy's load and the command's analysis (it waits for its spec,
+    // and runs nothing it is not sent). Any way out but the run kills it.
+    let early = if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("exec")) {
+        cmd::exec::Early::start()
+    } else {
+        None
+    };
     let cli = match parse::<Cli>() {
         Ok(cli) => cli,
         Err(code) => return code,
@@ -210,7 +218,7 @@ fn main() -> ExitCode {
         Command::Cancel(args) => cmd::cancel::run(args),
         Command::AllowOnce(args) => cmd::allow_once::run(args),
         Command::Auto(args) => cmd::auto::run(args),
-        Command::Exec(args) => cmd::exec::run(args),
+        Command::Exec(args) => cmd::exec::run(args, early),
         Command::Hook(hook) => return hook.run(),
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),

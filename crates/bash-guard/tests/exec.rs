@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bash_guard::{Confinement, ExecConfig, ExecError, ExecRequest, LandlockState, Runner};
+use bash_guard::{
+    Confinement, ExecConfig, ExecError, ExecRequest, LandlockState, Runner, Trampoline,
+};
 use tokio_util::sync::CancellationToken;
 
 fn config() -> ExecConfig {
@@ -528,46 +530,89 @@ async fn a_confined_run_sees_its_processes_only_while_they_run() {
     assert!(host_sleepers(&arg).is_empty());
 }
 
-/// The trampoline learns its cgroups and its Landlock rules from frames on its standard input
-/// (a JSON length-prefixed with a little-endian `u32`). A runner that dies or fails before
-/// sending both must leave a trampoline that never runs the command, even with
-/// `require_confinement` off in the spec.
+#[tokio::test]
+async fn a_trampoline_started_ahead_runs_the_request_it_is_then_sent() {
+    let root = tempfile::tempdir().unwrap();
+    let started = Trampoline::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+        .start()
+        .unwrap();
+    // Judging the command takes a while after the start.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let request = confined("pwd; echo \"$TMPDIR\"; touch made", root.path());
+    let result = Runner::new(config())
+        .run_started(started, &request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(result.exit_code, Some(0), "{result:?}");
+    let mut lines = result.stdout.lines();
+    assert_eq!(lines.next(), Some(root.path().to_str().unwrap()));
+    assert!(
+        lines.next().is_some_and(|t| t.contains("bash-guard-")),
+        "{result:?}"
+    );
+    assert!(root.path().join("made").exists());
+    assert_eq!(
+        result.confinement.landlock.status,
+        LandlockState::FullyEnforced
+    );
+}
+
+#[tokio::test]
+async fn a_trampoline_started_ahead_and_dropped_runs_nothing() {
+    let started = Trampoline::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+        .start()
+        .unwrap();
+    let pid = started.id().unwrap();
+    assert!(alive(pid));
+    drop(started);
+    let mut gone = false;
+    for _ in 0..200 {
+        if !alive(pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(gone, "the dropped trampoline {pid} still runs");
+}
+
+/// The trampoline learns its whole run from frames on its standard input (a JSON
+/// length-prefixed with a little-endian `u32`): the limits and cgroups, then the Landlock rules
+/// with the command. A runner that dies or fails before sending both must leave a trampoline
+/// that never runs anything, even with `require_confinement` off in the spec.
 #[test]
 fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
-    let spec = r#"{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":false}"#;
     let frame = |json: &str| {
         let mut f = u32::try_from(json.len()).unwrap().to_le_bytes().to_vec();
         f.extend_from_slice(json.as_bytes());
         f
     };
-    let cgroups = frame(r#"{"cgroup_procs":[],"address_space":null}"#);
-    let fs = frame(&format!(
-        r#"{{"read_roots":[],"write_roots":[{:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}}"#,
-        dir.path()
+    let setup = frame(
+        r#"{"spec":{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":false},"cgroups":{"cgroup_procs":[],"address_space":null}}"#,
+    );
+    let launch = frame(&format!(
+        r#"{{"fs":{{"read_roots":[],"write_roots":[{dir:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/sh","args":["-c","touch {marker}"],"env":[],"cwd":{dir:?}}}"#,
+        dir = dir.path(),
+        marker = marker.display(),
     ));
     let cases: [(&str, Vec<u8>); 4] = [
         ("no frame at all", Vec::new()),
-        ("the cgroup frame only", cgroups.clone()),
+        ("the setup frame only", setup.clone()),
         (
-            "a cut-off Landlock frame",
-            [cgroups.clone(), fs[..fs.len() / 2].to_vec()].concat(),
+            "a cut-off launch frame",
+            [setup.clone(), launch[..launch.len() / 2].to_vec()].concat(),
         ),
         (
             "a frame longer than the limit",
-            [cgroups.clone(), u32::MAX.to_le_bytes().to_vec()].concat(),
+            [setup.clone(), u32::MAX.to_le_bytes().to_vec()].concat(),
         ),
     ];
-    // The trampoline with `input` on its standard input, told to create the marker.
+    // The trampoline with `input` on its standard input.
     let run = |input: &[u8]| {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
-            .arg(spec)
-            .arg("--")
-            .arg("/bin/sh")
-            .arg("-c")
-            .arg(format!("touch {}", marker.display()))
             .stdin(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -585,7 +630,7 @@ fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
         assert!(!marker.exists(), "{what}: the command ran");
     }
     // The same spec with both frames complete runs it: the cases above failed for the frames.
-    let out = run(&[cgroups, fs].concat());
+    let out = run(&[setup, launch].concat());
     assert!(out.status.success(), "{out:?}");
     assert!(marker.exists());
 }

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use agent_core::tools::SandboxJudge;
 use anyhow::Context as _;
-use bash_guard::{Analyzer, BashConfig, Confinement, ExecConfig, ExecError, ExecRequest, Runner};
+use bash_guard::{
+    Analyzer, BashConfig, Confinement, ExecConfig, ExecError, ExecRequest, Runner,
+    StartedTrampoline, Trampoline,
+};
 use fs_sandbox::{Access, Op, SandboxConfig};
 use perm_rules::Decision;
 
@@ -99,9 +102,34 @@ pub(crate) fn trampoline_program() -> anyhow::Result<(std::path::PathBuf, Vec<&'
     Ok((exe, vec!["__sandbox-exec", "--"]))
 }
 
-fn trampoline_runner(runner: Runner) -> anyhow::Result<Runner> {
-    let (program, args) = trampoline_program()?;
-    Ok(runner.with_trampoline_args(program, args))
+/// What `exec` starts before its arguments are parsed: the async runtime and the sandbox
+/// trampoline, which loads while the policy and the analysis run and then waits for its spec.
+pub(crate) struct Early {
+    rt: tokio::runtime::Runtime,
+    started: Option<StartedTrampoline>,
+}
+
+impl Early {
+    /// The runtime and a started trampoline; `None` when the runtime cannot start (`run`
+    /// reports it). A trampoline that cannot start is started again by the run, which reports
+    /// why it cannot.
+    pub(crate) fn start() -> Option<Early> {
+        let rt = runtime().ok()?;
+        let started = {
+            let _in_runtime = rt.enter();
+            trampoline_program()
+                .ok()
+                .and_then(|(program, args)| Trampoline::with_args(program, args).start().ok())
+        };
+        Some(Early { rt, started })
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }
 
 fn refuse(
@@ -120,7 +148,7 @@ fn refuse(
 
 /// Runs the subcommand. Exit status: the command's own exit code when it ran (128+signal when
 /// killed, 124 on timeout), 1 when it was refused, 2 for bad arguments.
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> {
     let policy = crate::policy::Policy::load(args.policy.as_deref())?;
     let cwd = match &args.cwd {
         Some(c) => c.clone(),
@@ -210,19 +238,27 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(bytes) = args.memory_max {
         confinement.memory_max = Some(bytes);
     }
-    let runner = trampoline_runner(Runner::new(exec_config))?;
+    let runner = Runner::new(exec_config);
     let request = ExecRequest {
         command,
         cwd,
         timeout: args.timeout.map(Duration::from_secs),
         confinement: Some(confinement),
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let (rt, started) = match early {
+        Some(Early { rt, started }) => (rt, started),
+        None => (runtime()?, None),
+    };
     let cancel = tokio_util::sync::CancellationToken::new();
-    let result = match rt.block_on(runner.run(&request, &cancel)) {
+    let ran = match started {
+        Some(started) => rt.block_on(runner.run_started(started, &request, &cancel)),
+        None => {
+            let (program, args) = trampoline_program()?;
+            let runner = runner.with_trampoline_args(program, args);
+            rt.block_on(runner.run(&request, &cancel))
+        }
+    };
+    let result = match ran {
         Ok(r) => r,
         Err(ExecError::Unconfined(why)) => {
             return refuse(

@@ -364,12 +364,92 @@ pub enum ExecError {
     Unconfined(String),
 }
 
+/// The sandbox trampoline: an executable that runs [`trampoline_main`] (the
+/// `bash-guard-sandbox-exec` binary, or `agent-guard __sandbox-exec` with its leading arguments).
+#[derive(Debug, Clone)]
+pub struct Trampoline {
+    exe: PathBuf,
+    prefix: Vec<std::ffi::OsString>,
+}
+
+impl Trampoline {
+    /// The trampoline `exe`, run with no arguments.
+    pub fn new(exe: impl Into<PathBuf>) -> Self {
+        Trampoline {
+            exe: exe.into(),
+            prefix: Vec::new(),
+        }
+    }
+
+    /// The trampoline `exe` run with leading arguments, e.g. the `agent-guard` binary with
+    /// `["__sandbox-exec", "--"]`.
+    pub fn with_args<I, S>(exe: impl Into<PathBuf>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString>,
+    {
+        Trampoline {
+            exe: exe.into(),
+            prefix: args.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Starts the trampoline before its run is known: it loads and then waits for its spec, so
+    /// a caller that still has to judge the command (and load its policy) can start it first
+    /// and pay its process start side by side with that work. It learns everything (limits,
+    /// cgroups, Landlock rules, the command, its environment and directory) from
+    /// [`Runner::run_started`]; a trampoline that does not get all of it never runs anything,
+    /// and dropping the handle kills it.
+    ///
+    /// Must be called within a tokio runtime (the child is tokio's).
+    pub fn start(&self) -> Result<StartedTrampoline, ExecError> {
+        let spawn_err = |source| ExecError::Spawn {
+            program: self.exe.clone(),
+            source,
+        };
+        // Its standard input: a socket that brings it its spec and takes back its report (it
+        // swaps the socket for /dev/null before `exec`).
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(spawn_err)?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(&self.prefix)
+            // Nothing of the caller's environment: the command's comes with its spec.
+            .env_clear()
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = cmd.spawn().map_err(spawn_err)?;
+        // `cmd` holds our copy of the trampoline's end: without dropping it the report would
+        // never see end of file.
+        drop(cmd);
+        Ok(StartedTrampoline {
+            child,
+            socket: ours,
+        })
+    }
+}
+
+/// A trampoline started by [`Trampoline::start`], waiting for its run. Dropping it kills the
+/// trampoline, which has run nothing.
+#[derive(Debug)]
+pub struct StartedTrampoline {
+    child: tokio::process::Child,
+    socket: std::os::unix::net::UnixStream,
+}
+
+impl StartedTrampoline {
+    /// The trampoline's process id, while it has not been waited for.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
 /// Runs validated commands under the guards of an [`ExecConfig`].
 #[derive(Debug, Clone)]
 pub struct Runner {
     config: ExecConfig,
-    trampoline: Option<PathBuf>,
-    trampoline_prefix: Vec<std::ffi::OsString>,
+    trampoline: Option<Trampoline>,
     cgroups: std::sync::Arc<cgroup::Pool>,
     /// The file-system profile (`/etc` entries, toolchains), computed once per runner: the
     /// environment it derives from does not change, and a file created in `/etc` later stays
@@ -384,29 +464,26 @@ impl Runner {
         Runner {
             config,
             trampoline: None,
-            trampoline_prefix: Vec::new(),
             cgroups: std::sync::Arc::default(),
             profile: std::sync::Arc::default(),
         }
     }
 
-    /// Sets the executable that runs [`trampoline_main`] on its arguments (the
-    /// `bash-guard-sandbox-exec` binary, or `agent-guard __sandbox-exec` via
-    /// [`Runner::with_trampoline_args`]).
+    /// Sets the executable that runs [`trampoline_main`] (the `bash-guard-sandbox-exec`
+    /// binary, or `agent-guard __sandbox-exec` via [`Runner::with_trampoline_args`]).
     pub fn with_trampoline(mut self, exe: impl Into<PathBuf>) -> Self {
-        self.trampoline = Some(exe.into());
+        self.trampoline = Some(Trampoline::new(exe));
         self
     }
 
-    /// Sets a trampoline that needs leading arguments before the spec, e.g. the `agent-guard`
-    /// binary with `["__sandbox-exec"]`.
+    /// Sets a trampoline that needs leading arguments, e.g. the `agent-guard` binary with
+    /// `["__sandbox-exec", "--"]`.
     pub fn with_trampoline_args<I, S>(mut self, exe: impl Into<PathBuf>, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<std::ffi::OsString>,
     {
-        self.trampoline = Some(exe.into());
-        self.trampoline_prefix = args.into_iter().map(Into::into).collect();
+        self.trampoline = Some(Trampoline::with_args(exe, args));
         self
     }
 
@@ -491,10 +568,40 @@ impl Runner {
         request: &ExecRequest,
         cancel: &CancellationToken,
     ) -> Result<ExecResult, ExecError> {
+        let started = match (&request.confinement, &self.trampoline) {
+            (Some(_), Some(trampoline)) => {
+                if !request.cwd.is_dir() {
+                    return Err(ExecError::BadCwd(request.cwd.clone()));
+                }
+                Some(trampoline.start()?)
+            }
+            _ => None,
+        };
+        self.run_with(started, request, cancel).await
+    }
+
+    /// Runs `request` through a trampoline started ahead with [`Trampoline::start`] (any
+    /// trampoline: this runner's own is not used). A request without confinement kills it and
+    /// runs as [`Runner::run`] would.
+    pub async fn run_started(
+        &self,
+        started: StartedTrampoline,
+        request: &ExecRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ExecResult, ExecError> {
+        self.run_with(Some(started), request, cancel).await
+    }
+
+    async fn run_with(
+        &self,
+        started: Option<StartedTrampoline>,
+        request: &ExecRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ExecResult, ExecError> {
         if !request.cwd.is_dir() {
             return Err(ExecError::BadCwd(request.cwd.clone()));
         }
-        let started = Instant::now();
+        let begun = Instant::now();
         let timeout = self.effective_timeout(request.timeout);
         let private = tempfile::Builder::new()
             .prefix("bash-guard-")
@@ -503,61 +610,127 @@ impl Runner {
         // The command's TMPDIR itself: the report comes back through a socket, so nothing of the
         // runner's lives in there to protect from the command (and one mkdir/rmdir less per run).
         let tmp = private.path().to_path_buf();
-
         let mut report = ConfinementReport::default();
-        let mut cgroup = None;
-        let cmd = match &request.confinement {
-            None => Command::new(&self.config.shell),
-            Some(conf) => {
-                report.requested = true;
-                let Some(exe) = &self.trampoline else {
-                    let reason = "no sandbox trampoline is configured".to_string();
-                    if conf.require_confinement {
-                        return Err(ExecError::Unconfined(reason));
-                    }
-                    report.notes.push(reason);
-                    let cmd = Command::new(&self.config.shell);
-                    return self
-                        .finish_spawn(
-                            cmd, request, timeout, &tmp, &mut None, false, report, started, cancel,
-                        )
-                        .await;
-                };
-                let spec = trampoline::Spec {
-                    block_network: conf.block_network,
-                    max_file_size: conf.max_file_size,
-                    cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
-                    max_processes: conf.max_processes.map(u64::from),
-                    isolate: conf.isolate,
-                    pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
-                    require: conf.require_confinement,
-                };
-                let spec = serde_json::to_string(&spec)
-                    .map_err(|e| ExecError::Unconfined(format!("cannot encode the spec: {e}")))?;
-                let mut cmd = Command::new(exe);
-                cmd.args(&self.trampoline_prefix);
-                cmd.arg(spec).arg("--").arg(&self.config.shell);
-                cmd
-            }
+        let run = Run {
+            request,
+            timeout,
+            begun,
+            cancel,
         };
-        let result = self
-            .finish_spawn(
-                cmd,
-                request,
-                timeout,
-                &tmp,
-                &mut cgroup,
-                request.confinement.is_some(),
-                report,
-                started,
-                cancel,
-            )
-            .await;
-        if let Some(cg) = cgroup {
-            self.cgroups.give_back(cg);
-        }
+        let result = match (&request.confinement, started) {
+            (Some(conf), Some(started)) => {
+                report.requested = true;
+                let mut cgroup = None;
+                let result = self
+                    .run_confined(started, conf, &tmp, &mut cgroup, report, &run)
+                    .await;
+                if let Some(cg) = cgroup {
+                    self.cgroups.give_back(cg);
+                }
+                result
+            }
+            (Some(conf), None) => {
+                report.requested = true;
+                let reason = "no sandbox trampoline is configured".to_string();
+                if conf.require_confinement {
+                    return Err(ExecError::Unconfined(reason));
+                }
+                report.notes.push(reason);
+                self.run_direct(&tmp, report, &run).await
+            }
+            // A trampoline started for a run that needs none is killed as it drops.
+            (None, _) => self.run_direct(&tmp, report, &run).await,
+        };
         drop(private);
         result
+    }
+
+    /// The command as the shell runs it: `<shell> --noprofile --norc -c COMMAND`.
+    fn shell_args(command: &str) -> Vec<String> {
+        ["--noprofile", "--norc", "-c", command]
+            .iter()
+            .map(|a| (*a).to_string())
+            .collect()
+    }
+
+    /// The command's environment: [`Runner::child_env`] with `TMPDIR` set to the run's own.
+    fn command_env(&self, tmp: &Path) -> Result<Vec<(String, String)>, ExecError> {
+        let tmp = tmp.to_str().ok_or_else(|| {
+            ExecError::TempDir(std::io::Error::other("the temp dir's path is not UTF-8"))
+        })?;
+        let mut vars = self.child_env();
+        vars.retain(|(name, _)| name != "TMPDIR");
+        vars.push(("TMPDIR".to_string(), tmp.to_string()));
+        Ok(vars)
+    }
+
+    /// Runs the shell itself, with the process-group, timeout and output guards only.
+    async fn run_direct(
+        &self,
+        tmp: &Path,
+        report: ConfinementReport,
+        run: &Run<'_>,
+    ) -> Result<ExecResult, ExecError> {
+        let mut cmd = Command::new(&self.config.shell);
+        cmd.args(Self::shell_args(&run.request.command))
+            .current_dir(&run.request.cwd)
+            .env_clear()
+            .envs(self.command_env(tmp)?)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = cmd.spawn().map_err(|source| ExecError::Spawn {
+            program: self.config.shell.clone(),
+            source,
+        })?;
+        self.supervise(child, None, None, report, run).await
+    }
+
+    /// Sends a started trampoline its spec in two frames, then supervises the run. The
+    /// cgroups are created only now (the trampoline, started ahead, waits for them first
+    /// thing), and the Landlock rules with the command computed while it enters its
+    /// namespaces. Whatever is not sent leaves the trampoline short of a frame, and it then
+    /// refuses to run the command (an error return also kills it).
+    async fn run_confined(
+        &self,
+        started: StartedTrampoline,
+        conf: &Confinement,
+        tmp: &Path,
+        cgroup_slot: &mut Option<PidsCgroup>,
+        mut report: ConfinementReport,
+        run: &Run<'_>,
+    ) -> Result<ExecResult, ExecError> {
+        let StartedTrampoline { child, socket } = started;
+        *cgroup_slot = self.take_cgroup(conf, &mut report)?;
+        let cg = cgroup_slot.as_ref();
+        let memory_in_cgroup = cg.is_some_and(PidsCgroup::has_memory);
+        let setup = trampoline::Setup {
+            spec: trampoline::Spec {
+                block_network: conf.block_network,
+                max_file_size: conf.max_file_size,
+                cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
+                max_processes: conf.max_processes.map(u64::from),
+                isolate: conf.isolate,
+                pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
+                require: conf.require_confinement,
+            },
+            cgroups: trampoline::CgroupSpec {
+                cgroup_procs: cg.map(PidsCgroup::join_files).unwrap_or_default(),
+                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
+            },
+        };
+        send_frame(&socket, &setup)?;
+        let launch = trampoline::Launch {
+            fs: self.fs_spec(run.request, tmp, &mut report),
+            program: self.config.shell.clone(),
+            args: Self::shell_args(&run.request.command),
+            env: self.command_env(tmp)?,
+            cwd: run.request.cwd.clone(),
+        };
+        send_frame(&socket, &launch)?;
+        self.supervise(child, Some(socket), cg, report, run).await
     }
 
     /// The run's cgroups (taken from the pool), or why there are none; an error when a run that
@@ -594,68 +767,23 @@ impl Runner {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn finish_spawn(
+    /// Waits for a spawned run (the shell, or the trampoline that becomes it) under the
+    /// timeout, the cancellation and the write cap, collects its output and, confined, the
+    /// trampoline's report.
+    async fn supervise(
         &self,
-        mut cmd: Command,
-        request: &ExecRequest,
-        timeout: Duration,
-        tmp: &Path,
-        cgroup_slot: &mut Option<PidsCgroup>,
-        wants_report: bool,
+        mut child: tokio::process::Child,
+        socket: Option<std::os::unix::net::UnixStream>,
+        cgroup: Option<&PidsCgroup>,
         mut report: ConfinementReport,
-        started: Instant,
-        cancel: &CancellationToken,
+        run: &Run<'_>,
     ) -> Result<ExecResult, ExecError> {
-        cmd.arg("--noprofile")
-            .arg("--norc")
-            .arg("-c")
-            .arg(&request.command)
-            .current_dir(&request.cwd)
-            .env_clear()
-            .envs(self.child_env())
-            .env("TMPDIR", tmp)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        // The trampoline's stdin, which it swaps for /dev/null before `exec`: a socket that brings
-        // it the file-system spec and takes back its report.
-        let program = PathBuf::from(cmd.as_std().get_program());
-        let socket = if wants_report {
-            let (ours, theirs) =
-                std::os::unix::net::UnixStream::pair().map_err(|source| ExecError::Spawn {
-                    program: program.clone(),
-                    source,
-                })?;
-            cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
-            Some(ours)
-        } else {
-            None
-        };
-        let spawned = cmd.spawn();
-        // The command keeps our copy of the trampoline's end: without dropping it the report
-        // would never see end of file.
-        drop(cmd);
-        let mut child = spawned.map_err(|source| ExecError::Spawn { program, source })?;
-        if let (Some(socket), Some(conf)) = (&socket, &request.confinement) {
-            // Both computed only now, side by side with the trampoline: the cgroups while it
-            // starts (it joins them first), the Landlock rules while it enters its namespaces.
-            // Whatever is not sent leaves the trampoline short of a frame, and it then refuses
-            // to run the command (the error return also kills it).
-            *cgroup_slot = self.take_cgroup(conf, &mut report)?;
-            let cg = cgroup_slot.as_ref();
-            let memory_in_cgroup = cg.is_some_and(PidsCgroup::has_memory);
-            let cgroups = trampoline::CgroupSpec {
-                cgroup_procs: cg.map(PidsCgroup::join_files).unwrap_or_default(),
-                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
-            };
-            send_frame(socket, &cgroups)?;
-            let fs = self.fs_spec(request, tmp, &mut report);
-            send_frame(socket, &fs)?;
-        }
-        let cgroup = cgroup_slot.as_ref();
+        let Run {
+            request,
+            timeout,
+            begun: started,
+            cancel,
+        } = *run;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -791,6 +919,15 @@ impl Runner {
             confinement: report,
         })
     }
+}
+
+/// What every path of a run shares.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    request: &'a ExecRequest,
+    timeout: Duration,
+    begun: Instant,
+    cancel: &'a CancellationToken,
 }
 
 /// Writes one frame to the trampoline. The socket's buffer holds a spec of any usual size, so

@@ -23,10 +23,8 @@ use super::{LandlockReport, LandlockState, confine, sys};
 /// Exit code of a trampoline that refused to run the command unconfined.
 pub(crate) const REFUSED_EXIT: i32 = 125;
 
-/// What the runner asks the trampoline to apply to the process, passed as one JSON argument:
-/// with the [`CgroupSpec`], everything up to PID 1's fork (cgroups, limits, namespaces) depends
-/// only on this, so the trampoline sets it up while the runner is still computing the
-/// [`FsSpec`].
+/// What the runner asks the trampoline to apply to the process: with the [`CgroupSpec`],
+/// everything up to PID 1's fork (cgroups, limits, namespaces) depends only on this.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
@@ -41,8 +39,7 @@ pub(crate) struct Spec {
     pub(crate) require: bool,
 }
 
-/// The run's cgroups, the first frame on the trampoline's standard input: the runner creates
-/// them while the trampoline starts, which reads this before anything else it applies.
+/// The run's cgroups: the runner creates them while the trampoline starts.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CgroupSpec {
@@ -53,11 +50,33 @@ pub(crate) struct CgroupSpec {
     pub(crate) address_space: Option<u64>,
 }
 
-/// The file-system half of what the runner asks (the Landlock rules), the second frame on the
-/// trampoline's standard input, sent once the runner computed it (the trampoline is entering
-/// its namespaces meanwhile) and read by the process that becomes the command just before
-/// Landlock. Without a complete one the trampoline never executes the command, whatever
-/// `require` says.
+/// The first frame on the trampoline's standard input, read before anything else it applies:
+/// the cgroups to join, the limits and the namespaces.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Setup {
+    pub(crate) spec: Spec,
+    pub(crate) cgroups: CgroupSpec,
+}
+
+/// The second frame, sent once the runner computed it (the trampoline is entering its
+/// namespaces meanwhile) and read by the process that becomes the command: the Landlock rules
+/// and the command itself, which nothing before this frame names. Without a complete one the
+/// trampoline never executes anything, whatever `require` says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Launch {
+    pub(crate) fs: FsSpec,
+    /// The program (the shell) and its arguments.
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    /// The command's whole environment.
+    pub(crate) env: Vec<(String, String)>,
+    /// Its working directory.
+    pub(crate) cwd: PathBuf,
+}
+
+/// The file-system half of what the runner asks (the Landlock rules).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FsSpec {
@@ -146,28 +165,16 @@ pub(crate) struct Applied {
 /// Entry point of the trampoline (the `bash-guard-sandbox-exec` binary and
 /// `agent-guard __sandbox-exec`).
 ///
-/// `args` are the arguments after the program name (or subcommand): `<spec-json> -- <program>
-/// <args>...`; standard input is a socket that brings the rest of the spec (the cgroups, then
-/// the Landlock rules) and takes the report. On success this never returns (the process
-/// becomes `<program>`); it returns exit code 125 when `require_confinement` could not be met
-/// or a frame of the spec is missing, and 127 when the arguments are bad or the program cannot
-/// be executed.
+/// `args` are the arguments after the program name (or subcommand) and must be empty: the run
+/// comes on standard input, a socket that brings it in two frames (the limits, namespaces and
+/// cgroups, then the Landlock rules with the command, its environment and directory) and takes
+/// the report. On success this never returns (the process becomes the command); it returns
+/// exit code 125 when `require_confinement` could not be met or a frame is missing, and 127
+/// when there are arguments or the command cannot be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
-    let mut args = args.into_iter();
-    let Some(spec) = args.next() else {
-        return usage("missing the spec argument");
-    };
-    let spec: Spec = match spec.to_str().map(serde_json::from_str) {
-        Some(Ok(spec)) => spec,
-        Some(Err(e)) => return usage(&format!("bad spec: {e}")),
-        None => return usage("the spec is not utf-8"),
-    };
-    if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
-        return usage("expected `--` after the spec");
+    if args.into_iter().next().is_some() {
+        return usage("takes no arguments: the run comes on standard input");
     }
-    let Some(program) = args.next() else {
-        return usage("missing the program to run");
-    };
     let mut applied = Applied::default();
     // First, so nothing below can hand an inherited descriptor on: the command gets 0-2 only.
     match sys::cloexec_from_3() {
@@ -176,8 +183,8 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             .isolation_errors
             .push(format!("cannot close inherited descriptors: {e}")),
     }
-    let cgroups = match read_frame::<CgroupSpec>("cgroup spec") {
-        Ok(c) => c,
+    let Setup { spec, cgroups } = match read_frame::<Setup>("setup") {
+        Ok(setup) => setup,
         Err(e) => {
             // Nothing applied yet: never run the command.
             eprintln!("bash-guard: refusing to run unconfined: {e}");
@@ -221,34 +228,52 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         }
     }
     // Only now, in the process that becomes the command: everything above ran while the runner
-    // was still computing the file-system half.
-    match read_frame::<FsSpec>("file-system spec") {
-        Ok(fs) => {
-            confine_self(&spec, &fs, &mut applied);
-            if spec.require {
+    // was still computing the rest.
+    let launch = match read_frame::<Launch>("launch spec") {
+        Ok(launch) => {
+            // Before Landlock, as a spawn's working directory is entered before the command's
+            // confinement.
+            if let Err(e) = std::env::set_current_dir(&launch.cwd) {
+                applied.refused = Some(format!(
+                    "cannot enter the working directory `{}`: {e}",
+                    launch.cwd.display()
+                ));
+            }
+            confine_self(&spec, &launch.fs, &mut applied);
+            if spec.require && applied.refused.is_none() {
                 applied.refused = unmet(&spec, &cgroups, &applied);
             }
+            Some(launch)
         }
-        // No Landlock rules to apply: never run the command (fail closed even when `require` is
-        // off, the runner failed before it finished asking).
-        Err(e) => applied.refused = Some(e),
-    }
+        // No Landlock rules to apply and no command: never run anything (fail closed even when
+        // `require` is off, the runner failed before it finished asking).
+        Err(e) => {
+            applied.refused = Some(e);
+            None
+        }
+    };
     if let Ok(text) = serde_json::to_vec(&applied) {
         // One write of a few hundred bytes (far below the socket's buffer, so it goes whole and
         // never blocks); a missing or short report makes the runner fail closed.
         let _ = rustix::io::write(std::io::stdin(), &text);
     }
-    if let Some(reason) = &applied.refused {
-        eprintln!("bash-guard: refusing to run unconfined: {reason}");
-        return ExitCode::from(REFUSED_EXIT as u8);
-    }
-    let err = std::process::Command::new(&program)
-        .args(args)
+    let launch = match (applied.refused, launch) {
+        (None, Some(launch)) => launch,
+        (reason, _) => {
+            let reason = reason.unwrap_or_default();
+            eprintln!("bash-guard: refusing to run unconfined: {reason}");
+            return ExitCode::from(REFUSED_EXIT as u8);
+        }
+    };
+    let err = std::process::Command::new(&launch.program)
+        .args(&launch.args)
+        .env_clear()
+        .envs(launch.env)
         .stdin(std::process::Stdio::null())
         .exec();
     eprintln!(
         "bash-guard: cannot execute `{}`: {err}",
-        program.to_string_lossy()
+        launch.program.display()
     );
     ExitCode::from(127)
 }
