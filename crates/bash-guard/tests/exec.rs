@@ -576,6 +576,52 @@ async fn a_trampoline_started_ahead_and_dropped_runs_nothing() {
     assert!(gone, "the dropped trampoline {pid} still runs");
 }
 
+/// The runner tells the trampoline which listed entries are directories; an entry that is a
+/// file by then (changed since the listing, or a runner gone wrong) must not get a directory's
+/// rule quietly narrowed: Landlock is then not fully enforced and a required run refuses.
+#[test]
+fn a_file_sent_as_a_directory_refuses_a_required_run() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, "x").unwrap();
+    let frame = |json: &str| {
+        let mut f = u32::try_from(json.len()).unwrap().to_le_bytes().to_vec();
+        f.extend_from_slice(json.as_bytes());
+        f
+    };
+    let setup = frame(
+        r#"{"spec":{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":true},"cgroups":{"cgroup_procs":[],"address_space":null}}"#,
+    );
+    let launch = |dirs: &str, files: &str| {
+        frame(&format!(
+            r#"{{"fs":{{"read_roots":[],"read_dirs":[{dirs}],"read_files":[{files}],"write_roots":[],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/cat","args":[{file:?}],"env":[],"cwd":"/"}}"#,
+            file = file,
+        ))
+    };
+    let run = |input: Vec<u8>| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let quoted = format!("{file:?}");
+    let out = run([setup.clone(), launch(&quoted, "")].concat());
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("partially_enforced"),
+        "{out:?}"
+    );
+    // Sent as a file, the same entry is readable.
+    let out = run([setup, launch("", &quoted)].concat());
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"x");
+}
+
 /// The trampoline learns its whole run from frames on its standard input (a JSON
 /// length-prefixed with a little-endian `u32`): the limits and cgroups, then the Landlock rules
 /// with the command. A runner that dies or fails before sending both must leave a trampoline
@@ -594,7 +640,7 @@ fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
         r#"{"spec":{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":false},"cgroups":{"cgroup_procs":[],"address_space":null}}"#,
     );
     let launch = frame(&format!(
-        r#"{{"fs":{{"read_roots":[],"write_roots":[{dir:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/sh","args":["-c","touch {marker}"],"env":[],"cwd":{dir:?}}}"#,
+        r#"{{"fs":{{"read_roots":[],"read_dirs":[],"read_files":[],"write_roots":[{dir:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/sh","args":["-c","touch {marker}"],"env":[],"cwd":{dir:?}}}"#,
         dir = dir.path(),
         marker = marker.display(),
     ));

@@ -150,6 +150,36 @@ fn refuse(
 /// killed, 124 on timeout), 1 when it was refused, 2 for bad arguments.
 pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> {
     let policy = crate::policy::Policy::load(args.policy.as_deref())?;
+    let mut bash_table = match toml::Value::try_from(&policy.doc.bash) {
+        Ok(toml::Value::Table(t)) => t,
+        Ok(_) => toml::Table::new(),
+        Err(e) => anyhow::bail!("bad [bash] section: {e}"),
+    };
+    let exec_config: ExecConfig = match bash_table.remove("exec") {
+        Some(v) => v
+            .try_into()
+            .map_err(|e| anyhow::anyhow!("bad [bash.exec] section: {e}"))?,
+        None => ExecConfig::default(),
+    };
+    let bash_config: BashConfig = toml::Value::Table(bash_table)
+        .try_into()
+        .map_err(|e| anyhow::anyhow!("bad [bash] section: {e}"))?;
+
+    // The run's limits: the started trampoline gets them (and its cgroups) now, and enters its
+    // namespaces while the command is judged. The roots come with the command.
+    let mut limits = Confinement::from_config(&exec_config, Vec::new(), Vec::new());
+    limits.block_network = !args.allow_network;
+    if let Some(bytes) = args.memory_max {
+        limits.memory_max = Some(bytes);
+    }
+    let runner = Runner::new(exec_config);
+    let (rt, started) = match early {
+        Some(Early { rt, started }) => (rt, started),
+        None => (runtime()?, None),
+    };
+    // A trampoline that cannot be prepared is dropped (killed); the run then starts one of its
+    // own and reports why it cannot be confined.
+    let started = started.and_then(|mut s| runner.prepare(&mut s, &limits).ok().map(|()| s));
     let cwd = match &args.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -175,21 +205,6 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
         builder = builder.root(&cwd, Access::ReadWrite);
     }
     let sandbox = std::sync::Arc::new(builder.build().context("bad sandbox roots")?);
-
-    let mut bash_table = match toml::Value::try_from(&policy.doc.bash) {
-        Ok(toml::Value::Table(t)) => t,
-        Ok(_) => toml::Table::new(),
-        Err(e) => anyhow::bail!("bad [bash] section: {e}"),
-    };
-    let exec_config: ExecConfig = match bash_table.remove("exec") {
-        Some(v) => v
-            .try_into()
-            .map_err(|e| anyhow::anyhow!("bad [bash.exec] section: {e}"))?,
-        None => ExecConfig::default(),
-    };
-    let bash_config: BashConfig = toml::Value::Table(bash_table)
-        .try_into()
-        .map_err(|e| anyhow::anyhow!("bad [bash] section: {e}"))?;
 
     if let Err(e) = sandbox.check(&cwd, Op::ExecuteDir) {
         return refuse(
@@ -233,21 +248,16 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
             Access::ReadOnly => read_roots.push(root.path().to_path_buf()),
         }
     }
-    let mut confinement = Confinement::from_config(&exec_config, read_roots, write_roots);
-    confinement.block_network = !args.allow_network;
-    if let Some(bytes) = args.memory_max {
-        confinement.memory_max = Some(bytes);
-    }
-    let runner = Runner::new(exec_config);
+    let confinement = Confinement {
+        read_roots,
+        write_roots,
+        ..limits
+    };
     let request = ExecRequest {
         command,
         cwd,
         timeout: args.timeout.map(Duration::from_secs),
         confinement: Some(confinement),
-    };
-    let (rt, started) = match early {
-        Some(Early { rt, started }) => (rt, started),
-        None => (runtime()?, None),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let ran = match started {

@@ -426,6 +426,7 @@ impl Trampoline {
         Ok(StartedTrampoline {
             child,
             socket: ours,
+            prepared: None,
         })
     }
 }
@@ -436,6 +437,32 @@ impl Trampoline {
 pub struct StartedTrampoline {
     child: tokio::process::Child,
     socket: std::os::unix::net::UnixStream,
+    /// Set by [`Runner::prepare`].
+    prepared: Option<Prepared>,
+}
+
+/// What a trampoline was sent by [`Runner::prepare`]: the process half of its spec, and the
+/// run's cgroups (removed again if it is dropped).
+#[derive(Debug)]
+struct Prepared {
+    spec: trampoline::Spec,
+    memory_max: Option<u64>,
+    cgroup: Option<PidsCgroup>,
+    /// What the cgroups' creation reported.
+    report: ConfinementReport,
+}
+
+/// The process half of a trampoline's spec for `conf`.
+fn spec_of(conf: &Confinement) -> trampoline::Spec {
+    trampoline::Spec {
+        block_network: conf.block_network,
+        max_file_size: conf.max_file_size,
+        cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
+        max_processes: conf.max_processes.map(u64::from),
+        isolate: conf.isolate,
+        pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
+        require: conf.require_confinement,
+    }
 }
 
 impl StartedTrampoline {
@@ -542,10 +569,18 @@ impl Runner {
         let profile = self.fs_profile();
         report.toolchains = profile.toolchains.clone();
         report.notes.extend(profile.notes.iter().cloned());
-        read_roots.extend(profile.read.iter().cloned());
-        read_roots.extend(profile.toolchains.iter().cloned());
+        let (mut read_dirs, mut read_files) = (Vec::new(), Vec::new());
+        for path in profile.read.iter().chain(&profile.toolchains) {
+            match profile.listed.get(path) {
+                Some(true) => read_dirs.push(path.clone()),
+                Some(false) => read_files.push(path.clone()),
+                None => read_roots.push(path.clone()),
+            }
+        }
         trampoline::FsSpec {
             read_roots,
+            read_dirs,
+            read_files,
             write_roots,
             system_read: self.config.system_read_paths.clone(),
             list_only: profile.list_only.clone(),
@@ -619,10 +654,9 @@ impl Runner {
         };
         let result = match (&request.confinement, started) {
             (Some(conf), Some(started)) => {
-                report.requested = true;
                 let mut cgroup = None;
                 let result = self
-                    .run_confined(started, conf, &tmp, &mut cgroup, report, &run)
+                    .run_confined(started, conf, &tmp, &mut cgroup, &run)
                     .await;
                 if let Some(cg) = cgroup {
                     self.cgroups.give_back(cg);
@@ -699,38 +733,93 @@ impl Runner {
         conf: &Confinement,
         tmp: &Path,
         cgroup_slot: &mut Option<PidsCgroup>,
-        mut report: ConfinementReport,
         run: &Run<'_>,
     ) -> Result<ExecResult, ExecError> {
-        let StartedTrampoline { child, socket } = started;
-        *cgroup_slot = self.take_cgroup(conf, &mut report)?;
-        let cg = cgroup_slot.as_ref();
-        let memory_in_cgroup = cg.is_some_and(PidsCgroup::has_memory);
-        let setup = trampoline::Setup {
-            spec: trampoline::Spec {
-                block_network: conf.block_network,
-                max_file_size: conf.max_file_size,
-                cpu_time_secs: conf.cpu_time.map(|d| d.as_secs().max(1)),
-                max_processes: conf.max_processes.map(u64::from),
-                isolate: conf.isolate,
-                pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
-                require: conf.require_confinement,
-            },
-            cgroups: trampoline::CgroupSpec {
-                cgroup_procs: cg.map(PidsCgroup::join_files).unwrap_or_default(),
-                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
-            },
+        let StartedTrampoline {
+            child,
+            socket,
+            prepared,
+        } = started;
+        let prepared = match prepared {
+            Some(p) => p,
+            None => self.send_setup(&socket, conf)?,
         };
-        send_frame(&socket, &setup)?;
+        let Prepared {
+            spec,
+            memory_max,
+            cgroup,
+            mut report,
+        } = prepared;
+        *cgroup_slot = cgroup;
+        // The limits the trampoline already applies must be the request's.
+        if spec != spec_of(conf) || memory_max != conf.memory_max {
+            return Err(ExecError::Unconfined(
+                "the trampoline was prepared with other limits than the request's".into(),
+            ));
+        }
+        let fs = self.fs_spec(run.request, tmp, &mut report);
         let launch = trampoline::Launch {
-            fs: self.fs_spec(run.request, tmp, &mut report),
+            fs,
             program: self.config.shell.clone(),
             args: Self::shell_args(&run.request.command),
             env: self.command_env(tmp)?,
             cwd: run.request.cwd.clone(),
         };
         send_frame(&socket, &launch)?;
-        self.supervise(child, Some(socket), cg, report, run).await
+        self.supervise(child, Some(socket), cgroup_slot.as_ref(), report, run)
+            .await
+    }
+
+    /// Sends a started trampoline the process half of a run confined by `conf` (its limits,
+    /// namespaces and cgroups, which are created now), so that it enters its namespaces while
+    /// the caller still judges the command; [`Runner::run_started`] then sends the rest. A
+    /// trampoline that is not prepared is prepared by the run. The run refuses a request whose
+    /// limits differ from the prepared ones; the roots may differ (they are sent with the
+    /// command).
+    pub fn prepare(
+        &self,
+        started: &mut StartedTrampoline,
+        conf: &Confinement,
+    ) -> Result<(), ExecError> {
+        if started.prepared.is_some() {
+            return Err(ExecError::Unconfined(
+                "the trampoline is already prepared".into(),
+            ));
+        }
+        started.prepared = Some(self.send_setup(&started.socket, conf)?);
+        Ok(())
+    }
+
+    /// Creates the run's cgroups and sends the trampoline its first frame.
+    fn send_setup(
+        &self,
+        socket: &std::os::unix::net::UnixStream,
+        conf: &Confinement,
+    ) -> Result<Prepared, ExecError> {
+        let mut report = ConfinementReport {
+            requested: true,
+            ..ConfinementReport::default()
+        };
+        // Dropped on an error below, the cgroups are removed again.
+        let cgroup = self.take_cgroup(conf, &mut report)?;
+        let memory_in_cgroup = cgroup.as_ref().is_some_and(PidsCgroup::has_memory);
+        let setup = trampoline::Setup {
+            spec: spec_of(conf),
+            cgroups: trampoline::CgroupSpec {
+                cgroup_procs: cgroup
+                    .as_ref()
+                    .map(PidsCgroup::join_files)
+                    .unwrap_or_default(),
+                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
+            },
+        };
+        send_frame(socket, &setup)?;
+        Ok(Prepared {
+            spec: setup.spec,
+            memory_max: conf.memory_max,
+            cgroup,
+            report,
+        })
     }
 
     /// The run's cgroups (taken from the pool), or why there are none; an error when a run that

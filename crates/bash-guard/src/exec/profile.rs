@@ -102,6 +102,11 @@ pub(crate) struct FsProfile {
     pub(crate) list_only: Vec<PathBuf>,
     /// Toolchain directories that were added, for the report.
     pub(crate) toolchains: Vec<PathBuf>,
+    /// The entries of `read` and `toolchains` listed from their directory, by kind (`true`: a
+    /// directory, else what a file's rule may grant), so the trampoline need not ask the kernel
+    /// again. An entry that changes kind before the run gets a narrower rule or none: the
+    /// kernel's check of the rule's rights against the file still applies.
+    pub(crate) listed: std::collections::BTreeMap<PathBuf, bool>,
     /// Why a `PATH` entry was left out.
     pub(crate) notes: Vec<String>,
 }
@@ -154,7 +159,16 @@ fn relate(pattern: &str, path: &Path) -> Relation {
 /// still relate to `dir`. An entry is related only to the patterns that lie below its directory
 /// (a pattern that parts from the directory parts from everything in it), so each level matches
 /// against those few rather than every pattern.
-fn add_filtered(dir: &Path, hidden: &[String], near: &[&str], profile: &mut FsProfile, depth: u32) {
+///
+/// `is_dir` is the kind of `dir` when its listing told it.
+fn add_filtered(
+    dir: &Path,
+    is_dir: Option<bool>,
+    hidden: &[String],
+    near: &[&str],
+    profile: &mut FsProfile,
+    depth: u32,
+) {
     let mut below: Vec<&str> = Vec::new();
     for pattern in near {
         match relate(pattern, dir) {
@@ -165,6 +179,9 @@ fn add_filtered(dir: &Path, hidden: &[String], near: &[&str], profile: &mut FsPr
     }
     if below.is_empty() {
         profile.read.push(dir.to_path_buf());
+        if let Some(is_dir) = is_dir {
+            profile.listed.insert(dir.to_path_buf(), is_dir);
+        }
         return;
     }
     // The patterns are a handful of components deep; a deeper tree is a configuration error.
@@ -175,20 +192,23 @@ fn add_filtered(dir: &Path, hidden: &[String], near: &[&str], profile: &mut FsPr
         return;
     };
     profile.list_only.push(dir.to_path_buf());
-    let mut names: Vec<(PathBuf, bool)> = entries
+    let mut names: Vec<(PathBuf, Option<std::fs::FileType>)> = entries
         .filter_map(|e| e.ok())
-        .map(|e| (e.path(), e.file_type().is_ok_and(|t| t.is_symlink())))
+        .map(|e| (e.path(), e.file_type().ok()))
         .collect();
-    names.sort();
-    for (entry, is_link) in names {
-        // A rule follows a symlink to its target: a link to a secret is a secret.
-        if is_link {
-            match std::fs::canonicalize(&entry) {
-                Ok(target) if !hidden.iter().any(|p| relate(p, &target) == Relation::Hides) => {}
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (entry, kind) in names {
+        let is_dir = match kind {
+            // A rule follows a symlink to its target: a link to a secret is a secret.
+            Some(kind) if kind.is_symlink() => match std::fs::canonicalize(&entry) {
+                Ok(target) if !hidden.iter().any(|p| relate(p, &target) == Relation::Hides) => {
+                    std::fs::metadata(&target).ok().map(|m| m.is_dir())
+                }
                 _ => continue,
-            }
-        }
-        add_filtered(&entry, hidden, &below, profile, depth + 1);
+            },
+            kind => kind.map(|k| k.is_dir()),
+        };
+        add_filtered(&entry, is_dir, hidden, &below, profile, depth + 1);
     }
 }
 
@@ -214,7 +234,7 @@ pub(crate) fn build(
     let mut profile = FsProfile::default();
     for dir in filtered {
         if let Ok(dir) = std::fs::canonicalize(dir) {
-            add_filtered(&dir, &hidden, &all, &mut profile, 0);
+            add_filtered(&dir, None, &hidden, &all, &mut profile, 0);
         }
     }
     let covered = |p: &Path, profile: &FsProfile| {
@@ -257,7 +277,7 @@ pub(crate) fn build(
                 continue;
             }
             let before = profile.read.len();
-            add_filtered(&tree, &hidden, &all, &mut profile, 0);
+            add_filtered(&tree, None, &hidden, &all, &mut profile, 0);
             let added: Vec<PathBuf> = profile.read.drain(before..).collect();
             profile.toolchains.extend(added);
         }
@@ -346,6 +366,33 @@ mod tests {
             ]
         );
         assert_eq!(p.list_only, vec![etc.clone(), etc.join("ssh")]);
+    }
+
+    #[test]
+    fn listed_entries_carry_their_kind_and_a_link_its_target_s() {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
+        touch(&etc.join("shadow"));
+        touch(&etc.join("passwd"));
+        touch(&etc.join("apt/sources.list"));
+        std::os::unix::fs::symlink(etc.join("apt"), etc.join("apt.link")).unwrap();
+        std::os::unix::fs::symlink(etc.join("passwd"), etc.join("passwd.link")).unwrap();
+        let hidden = vec![format!("{}/shadow", etc.display())];
+        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let kinds: Vec<(&Path, bool)> = p.listed.iter().map(|(k, v)| (k.as_path(), *v)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (etc.join("apt").as_path(), true),
+                (etc.join("apt.link").as_path(), true),
+                (etc.join("passwd").as_path(), false),
+                (etc.join("passwd.link").as_path(), false),
+            ]
+        );
+        // A directory read whole, not listed from a parent, has no kind: the trampoline asks.
+        let whole = build(&[etc.join("apt")], &hidden, &[], &[], None, None);
+        assert_eq!(whole.read, vec![etc.join("apt")]);
+        assert!(whole.listed.is_empty());
     }
 
     #[test]

@@ -7,13 +7,15 @@
 //! kernel kills everything left in the namespace.
 
 use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus,
+    PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
+    path_beneath_rules,
 };
 use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
@@ -25,7 +27,7 @@ pub(crate) const REFUSED_EXIT: i32 = 125;
 
 /// What the runner asks the trampoline to apply to the process: with the [`CgroupSpec`],
 /// everything up to PID 1's fork (cgroups, limits, namespaces) depends only on this.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
     pub(crate) block_network: bool,
@@ -81,6 +83,10 @@ pub(crate) struct Launch {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FsSpec {
     pub(crate) read_roots: Vec<PathBuf>,
+    /// Readable directories and files whose kind the runner listed (most of them `/etc`
+    /// entries): each rule is one `open` and the rule, the runner's kind deciding the rights.
+    pub(crate) read_dirs: Vec<PathBuf>,
+    pub(crate) read_files: Vec<PathBuf>,
     pub(crate) write_roots: Vec<PathBuf>,
     pub(crate) system_read: Vec<PathBuf>,
     /// Directories whose listing alone is readable (parents of entry-by-entry reads).
@@ -229,6 +235,8 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     }
     // Only now, in the process that becomes the command: everything above ran while the runner
     // was still computing the rest.
+    // Kept open until `exec`, which closes them all at once.
+    let mut _rule_fds = Vec::new();
     let launch = match read_frame::<Launch>("launch spec") {
         Ok(launch) => {
             // Before Landlock, as a spawn's working directory is entered before the command's
@@ -239,7 +247,7 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
                     launch.cwd.display()
                 ));
             }
-            confine_self(&spec, &launch.fs, &mut applied);
+            _rule_fds = confine_self(&spec, &launch.fs, &mut applied);
             if spec.require && applied.refused.is_none() {
                 applied.refused = unmet(&spec, &cgroups, &applied);
             }
@@ -358,15 +366,20 @@ fn join_cgroup(file: &std::path::Path) -> std::io::Result<()> {
 
 /// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
 /// steps before `exec`, in the process that becomes the command.
-fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) {
+///
+/// Returns the descriptors of the Landlock rules' paths, to keep until `exec` closes them all at
+/// once (they are close-on-exec): a `close` per rule less.
+#[must_use]
+fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) -> Vec<OwnedFd> {
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         applied
             .isolation_errors
             .push(format!("cannot set no-new-privs: {e}"));
     }
-    applied.landlock = landlock(spec, fs);
+    let (report, rule_fds) = landlock(spec, fs);
+    applied.landlock = report;
     if !spec.isolate {
-        return;
+        return rule_fds;
     }
     match confine::drop_capabilities() {
         Ok(()) => applied.capabilities_dropped = true,
@@ -376,6 +389,24 @@ fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) {
         Ok(()) => applied.seccomp = true,
         Err(e) => applied.isolation_errors.push(e),
     }
+    rule_fds
+}
+
+fn rule(
+    fd: &OwnedFd,
+    access: BitFlags<AccessFs>,
+) -> Result<PathBeneath<BorrowedFd<'_>>, RulesetError> {
+    Ok(PathBeneath::new(fd.as_fd(), access))
+}
+
+/// `O_PATH` descriptors of the `paths` that can be opened; a path that cannot be (gone since
+/// the runner listed it) gets no rule, so it stays unreadable.
+fn open_paths(paths: &[PathBuf]) -> Vec<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    paths
+        .iter()
+        .filter_map(|p| rustix::fs::open(p, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok())
+        .collect()
 }
 
 fn unmet(spec: &Spec, cgroups: &CgroupSpec, applied: &Applied) -> Option<String> {
@@ -414,10 +445,12 @@ fn unmet(spec: &Spec, cgroups: &CgroupSpec, applied: &Applied) -> Option<String>
     None
 }
 
-fn landlock(spec: &Spec, fs: &FsSpec) -> LandlockReport {
+fn landlock(spec: &Spec, fs: &FsSpec) -> (LandlockReport, Vec<OwnedFd>) {
     // The newest ABI this crate knows; best-effort compatibility reports what the kernel lacks
     // as PartiallyEnforced/NotEnforced rather than failing.
     let abi = ABI::V7;
+    let dirs = open_paths(&fs.read_dirs);
+    let files = open_paths(&fs.read_files);
     let result = (|| -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
@@ -427,16 +460,20 @@ fn landlock(spec: &Spec, fs: &FsSpec) -> LandlockReport {
             ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
         }
         let read = AccessFs::from_read(abi);
+        // What of `read` a rule on a file may grant (the kernel refuses directory rights there).
+        let read_file = read & (AccessFs::ReadFile | AccessFs::Execute);
         ruleset
             .create()?
             .add_rules(path_beneath_rules(&fs.system_read, read))?
             .add_rules(path_beneath_rules(&fs.read_roots, read))?
+            .add_rules(dirs.iter().map(|fd| rule(fd, read)))?
+            .add_rules(files.iter().map(|fd| rule(fd, read_file)))?
             .add_rules(path_beneath_rules(&fs.list_only, AccessFs::ReadDir))?
             .add_rules(path_beneath_rules(&fs.devices, AccessFs::from_file(abi)))?
             .add_rules(path_beneath_rules(&fs.write_roots, AccessFs::from_all(abi)))?
             .restrict_self()
     })();
-    match result {
+    let report = match result {
         Ok(status) => {
             let abi = match status.landlock {
                 LandlockStatus::Available {
@@ -464,5 +501,6 @@ fn landlock(spec: &Spec, fs: &FsSpec) -> LandlockReport {
             network_blocked: false,
             error: Some(e.to_string()),
         },
-    }
+    };
+    (report, dirs.into_iter().chain(files).collect())
 }
