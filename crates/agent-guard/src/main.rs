@@ -112,6 +112,21 @@ enum HookCommand {
 
 const HOOK_COMMANDS: [&str; 3] = ["claude-hook", "codex-hook", "gemini-hook"];
 
+/// `exec` alone, for the same reason: its run waits on the parse (the trampoline it started
+/// waits for its spec), and the parse and help are those of the whole command line's `exec`.
+#[derive(Parser, Debug)]
+#[command(name = "agent-guard", version, about, after_help = EXIT_CODES)]
+struct ExecCli {
+    #[command(subcommand)]
+    command: ExecCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum ExecCommand {
+    /// Validate a bash command, then run it confined (layer 5).
+    Exec(cmd::exec::Args),
+}
+
 impl HookCommand {
     /// The policy file the hook was told to use (`--policy` or `AGENT_GUARD_POLICY`).
     fn policy(&self) -> Option<&std::path::Path> {
@@ -196,14 +211,19 @@ fn main() -> ExitCode {
             Err(code) => code,
         };
     }
-    // `exec` starts its sandbox trampoline before anything else: its process start then runs
-    // beside the parse, the policy's load and the command's analysis (it waits for its spec,
-    // and runs nothing it is not sent). Any way out but the run kills it.
-    let early = if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("exec")) {
-        cmd::exec::Early::start()
-    } else {
-        None
-    };
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("exec")) {
+        // The sandbox trampoline first: its process start then runs beside the parse, the
+        // policy's load and the command's analysis (it waits for its spec, and runs nothing it
+        // is not sent). Any way out but the run kills it.
+        let early = cmd::exec::Early::start();
+        let ExecCli {
+            command: ExecCommand::Exec(args),
+        } = match parse::<ExecCli>() {
+            Ok(cli) => cli,
+            Err(code) => return code,
+        };
+        return report_result(cmd::exec::run(args, early));
+    }
     let cli = match parse::<Cli>() {
         Ok(cli) => cli,
         Err(code) => return code,
@@ -218,7 +238,7 @@ fn main() -> ExitCode {
         Command::Cancel(args) => cmd::cancel::run(args),
         Command::AllowOnce(args) => cmd::allow_once::run(args),
         Command::Auto(args) => cmd::auto::run(args),
-        Command::Exec(args) => cmd::exec::run(args, early),
+        Command::Exec(args) => cmd::exec::run(args, None),
         Command::Hook(hook) => return hook.run(),
         Command::Test(args) => cmd::test::run(args),
         Command::Lint(args) => cmd::lint::run(args),
@@ -229,11 +249,38 @@ fn main() -> ExitCode {
         Command::SandboxExec(args) => return cmd::exec::trampoline(args),
         Command::HookServer(args) => resident::server::run(args),
     };
+    report_result(result)
+}
+
+/// A subcommand's exit status; an error is printed and exits 2.
+fn report_result(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
             eprintln!("agent-guard: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    fn exec_help(mut cli: clap::Command) -> String {
+        cli.build();
+        cli.find_subcommand_mut("exec")
+            .unwrap()
+            .render_long_help()
+            .to_string()
+    }
+
+    #[test]
+    fn exec_alone_helps_as_the_whole_command_line_s_exec() {
+        let whole = exec_help(Cli::command());
+        assert!(whole.contains("Usage: agent-guard exec"), "{whole}");
+        assert_eq!(exec_help(ExecCli::command()), whole);
     }
 }

@@ -590,9 +590,13 @@ fn a_file_sent_as_a_directory_refuses_a_required_run() {
         f.extend_from_slice(json.as_bytes());
         f
     };
-    let setup = frame(
-        r#"{"spec":{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":true},"cgroups":{"cgroup_procs":[],"address_space":null}}"#,
-    );
+    let setup = [
+        frame(
+            r#"{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":true}"#,
+        ),
+        frame(r#"{"cgroup_procs":[],"address_space":null}"#),
+    ]
+    .concat();
     let launch = |dirs: &str, files: &str| {
         frame(&format!(
             r#"{{"fs":{{"read_roots":[],"read_dirs":[{dirs}],"read_files":[{files}],"write_roots":[],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/cat","args":[{file:?}],"env":[],"cwd":"/"}}"#,
@@ -623,7 +627,7 @@ fn a_file_sent_as_a_directory_refuses_a_required_run() {
 }
 
 /// The trampoline learns its whole run from frames on its standard input (a JSON
-/// length-prefixed with a little-endian `u32`): the limits and cgroups, then the Landlock rules
+/// length-prefixed with a little-endian `u32`): the limits, the cgroups, then the Landlock rules
 /// with the command. A runner that dies or fails before sending both must leave a trampoline
 /// that never runs anything, even with `require_confinement` off in the spec.
 #[test]
@@ -636,17 +640,20 @@ fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
         f.extend_from_slice(json.as_bytes());
         f
     };
-    let setup = frame(
-        r#"{"spec":{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":false},"cgroups":{"cgroup_procs":[],"address_space":null}}"#,
+    let spec = frame(
+        r#"{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":false}"#,
     );
+    let cgroups = frame(r#"{"cgroup_procs":[],"address_space":null}"#);
+    let setup = [spec.clone(), cgroups].concat();
     let launch = frame(&format!(
         r#"{{"fs":{{"read_roots":[],"read_dirs":[],"read_files":[],"write_roots":[{dir:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/sh","args":["-c","touch {marker}"],"env":[],"cwd":{dir:?}}}"#,
         dir = dir.path(),
         marker = marker.display(),
     ));
-    let cases: [(&str, Vec<u8>); 4] = [
+    let cases: [(&str, Vec<u8>); 5] = [
         ("no frame at all", Vec::new()),
-        ("the setup frame only", setup.clone()),
+        ("the spec frame only", spec),
+        ("the spec and cgroup frames only", setup.clone()),
         (
             "a cut-off launch frame",
             [setup.clone(), launch[..launch.len() / 2].to_vec()].concat(),

@@ -790,12 +790,15 @@ impl Runner {
         Ok(())
     }
 
-    /// Creates the run's cgroups and sends the trampoline its first frame.
+    /// Sends the trampoline its first frame, then creates the run's cgroups (while it enters
+    /// its namespaces) and sends them.
     fn send_setup(
         &self,
         socket: &std::os::unix::net::UnixStream,
         conf: &Confinement,
     ) -> Result<Prepared, ExecError> {
+        let spec = spec_of(conf);
+        send_frame(socket, &spec)?;
         let mut report = ConfinementReport {
             requested: true,
             ..ConfinementReport::default()
@@ -803,19 +806,16 @@ impl Runner {
         // Dropped on an error below, the cgroups are removed again.
         let cgroup = self.take_cgroup(conf, &mut report)?;
         let memory_in_cgroup = cgroup.as_ref().is_some_and(PidsCgroup::has_memory);
-        let setup = trampoline::Setup {
-            spec: spec_of(conf),
-            cgroups: trampoline::CgroupSpec {
-                cgroup_procs: cgroup
-                    .as_ref()
-                    .map(PidsCgroup::join_files)
-                    .unwrap_or_default(),
-                address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
-            },
+        let cgroups = trampoline::CgroupSpec {
+            cgroup_procs: cgroup
+                .as_ref()
+                .map(PidsCgroup::join_files)
+                .unwrap_or_default(),
+            address_space: conf.memory_max.filter(|_| !memory_in_cgroup),
         };
-        send_frame(socket, &setup)?;
+        send_frame(socket, &cgroups)?;
         Ok(Prepared {
-            spec: setup.spec,
+            spec,
             memory_max: conf.memory_max,
             cgroup,
             report,

@@ -25,8 +25,9 @@ use super::{LandlockReport, LandlockState, confine, sys};
 /// Exit code of a trampoline that refused to run the command unconfined.
 pub(crate) const REFUSED_EXIT: i32 = 125;
 
-/// What the runner asks the trampoline to apply to the process: with the [`CgroupSpec`],
-/// everything up to PID 1's fork (cgroups, limits, namespaces) depends only on this.
+/// What the runner asks the trampoline to apply to the process, the first frame on its standard
+/// input: with the [`CgroupSpec`], everything up to PID 1's fork (namespaces, cgroups, limits)
+/// depends only on this.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Spec {
@@ -41,7 +42,9 @@ pub(crate) struct Spec {
     pub(crate) require: bool,
 }
 
-/// The run's cgroups: the runner creates them while the trampoline starts.
+/// The run's cgroups, the second frame: the runner creates them while the trampoline enters its
+/// namespaces, and the trampoline joins them before it sets its limits and forks (every task
+/// of the run is counted).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CgroupSpec {
@@ -52,16 +55,7 @@ pub(crate) struct CgroupSpec {
     pub(crate) address_space: Option<u64>,
 }
 
-/// The first frame on the trampoline's standard input, read before anything else it applies:
-/// the cgroups to join, the limits and the namespaces.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Setup {
-    pub(crate) spec: Spec,
-    pub(crate) cgroups: CgroupSpec,
-}
-
-/// The second frame, sent once the runner computed it (the trampoline is entering its
+/// The third frame, sent once the runner computed it (the trampoline is entering its
 /// namespaces meanwhile) and read by the process that becomes the command: the Landlock rules
 /// and the command itself, which nothing before this frame names. Without a complete one the
 /// trampoline never executes anything, whatever `require` says.
@@ -84,7 +78,8 @@ pub(crate) struct Launch {
 pub(crate) struct FsSpec {
     pub(crate) read_roots: Vec<PathBuf>,
     /// Readable directories and files whose kind the runner listed (most of them `/etc`
-    /// entries): each rule is one `open` and the rule, the runner's kind deciding the rights.
+    /// entries): opened here, their rights set by the runner's kind (the landlock crate still
+    /// checks it against the file with one `fstat`), and closed by `exec`.
     pub(crate) read_dirs: Vec<PathBuf>,
     pub(crate) read_files: Vec<PathBuf>,
     pub(crate) write_roots: Vec<PathBuf>,
@@ -172,9 +167,9 @@ pub(crate) struct Applied {
 /// `agent-guard __sandbox-exec`).
 ///
 /// `args` are the arguments after the program name (or subcommand) and must be empty: the run
-/// comes on standard input, a socket that brings it in two frames (the limits, namespaces and
-/// cgroups, then the Landlock rules with the command, its environment and directory) and takes
-/// the report. On success this never returns (the process becomes the command); it returns
+/// comes on standard input, a socket that brings it in three frames (the limits and
+/// namespaces, the cgroups, then the Landlock rules with the command, its environment and
+/// directory) and takes the report. On success this never returns (the process becomes the command); it returns
 /// exit code 125 when `require_confinement` could not be met or a frame is missing, and 127
 /// when there are arguments or the command cannot be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -189,21 +184,21 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             .isolation_errors
             .push(format!("cannot close inherited descriptors: {e}")),
     }
-    let Setup { spec, cgroups } = match read_frame::<Setup>("setup") {
-        Ok(setup) => setup,
-        Err(e) => {
-            // Nothing applied yet: never run the command.
-            eprintln!("bash-guard: refusing to run unconfined: {e}");
-            return ExitCode::from(REFUSED_EXIT as u8);
-        }
+    let spec = match read_frame::<Spec>("spec") {
+        Ok(spec) => spec,
+        Err(e) => return refuse_early(&e),
     };
-    limit(&spec, &cgroups, &mut applied);
     if spec.isolate {
         match confine::enter_namespaces(spec.block_network) {
             Ok(names) => applied.namespaces = names.iter().map(|n| (*n).to_string()).collect(),
             Err(e) => applied.isolation_errors.push(e),
         }
     }
+    let cgroups = match read_frame::<CgroupSpec>("cgroup spec") {
+        Ok(cgroups) => cgroups,
+        Err(e) => return refuse_early(&e),
+    };
+    limit(&spec, &cgroups, &mut applied);
     if applied.namespaces.iter().any(|n| n == "pid") {
         match sys::fork() {
             Ok(sys::Forked::Parent(child)) => return relay(child),
@@ -308,6 +303,12 @@ fn relay(child: rustix::process::Pid) -> ExitCode {
         return ExitCode::from(u8::try_from((128 + sig) & 0xff).unwrap_or(1));
     }
     ExitCode::from(1)
+}
+
+/// Ends a trampoline short of a frame before PID 1's fork: nothing of the command has run.
+fn refuse_early(why: &str) -> ExitCode {
+    eprintln!("bash-guard: refusing to run unconfined: {why}");
+    ExitCode::from(REFUSED_EXIT as u8)
 }
 
 fn usage(msg: &str) -> ExitCode {
