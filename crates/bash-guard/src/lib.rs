@@ -123,7 +123,7 @@ pub use config::BashConfig;
 pub use error::ParseError;
 pub use exec::{
     Confinement, ConfinementReport, ExecConfig, ExecError, ExecRequest, ExecResult, LandlockReport,
-    LandlockState, Runner, StartedTrampoline, Trampoline, trampoline_main,
+    LandlockState, Runner, StartedTrampoline, Trampoline, trampoline_main, trampoline_status,
 };
 pub use judge::{PathAccess, PathJudge, PathVerdict};
 pub use verdict::{ASK_KINDS, AskKind, AskKindEntry, Decision, Finding, Verdict, ask_kind};

@@ -25,7 +25,7 @@ pub use profile::Toolchain;
 /// check each entry from inside a confined run).
 #[doc(hidden)]
 pub use confine::DENIED_SYSCALLS;
-pub use trampoline::trampoline_main;
+pub use trampoline::{trampoline_main, trampoline_status};
 
 use cgroup::PidsCgroup;
 use output::{Capture, Rendered, head_cap};

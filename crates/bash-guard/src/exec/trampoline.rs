@@ -173,6 +173,12 @@ pub(crate) struct Applied {
 /// exit code 125 when `require_confinement` could not be met or a frame is missing, and 127
 /// when there are arguments or the command cannot be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    ExitCode::from(trampoline_status(args))
+}
+
+/// [`trampoline_main`] for an entry that ends the process itself (one that starts at C's
+/// `main`): the exit status.
+pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     if args.into_iter().next().is_some() {
         return usage("takes no arguments: the run comes on standard input");
     }
@@ -265,7 +271,7 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         (reason, _) => {
             let reason = reason.unwrap_or_default();
             eprintln!("bash-guard: refusing to run unconfined: {reason}");
-            return ExitCode::from(REFUSED_EXIT as u8);
+            return REFUSED_EXIT as u8;
         }
     };
     let err = std::process::Command::new(&launch.program)
@@ -278,42 +284,42 @@ pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         "bash-guard: cannot execute `{}`: {err}",
         launch.program.display()
     );
-    ExitCode::from(127)
+    127
 }
 
 /// The trampoline's side of the fork: wait for PID 1 of the namespace and end the same way.
-fn relay(child: rustix::process::Pid) -> ExitCode {
+fn relay(child: rustix::process::Pid) -> u8 {
     use rustix::process::{WaitOptions, waitpid};
     let status = loop {
         match waitpid(Some(child), WaitOptions::empty()) {
             Ok(Some((_, status))) => break status,
             Err(rustix::io::Errno::INTR) => continue,
             // No child to wait for cannot happen; report it as a failure, never as success.
-            Ok(None) | Err(_) => return ExitCode::from(127),
+            Ok(None) | Err(_) => return 127,
         }
     };
     if let Some(code) = status.exit_status() {
-        return ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1));
+        return u8::try_from(code & 0xff).unwrap_or(1);
     }
     if let Some(sig) = status.terminating_signal() {
         // Die of the same signal, so the runner sees what the command saw.
         if let Some(signal) = rustix::process::Signal::from_named_raw(sig) {
             let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
         }
-        return ExitCode::from(u8::try_from((128 + sig) & 0xff).unwrap_or(1));
+        return u8::try_from((128 + sig) & 0xff).unwrap_or(1);
     }
-    ExitCode::from(1)
+    1
 }
 
 /// Ends a trampoline short of a frame before PID 1's fork: nothing of the command has run.
-fn refuse_early(why: &str) -> ExitCode {
+fn refuse_early(why: &str) -> u8 {
     eprintln!("bash-guard: refusing to run unconfined: {why}");
-    ExitCode::from(REFUSED_EXIT as u8)
+    REFUSED_EXIT as u8
 }
 
-fn usage(msg: &str) -> ExitCode {
+fn usage(msg: &str) -> u8 {
     eprintln!("bash-guard sandbox trampoline: {msg}");
-    ExitCode::from(127)
+    127
 }
 
 /// Joins the cgroups and sets the resource limits: before any fork, so every task is counted.
