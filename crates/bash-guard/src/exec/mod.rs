@@ -441,6 +441,13 @@ pub struct StartedTrampoline {
     prepared: Option<Prepared>,
 }
 
+impl StartedTrampoline {
+    /// The trampoline's process id, while it has not been waited for.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
 /// What a trampoline was sent by [`Runner::prepare`]: the process half of its spec, and the
 /// run's cgroups (removed again if it is dropped).
 #[derive(Debug)]
@@ -462,13 +469,6 @@ fn spec_of(conf: &Confinement) -> trampoline::Spec {
         isolate: conf.isolate,
         pid_ns_max: conf.max_processes.map(u64::from).filter(|_| conf.isolate),
         require: conf.require_confinement,
-    }
-}
-
-impl StartedTrampoline {
-    /// The trampoline's process id, while it has not been waited for.
-    pub fn id(&self) -> Option<u32> {
-        self.child.id()
     }
 }
 
@@ -722,11 +722,10 @@ impl Runner {
         self.supervise(child, None, None, report, run).await
     }
 
-    /// Sends a started trampoline its spec in two frames, then supervises the run. The
-    /// cgroups are created only now (the trampoline, started ahead, waits for them first
-    /// thing), and the Landlock rules with the command computed while it enters its
-    /// namespaces. Whatever is not sent leaves the trampoline short of a frame, and it then
-    /// refuses to run the command (an error return also kills it).
+    /// Sends a started trampoline the rest of its spec (all of it when it was not prepared):
+    /// the Landlock rules with the command, computed while it enters its namespaces. Then
+    /// supervises the run. Whatever is not sent leaves the trampoline short of a frame, and it
+    /// then refuses to run anything (an error return also kills it).
     async fn run_confined(
         &self,
         started: StartedTrampoline,
