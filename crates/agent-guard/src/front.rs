@@ -126,7 +126,7 @@ impl Front {
             Some(Held { rt, db }) => (rt, db),
             None => (runtime()?, None),
         };
-        let env: HashMap<String, String> = std::env::vars().collect();
+        let env: HashMap<String, String> = crate::policy::process_env()?;
         let mut checker = policy.checker(&env)?;
         if let Some(mode) = opts.mode {
             checker.set_mode(mode);

@@ -158,6 +158,42 @@ fn default_allow_defers_to_claude_codes_own_prompt() {
     assert_eq!(pre_decision(&v).0, "deny");
 }
 
+/// A variable that is not UTF-8 is no reason to refuse a call (a panic reading the environment
+/// ended every hook in a deny); one of the guard's own that is not UTF-8 is, with a reason.
+#[test]
+fn a_variable_that_is_not_utf8_is_ignored_unless_it_is_the_guards() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let s = Session::new();
+    let bad = std::ffi::OsStr::from_bytes(b"\xff\xfe");
+    let out = hook()
+        .env("LC_BADBYTES", bad)
+        .args(["--policy", &policy()])
+        .write_stdin(s.fixture("pre_read_src"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(pre_decision(&v).0, "allow", "{v}");
+    let out = hook()
+        .env("AGENT_PERMISSIONS_DENY", bad)
+        .args(["--policy", &policy()])
+        .write_stdin(s.fixture("pre_read_src"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("AGENT_PERMISSIONS_DENY") && text.contains("not UTF-8"),
+        "{text}"
+    );
+    assert!(!text.contains("\"allow\""), "{text}");
+}
+
 #[test]
 fn policy_from_environment_variable() {
     let s = Session::new();

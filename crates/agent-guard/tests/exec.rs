@@ -48,6 +48,30 @@ fn a_read_only_command_runs_confined() {
     assert_eq!(v["confinement"]["cgroup"], true, "{v}");
 }
 
+/// The command's environment is filtered from the caller's; a variable that is not UTF-8 is
+/// left out, and neither stops the run nor crashes the CLI.
+#[test]
+fn a_variable_that_is_not_utf8_is_left_out_of_the_command_s_environment() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("agent-guard")
+        .unwrap()
+        .env("LC_BADBYTES", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
+        .env("LC_GOOD", "kept")
+        .args(["exec", "--json", "--root"])
+        .arg(dir.path())
+        .arg("--cwd")
+        .arg(dir.path())
+        .args(["--", "echo \"${LC_GOOD}:${LC_BADBYTES-unset}\""])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(v["stdout"], "kept:unset\n", "{v}");
+}
+
 #[test]
 fn a_denied_command_is_refused_and_not_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -38,7 +38,7 @@ const READ_ONLY_TOOLS: &[&str] = &["read_file", "grep_files", "glob_files", "web
 /// Runs the subcommand.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(args.policy.as_deref())?;
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let env: HashMap<String, String> = crate::policy::process_env()?;
     let mut checker = policy.checker(&env)?;
     if let Some(mode) = &args.mode {
         checker.set_mode(PermissionMode::parse(mode).with_context(|| {

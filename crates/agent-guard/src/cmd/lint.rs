@@ -512,7 +512,8 @@ struct HookEnv {
 
 impl HookEnv {
     fn from_process(project: &Path) -> HookEnv {
-        let mut vars: HashMap<String, String> = std::env::vars().collect();
+        // Without the environment (one of ours is not UTF-8), every variable stays unknown.
+        let mut vars = crate::policy::process_env().unwrap_or_default();
         // The hook runners set these to the project, whatever the linting shell has.
         for name in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
             vars.insert(name.to_owned(), project.display().to_string());

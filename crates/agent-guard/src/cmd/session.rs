@@ -233,7 +233,7 @@ pub(crate) fn run(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
 }
 
 async fn run_async(opts: SessionOptions<'_>) -> anyhow::Result<ExitCode> {
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let env: HashMap<String, String> = crate::policy::process_env()?;
     let doc = &opts.policy.doc;
     if !perm_hooks::is_postgres_url(&opts.audit_db.to_string_lossy())
         && let Some(dir) = opts.audit_db.parent()

@@ -520,12 +520,13 @@ impl Runner {
     }
 
     /// The child's environment: the parent's, filtered by `env_allow`/`env_deny`, plus `env_set`.
+    /// A variable whose name or value is not UTF-8 is left out (`std::env::vars` would panic on
+    /// it, and no allow pattern can be meant for it).
     fn child_env(&self) -> Vec<(String, String)> {
-        let mut vars = env::filter(
-            std::env::vars(),
-            &self.config.env_allow,
-            &self.config.env_deny,
-        );
+        let utf8 = std::env::vars_os().filter_map(|(name, value)| {
+            Some((name.into_string().ok()?, value.into_string().ok()?))
+        });
+        let mut vars = env::filter(utf8, &self.config.env_allow, &self.config.env_deny);
         for (k, v) in &self.config.env_set {
             vars.retain(|(name, _)| name != k);
             vars.push((k.clone(), v.clone()));
