@@ -898,8 +898,11 @@ impl Runner {
         let write_cap = request.confinement.as_ref().and_then(|c| c.max_written);
         let mut meter = written::WriteMeter::default();
         let root = child.id().and_then(|id| i32::try_from(id).ok());
+        let wants_report = socket.is_some();
+        let mut reports = Reports::new(socket);
         let status: Option<ExitStatus> = tokio::select! {
             st = child.wait() => st.ok(),
+            st = reports.finished() => Some(st),
             () = tokio::time::sleep(timeout) => { timed_out = true; None }
             () = cancel.cancelled() => { cancelled = true; None }
             () = watch_writes(&mut meter, write_cap, cgroup, root) => {
@@ -940,8 +943,8 @@ impl Runner {
         let stdout = stdout.finish(self.config.max_output_chars);
         let stderr = stderr.finish(self.config.max_output_chars);
 
-        if let Some(socket) = socket {
-            match read_report(socket) {
+        if wants_report {
+            match reports.report() {
                 Some(applied) => {
                     report.landlock = applied.landlock;
                     report.cgroup = applied.cgroup_joined;
@@ -1033,15 +1036,64 @@ fn send_frame<T: Serialize>(
         .map_err(|e| ExecError::Unconfined(format!("cannot send the spec: {e}")))
 }
 
-/// Reads the trampoline's report. Every writer is gone by now (the trampoline replaced its
-/// socket with /dev/null before `exec`, or died); non-blocking all the same, so a stray holder
-/// of its end can only make the report missing (fail closed), never hang the run.
-fn read_report(mut socket: std::os::unix::net::UnixStream) -> Option<trampoline::Applied> {
-    use std::io::Read;
-    socket.set_nonblocking(true).ok()?;
-    let mut buf = Vec::new();
-    socket.read_to_end(&mut buf).ok()?;
-    serde_json::from_slice(&buf).ok()
+/// The trampoline's frames back to the runner, on its socket: the report (written by PID 1
+/// before `exec`) and, isolated, how PID 1 ended (written by the trampoline before its own exit,
+/// see [`trampoline::Finished`]).
+struct Reports {
+    stream: Option<tokio::net::UnixStream>,
+    buf: Vec<u8>,
+}
+
+impl Reports {
+    fn new(socket: Option<std::os::unix::net::UnixStream>) -> Reports {
+        let stream = socket.and_then(|s| {
+            s.set_nonblocking(true).ok()?;
+            tokio::net::UnixStream::from_std(s).ok()
+        });
+        Reports {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// How PID 1 ended, once the trampoline says so; never returns when it does not (no
+    /// isolation, the trampoline could not leave the run's cgroups, or it died): the run's end
+    /// is then the trampoline's exit.
+    async fn finished(&mut self) -> ExitStatus {
+        use std::os::unix::process::ExitStatusExt;
+        use tokio::io::AsyncReadExt;
+        loop {
+            let status = trampoline::unframe(&self.buf)
+                .get(1)
+                .and_then(|f| serde_json::from_slice::<trampoline::Finished>(f).ok());
+            if let Some(finished) = status {
+                return ExitStatus::from_raw(finished.wait_status);
+            }
+            let read = match self.stream.as_mut() {
+                Some(stream) => stream.read_buf(&mut self.buf).await,
+                None => Ok(0),
+            };
+            if !matches!(read, Ok(n) if n > 0) {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// The report, from what was read and what can be read now. Every writer is gone by now
+    /// (PID 1 replaced the socket with /dev/null before `exec`, the trampoline ended or died);
+    /// never waiting all the same, so a stray holder of its end can only make the report
+    /// missing (fail closed), never hang the run.
+    fn report(mut self) -> Option<trampoline::Applied> {
+        if let Some(stream) = &self.stream {
+            while let Ok(n) = stream.try_read_buf(&mut self.buf) {
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        let frames = trampoline::unframe(&self.buf);
+        serde_json::from_slice(frames.first()?).ok()
+    }
 }
 
 /// Returns once the run has written more than `cap` bytes; never when there is no cap. The run's
@@ -1105,5 +1157,53 @@ fn with_marker(r: &Rendered) -> String {
         )
     } else {
         r.text.clone()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    fn applied() -> trampoline::Applied {
+        trampoline::Applied {
+            seccomp: true,
+            ..trampoline::Applied::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_status_frame_ends_the_run_and_the_report_precedes_it() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        theirs
+            .write_all(&trampoline::frame(&applied()).unwrap())
+            .unwrap();
+        let finished = trampoline::Finished {
+            wait_status: 3 << 8,
+        };
+        theirs
+            .write_all(&trampoline::frame(&finished).unwrap())
+            .unwrap();
+        let mut reports = Reports::new(Some(ours));
+        let status = reports.finished().await;
+        assert_eq!(status, ExitStatus::from_raw(3 << 8));
+        assert_eq!(status.code(), Some(3));
+        assert!(reports.report().unwrap().seccomp);
+    }
+
+    #[tokio::test]
+    async fn without_a_status_frame_the_run_waits_for_the_trampoline() {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        theirs
+            .write_all(&trampoline::frame(&applied()).unwrap())
+            .unwrap();
+        // A report, then the end of input: no status, so `finished` never returns.
+        drop(theirs);
+        let mut reports = Reports::new(Some(ours));
+        let waited = tokio::time::timeout(Duration::from_millis(100), reports.finished()).await;
+        assert!(waited.is_err());
+        assert!(reports.report().unwrap().seccomp);
     }
 }

@@ -106,6 +106,21 @@ pub(crate) fn frame<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The complete frames at the start of `buf` (see [`frame`]), in order; a cut-off or oversized
+/// one ends the list.
+pub(crate) fn unframe(mut buf: &[u8]) -> Vec<&[u8]> {
+    let mut frames = Vec::new();
+    while let Some((len, rest)) = buf.split_first_chunk::<4>() {
+        let len = u32::from_le_bytes(*len) as usize;
+        match rest.get(..len).filter(|_| len <= MAX_FRAME) {
+            Some(body) => frames.push(body),
+            None => break,
+        }
+        buf = rest.get(len..).unwrap_or_default();
+    }
+    frames
+}
+
 /// Fills `buf` from file descriptor 0 with plain `read`s (std's `Stdin` buffers ahead).
 fn read_exact_stdin(mut buf: &mut [u8]) -> Result<(), String> {
     while !buf.is_empty() {
@@ -207,7 +222,7 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     limit(&spec, &cgroups, &mut applied);
     if applied.namespaces.iter().any(|n| n == "pid") {
         match sys::fork() {
-            Ok(sys::Forked::Parent(child)) => return relay(child),
+            Ok(sys::Forked::Parent(child)) => return relay(child, &cgroups),
             Ok(sys::Forked::Child) => {
                 // PID 1 of the namespace: if the trampoline dies (killed on timeout), so does the
                 // namespace.
@@ -261,10 +276,10 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
             None
         }
     };
-    if let Ok(text) = serde_json::to_vec(&applied) {
+    if let Ok(report) = frame(&applied) {
         // One write of a few hundred bytes (far below the socket's buffer, so it goes whole and
         // never blocks); a missing or short report makes the runner fail closed.
-        let _ = rustix::io::write(std::io::stdin(), &text);
+        let _ = rustix::io::write(std::io::stdin(), &report);
     }
     let launch = match (applied.refused, launch) {
         (None, Some(launch)) => launch,
@@ -287,9 +302,33 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     127
 }
 
-/// The trampoline's side of the fork: wait for PID 1 of the namespace and end the same way.
-fn relay(child: rustix::process::Pid) -> u8 {
+/// How PID 1 ended, the last frame the trampoline writes to the runner: sent as soon as PID 1
+/// is gone (and every process of its namespace with it), before the trampoline's own exit
+/// tears the namespaces down, which the runner then need not wait for.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Finished {
+    /// PID 1's wait status, as `waitpid` gives it.
+    pub(crate) wait_status: i32,
+}
+
+/// The trampoline's side of the fork: wait for PID 1 of the namespace, tell the runner how it
+/// ended, and end the same way.
+///
+/// It gives up its copies of the run's output pipes first (PID 1 has them), so they end with
+/// the command; and it leaves the run's cgroups before it reports, so they are empty once the
+/// runner has the status. Where it cannot leave them (cgroup v2 keeps a process out of a
+/// parent with controllers), it sends nothing and the runner waits for its exit.
+fn relay(child: rustix::process::Pid, cgroups: &CgroupSpec) -> u8 {
     use rustix::process::{WaitOptions, waitpid};
+    if let Ok(null) = rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        let _ = rustix::stdio::dup2_stdout(&null);
+        let _ = rustix::stdio::dup2_stderr(&null);
+    }
     let status = loop {
         match waitpid(Some(child), WaitOptions::empty()) {
             Ok(Some((_, status))) => break status,
@@ -298,6 +337,18 @@ fn relay(child: rustix::process::Pid) -> u8 {
             Ok(None) | Err(_) => return 127,
         }
     };
+    if cgroups
+        .cgroup_procs
+        .iter()
+        .all(|file| leave_cgroup(file).is_ok())
+    {
+        let finished = Finished {
+            wait_status: status.as_raw(),
+        };
+        if let Ok(bytes) = frame(&finished) {
+            let _ = rustix::io::write(std::io::stdin(), &bytes);
+        }
+    }
     if let Some(code) = status.exit_status() {
         return u8::try_from(code & 0xff).unwrap_or(1);
     }
@@ -349,6 +400,29 @@ fn limit(spec: &Spec, cgroups: &CgroupSpec, applied: &mut Applied) {
             Err(e) => applied.rlimit_errors.push(format!("{name}: {e}")),
         }
     }
+}
+
+/// Moves the trampoline out of the cgroup of `file` (a join file, see [`join_cgroup`]) into the
+/// parent cgroup.
+///
+/// Its one thread through the parent's v1 `tasks` file, without [`join_cgroup`]'s check of the
+/// thread count: `/proc/self` is PID 1's `/proc` by now, where the trampoline has no entry, and
+/// the trampoline has one thread by construction (its fork refused otherwise). The slow
+/// `cgroup.procs` path would wait for an RCU grace period, longer than the early answer saves.
+fn leave_cgroup(file: &std::path::Path) -> std::io::Result<()> {
+    let parent = file
+        .parent()
+        .and_then(|dir| dir.parent())
+        .zip(file.file_name())
+        .map(|(dir, name)| dir.join(name))
+        .ok_or_else(|| std::io::Error::other("a cgroup file without a parent cgroup"))?;
+    if parent.file_name() == Some(std::ffi::OsStr::new("tasks")) {
+        return std::fs::write(parent, "0");
+    }
+    std::fs::write(
+        parent,
+        rustix::process::getpid().as_raw_nonzero().to_string(),
+    )
 }
 
 /// Moves this process into the cgroup of `file`: a v1 `tasks` file takes `0` (the writing
@@ -510,4 +584,25 @@ fn landlock(spec: &Spec, fs: &FsSpec) -> (LandlockReport, Vec<OwnedFd>) {
         },
     };
     (report, dirs.into_iter().chain(files).collect())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_come_apart_in_order_and_a_cut_one_ends_them() {
+        let one = frame(&Finished { wait_status: 1 }).unwrap();
+        let two = frame(&Finished { wait_status: 2 }).unwrap();
+        let both = [one.clone(), two.clone()].concat();
+        let frames = unframe(&both);
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0], &one[4..]);
+        assert_eq!(frames[1], &two[4..]);
+        assert_eq!(unframe(&both[..both.len() - 1]).len(), 1);
+        assert_eq!(unframe(&both[..3]).len(), 0);
+        let oversized = (u32::try_from(MAX_FRAME).unwrap() + 1).to_le_bytes();
+        assert!(unframe(&oversized).is_empty());
+    }
 }
