@@ -106,7 +106,7 @@ pub(crate) struct FsProfile {
     /// directory, else what a file's rule may grant), so the trampoline need not ask the kernel
     /// again. An entry that changes kind before the run gets a narrower rule or none: the
     /// kernel's check of the rule's rights against the file still applies.
-    pub(crate) listed: std::collections::BTreeMap<PathBuf, bool>,
+    pub(crate) listed: std::collections::HashMap<PathBuf, bool>,
     /// Why a `PATH` entry was left out.
     pub(crate) notes: Vec<String>,
 }
@@ -196,8 +196,27 @@ fn add_filtered(
         .filter_map(|e| e.ok())
         .map(|e| (e.path(), e.file_type().ok()))
         .collect();
-    names.sort_by(|a, b| a.0.cmp(&b.0));
+    // By the names' bytes: the order of one directory's entries as paths, without comparing
+    // them component by component.
+    names.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+    // Each pattern below `dir` with its component at an entry's depth: an entry can relate
+    // only to the patterns whose component there matches its name, so only those are passed
+    // on (matching every entry against every pattern in full was most of the profile's cost).
+    let depth_of_entries = components(&dir.to_string_lossy()).count();
+    let next: Vec<(&str, &str)> = below
+        .iter()
+        .filter_map(|p| Some((*p, components(p).nth(depth_of_entries)?)))
+        .collect();
     for (entry, kind) in names {
+        let name = entry
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let related: Vec<&str> = next
+            .iter()
+            .filter(|(_, c)| *c == name || (c.contains('*') && glob_match(c, &name)))
+            .map(|(p, _)| *p)
+            .collect();
         let is_dir = match kind {
             // A rule follows a symlink to its target: a link to a secret is a secret.
             Some(kind) if kind.is_symlink() => match std::fs::canonicalize(&entry) {
@@ -208,7 +227,7 @@ fn add_filtered(
             },
             kind => kind.map(|k| k.is_dir()),
         };
-        add_filtered(&entry, is_dir, hidden, &below, profile, depth + 1);
+        add_filtered(&entry, is_dir, hidden, &related, profile, depth + 1);
     }
 }
 
@@ -379,7 +398,9 @@ mod tests {
         std::os::unix::fs::symlink(etc.join("passwd"), etc.join("passwd.link")).unwrap();
         let hidden = vec![format!("{}/shadow", etc.display())];
         let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
-        let kinds: Vec<(&Path, bool)> = p.listed.iter().map(|(k, v)| (k.as_path(), *v)).collect();
+        let mut kinds: Vec<(&Path, bool)> =
+            p.listed.iter().map(|(k, v)| (k.as_path(), *v)).collect();
+        kinds.sort();
         assert_eq!(
             kinds,
             vec![
