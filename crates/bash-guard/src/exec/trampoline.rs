@@ -416,13 +416,7 @@ fn leave_cgroup(file: &std::path::Path) -> std::io::Result<()> {
         .zip(file.file_name())
         .map(|(dir, name)| dir.join(name))
         .ok_or_else(|| std::io::Error::other("a cgroup file without a parent cgroup"))?;
-    if parent.file_name() == Some(std::ffi::OsStr::new("tasks")) {
-        return std::fs::write(parent, "0");
-    }
-    std::fs::write(
-        parent,
-        rustix::process::getpid().as_raw_nonzero().to_string(),
-    )
+    move_into_cgroup(&parent, true)
 }
 
 /// Moves this process into the cgroup of `file`: a v1 `tasks` file takes `0` (the writing
@@ -433,16 +427,20 @@ fn leave_cgroup(file: &std::path::Path) -> std::io::Result<()> {
 /// thread, so with any other count the join goes through `cgroup.procs` of the same directory
 /// (slow, never partial).
 fn join_cgroup(file: &std::path::Path) -> std::io::Result<()> {
+    move_into_cgroup(file, sys::thread_count() == Some(1))
+}
+
+/// Writes this process into the cgroup of `file`: through `tasks` only when it has
+/// `one_thread`, else through `cgroup.procs` (see [`join_cgroup`]).
+fn move_into_cgroup(file: &std::path::Path, one_thread: bool) -> std::io::Result<()> {
+    let pid = std::process::id().to_string();
     if file.file_name() == Some(std::ffi::OsStr::new("tasks")) {
-        if sys::thread_count() == Some(1) {
+        if one_thread {
             return std::fs::write(file, "0");
         }
-        return std::fs::write(
-            file.with_file_name("cgroup.procs"),
-            std::process::id().to_string(),
-        );
+        return std::fs::write(file.with_file_name("cgroup.procs"), pid);
     }
-    std::fs::write(file, std::process::id().to_string())
+    std::fs::write(file, pid)
 }
 
 /// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
