@@ -45,15 +45,8 @@ impl Session {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let out = cmd
-            .args(["--policy", &policy()])
-            .write_stdin(self.pre_tool_use(tool, input))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        serde_json::from_slice(&out).unwrap()
+        cmd.args(["--policy", &policy()]);
+        answer_of(cmd, self.pre_tool_use(tool, input))
     }
 
     /// The fixture with its cwd (and every path under it) moved into the temp project.
@@ -85,8 +78,14 @@ fn policy() -> String {
 
 /// Runs the hook on `stdin`; it must exit 0 and print one JSON object.
 fn answer(args: &[&str], stdin: String) -> Value {
-    let out = hook()
-        .args(args)
+    let mut cmd = hook();
+    cmd.args(args);
+    answer_of(cmd, stdin)
+}
+
+/// Runs `cmd` (a hook) on `stdin`; it must exit 0 and print one JSON object.
+fn answer_of(mut cmd: Command, stdin: String) -> Value {
+    let out = cmd
         .write_stdin(stdin)
         .assert()
         .success()
@@ -165,16 +164,9 @@ fn a_variable_that_is_not_utf8_is_ignored_unless_it_is_the_guards() {
     use std::os::unix::ffi::OsStrExt as _;
     let s = Session::new();
     let bad = std::ffi::OsStr::from_bytes(b"\xff\xfe");
-    let out = hook()
-        .env("LC_BADBYTES", bad)
-        .args(["--policy", &policy()])
-        .write_stdin(s.fixture("pre_read_src"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).unwrap();
+    let mut cmd = hook();
+    cmd.env("LC_BADBYTES", bad).args(["--policy", &policy()]);
+    let v = answer_of(cmd, s.fixture("pre_read_src"));
     assert_eq!(pre_decision(&v).0, "allow", "{v}");
     let out = hook()
         .env("AGENT_PERMISSIONS_DENY", bad)
@@ -202,15 +194,9 @@ fn policy_from_environment_variable() {
 }
 
 fn answer_with_env(stdin: String) -> Value {
-    let out = hook()
-        .env("AGENT_GUARD_POLICY", policy())
-        .write_stdin(stdin)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
+    let mut cmd = hook();
+    cmd.env("AGENT_GUARD_POLICY", policy());
+    answer_of(cmd, stdin)
 }
 
 #[test]

@@ -9,10 +9,10 @@
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn exec(dir: &std::path::Path, extra: &[&str], command: &str) -> (Value, i32) {
-    let out = Command::cargo_bin("agent-guard")
-        .unwrap()
-        .arg("exec")
+/// `agent-guard exec --json` of `command` in `dir`, its only root.
+fn exec_command(dir: &std::path::Path, extra: &[&str], command: &str) -> Command {
+    let mut cmd = Command::cargo_bin("agent-guard").unwrap();
+    cmd.arg("exec")
         .arg("--json")
         .arg("--root")
         .arg(dir)
@@ -20,13 +20,25 @@ fn exec(dir: &std::path::Path, extra: &[&str], command: &str) -> (Value, i32) {
         .arg(dir)
         .args(extra)
         .arg("--")
-        .arg(command)
-        .output()
-        .unwrap();
+        .arg(command);
+    cmd
+}
+
+fn exec(dir: &std::path::Path, extra: &[&str], command: &str) -> (Value, i32) {
+    run_json(exec_command(dir, extra, command))
+}
+
+/// Runs `cmd`: its one JSON object and its exit status.
+fn run_json(mut cmd: Command) -> (Value, i32) {
+    let out = cmd.output().unwrap();
+    (json_of(&out), out.status.code().unwrap_or(-1))
+}
+
+/// The JSON object a `--json` run printed.
+fn json_of(out: &std::process::Output) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
-    (v, out.status.code().unwrap_or(-1))
+    serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 #[test]
@@ -54,20 +66,10 @@ fn a_read_only_command_runs_confined() {
 fn a_variable_that_is_not_utf8_is_left_out_of_the_command_s_environment() {
     use std::os::unix::ffi::OsStrExt as _;
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("agent-guard")
-        .unwrap()
-        .env("LC_BADBYTES", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
-        .env("LC_GOOD", "kept")
-        .args(["exec", "--json", "--root"])
-        .arg(dir.path())
-        .arg("--cwd")
-        .arg(dir.path())
-        .args(["--", "echo \"${LC_GOOD}:${LC_BADBYTES-unset}\""])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    let mut cmd = exec_command(dir.path(), &[], "echo \"${LC_GOOD}:${LC_BADBYTES-unset}\"");
+    cmd.env("LC_BADBYTES", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
+        .env("LC_GOOD", "kept");
+    let (v, _) = run_json(cmd);
     assert_eq!(v["ran"], true, "{v}");
     assert_eq!(v["stdout"], "kept:unset\n", "{v}");
 }
@@ -140,9 +142,7 @@ fn an_inherited_descriptor_does_not_reach_the_command() {
         .arg(&script)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    let v = json_of(&out);
     assert_eq!(v["ran"], true, "{v}");
     assert_eq!(std::fs::read(&target).unwrap(), b"", "{v}");
     assert!(

@@ -1166,27 +1166,29 @@ mod tests {
     use super::*;
     use std::io::Write as _;
 
-    fn applied() -> trampoline::Applied {
-        trampoline::Applied {
+    /// Our end of a socket whose other end wrote a report, then `more` frames.
+    fn reports_after(more: &[Vec<u8>]) -> (Reports, std::os::unix::net::UnixStream) {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let report = trampoline::Applied {
             seccomp: true,
             ..trampoline::Applied::default()
+        };
+        theirs
+            .write_all(&trampoline::frame(&report).unwrap())
+            .unwrap();
+        for frame in more {
+            theirs.write_all(frame).unwrap();
         }
+        (Reports::new(Some(ours)), theirs)
     }
 
     #[tokio::test]
     async fn the_status_frame_ends_the_run_and_the_report_precedes_it() {
         use std::os::unix::process::ExitStatusExt as _;
-        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        theirs
-            .write_all(&trampoline::frame(&applied()).unwrap())
-            .unwrap();
         let finished = trampoline::Finished {
             wait_status: 3 << 8,
         };
-        theirs
-            .write_all(&trampoline::frame(&finished).unwrap())
-            .unwrap();
-        let mut reports = Reports::new(Some(ours));
+        let (mut reports, _theirs) = reports_after(&[trampoline::frame(&finished).unwrap()]);
         let status = reports.finished().await;
         assert_eq!(status, ExitStatus::from_raw(3 << 8));
         assert_eq!(status.code(), Some(3));
@@ -1195,13 +1197,9 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_status_frame_the_run_waits_for_the_trampoline() {
-        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        theirs
-            .write_all(&trampoline::frame(&applied()).unwrap())
-            .unwrap();
         // A report, then the end of input: no status, so `finished` never returns.
+        let (mut reports, theirs) = reports_after(&[]);
         drop(theirs);
-        let mut reports = Reports::new(Some(ours));
         let waited = tokio::time::timeout(Duration::from_millis(100), reports.finished()).await;
         assert!(waited.is_err());
         assert!(reports.report().unwrap().seccomp);
