@@ -133,6 +133,11 @@ enum Relation {
     Unrelated,
 }
 
+/// True when a pattern's component `pc` names the path component `qc` (`*` within it).
+fn component_matches(pc: &str, qc: &str) -> bool {
+    pc == qc || (pc.contains('*') && glob_match(pc, qc))
+}
+
 fn relate(pattern: &str, path: &Path) -> Relation {
     // Called for every entry of a filtered directory against every hidden pattern: no
     // allocation on this path.
@@ -141,7 +146,7 @@ fn relate(pattern: &str, path: &Path) -> Relation {
     loop {
         match (p.next(), q.next()) {
             (Some(pc), Some(qc)) => {
-                if pc != qc && !(pc.contains('*') && glob_match(pc, qc)) {
+                if !component_matches(pc, qc) {
                     return Relation::Unrelated;
                 }
             }
@@ -214,7 +219,7 @@ fn add_filtered(
             .unwrap_or_default();
         let related: Vec<&str> = next
             .iter()
-            .filter(|(_, c)| *c == name || (c.contains('*') && glob_match(c, &name)))
+            .filter(|(_, c)| component_matches(c, &name))
             .map(|(p, _)| *p)
             .collect();
         let is_dir = match kind {
