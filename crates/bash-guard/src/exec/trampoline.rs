@@ -207,7 +207,7 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     }
     let spec = match read_frame::<Spec>("spec") {
         Ok(spec) => spec,
-        Err(e) => return refuse_early(&e),
+        Err(e) => return refuse(&e),
     };
     if spec.isolate {
         match confine::enter_namespaces(spec.block_network) {
@@ -217,7 +217,7 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     }
     let cgroups = match read_frame::<CgroupSpec>("cgroup spec") {
         Ok(cgroups) => cgroups,
-        Err(e) => return refuse_early(&e),
+        Err(e) => return refuse(&e),
     };
     limit(&spec, &cgroups, &mut applied);
     if applied.namespaces.iter().any(|n| n == "pid") {
@@ -276,18 +276,11 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
             None
         }
     };
-    if let Ok(report) = frame(&applied) {
-        // One write of a few hundred bytes (far below the socket's buffer, so it goes whole and
-        // never blocks); a missing or short report makes the runner fail closed.
-        let _ = rustix::io::write(std::io::stdin(), &report);
-    }
+    // A missing or short report makes the runner fail closed.
+    send_back(&applied);
     let launch = match (applied.refused, launch) {
         (None, Some(launch)) => launch,
-        (reason, _) => {
-            let reason = reason.unwrap_or_default();
-            eprintln!("bash-guard: refusing to run unconfined: {reason}");
-            return REFUSED_EXIT as u8;
-        }
+        (reason, _) => return refuse(&reason.unwrap_or_default()),
     };
     let err = std::process::Command::new(&launch.program)
         .args(&launch.args)
@@ -342,12 +335,9 @@ fn relay(child: rustix::process::Pid, cgroups: &CgroupSpec) -> u8 {
         .iter()
         .all(|file| leave_cgroup(file).is_ok())
     {
-        let finished = Finished {
+        send_back(&Finished {
             wait_status: status.as_raw(),
-        };
-        if let Ok(bytes) = frame(&finished) {
-            let _ = rustix::io::write(std::io::stdin(), &bytes);
-        }
+        });
     }
     if let Some(code) = status.exit_status() {
         return u8::try_from(code & 0xff).unwrap_or(1);
@@ -362,8 +352,19 @@ fn relay(child: rustix::process::Pid, cgroups: &CgroupSpec) -> u8 {
     1
 }
 
-/// Ends a trampoline short of a frame before PID 1's fork: nothing of the command has run.
-fn refuse_early(why: &str) -> u8 {
+/// Writes a frame back to the runner on standard input, its socket: one write of a few hundred
+/// bytes, far below the socket's buffer, so it goes whole and never blocks. A write that fails
+/// leaves the frame missing, which the runner reads as a refusal (a report) or waits out (a
+/// status).
+fn send_back<T: Serialize>(value: &T) {
+    if let Ok(bytes) = frame(value) {
+        let _ = rustix::io::write(std::io::stdin(), &bytes);
+    }
+}
+
+/// Ends a trampoline that will not run the command (short of a frame, or confined less than
+/// required): nothing of it has run.
+fn refuse(why: &str) -> u8 {
     eprintln!("bash-guard: refusing to run unconfined: {why}");
     REFUSED_EXIT as u8
 }
