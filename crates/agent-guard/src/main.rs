@@ -212,9 +212,10 @@ fn main() -> ExitCode {
         };
     }
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("exec")) {
-        // The sandbox trampoline first: its process start then runs beside the parse, the
-        // policy's load and the command's analysis (it waits for its spec, and runs nothing it
-        // is not sent). Any way out but the run kills it.
+        // The sandbox trampoline first, forked while this process has one thread: it enters
+        // its namespaces beside the parse, the policy's load and the command's analysis (it
+        // waits for its spec, and runs nothing it is not sent). Any way out but the run kills
+        // it.
         let early = cmd::exec::Early::start();
         let ExecCli {
             command: ExecCommand::Exec(args),

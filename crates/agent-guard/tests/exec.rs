@@ -158,6 +158,53 @@ fn an_inherited_descriptor_does_not_reach_the_command() {
     assert_eq!(fds, ["0", "1", "2", "3"], "{v}");
 }
 
+/// `exec` forks its sandbox trampoline and runs it apart from its own CPU while it judges the
+/// command; the command still gets every CPU its caller had.
+#[test]
+fn the_command_runs_on_its_caller_s_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = |status: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .map(str::to_owned)
+    };
+    let (v, code) = exec(
+        dir.path(),
+        &["--yes"],
+        "grep Cpus_allowed_list /proc/self/status",
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(line(v["stdout"].as_str().unwrap()), line(&ours), "{v}");
+}
+
+/// A caller that closed its standard input and error still gets a confined run with both of the
+/// command's outputs (the forked trampoline's socket and pipes are set up in their place).
+#[test]
+fn a_caller_without_standard_input_and_error_runs_confined() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
+    let script = format!(
+        "exec 0<&- 2>&-; exec '{bin}' exec --json --root '{dir}' --cwd '{dir}' -- 'echo hi; echo err >&2'",
+        bin = bin.display(),
+        dir = dir.path().display(),
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["ran"], true, "{v}");
+    assert_eq!(v["stdout"], "hi\n", "{v}");
+    assert_eq!(v["stderr"], "err\n", "{v}");
+    assert_eq!(
+        v["confinement"]["landlock"]["status"], "fully_enforced",
+        "{v}"
+    );
+}
+
 /// Issue 29: nothing capped the bytes a run wrote in all (5 GiB in one run, each file under
 /// `RLIMIT_FSIZE`). A run past `max_written_bytes` is stopped; one under it is not.
 #[test]

@@ -598,10 +598,15 @@ fn a_file_sent_as_a_directory_refuses_a_required_run() {
     ]
     .concat();
     let launch = |dirs: &str, files: &str| {
-        frame(&format!(
-            r#"{{"fs":{{"read_roots":[],"read_dirs":[{dirs}],"read_files":[{files}],"write_roots":[],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/cat","args":[{file:?}],"env":[],"cwd":"/"}}"#,
-            file = file,
-        ))
+        [
+            frame(&format!(
+                r#"{{"read_roots":[],"read_dirs":[{dirs}],"read_files":[{files}],"write_roots":[],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}}"#,
+            )),
+            frame(&format!(
+                r#"{{"program":"/bin/cat","args":[{file:?}],"env":[],"cwd":"/"}}"#
+            )),
+        ]
+        .concat()
     };
     let run = |input: Vec<u8>| {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
@@ -627,9 +632,9 @@ fn a_file_sent_as_a_directory_refuses_a_required_run() {
 }
 
 /// The trampoline learns its whole run from frames on its standard input (a JSON
-/// length-prefixed with a little-endian `u32`): the limits, the cgroups, then the Landlock rules
-/// with the command. A runner that dies or fails before sending both must leave a trampoline
-/// that never runs anything, even with `require_confinement` off in the spec.
+/// length-prefixed with a little-endian `u32`): the limits, the cgroups, the Landlock rules,
+/// then the command. A runner that dies or fails before sending them all must leave a
+/// trampoline that never runs anything, even with `require_confinement` off in the spec.
 #[test]
 fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
     use std::io::Write;
@@ -645,18 +650,35 @@ fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
     );
     let cgroups = frame(r#"{"cgroup_procs":[],"address_space":null}"#);
     let setup = [spec.clone(), cgroups].concat();
+    let rules = frame(&format!(
+        r#"{{"read_roots":[],"read_dirs":[],"read_files":[],"write_roots":[{dir:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}}"#,
+        dir = dir.path(),
+    ));
     let launch = frame(&format!(
-        r#"{{"fs":{{"read_roots":[],"read_dirs":[],"read_files":[],"write_roots":[{dir:?}],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}},"program":"/bin/sh","args":["-c","touch {marker}"],"env":[],"cwd":{dir:?}}}"#,
+        r#"{{"program":"/bin/sh","args":["-c","touch {marker}"],"env":[],"cwd":{dir:?}}}"#,
         dir = dir.path(),
         marker = marker.display(),
     ));
-    let cases: [(&str, Vec<u8>); 5] = [
+    let cases: [(&str, Vec<u8>); 7] = [
         ("no frame at all", Vec::new()),
         ("the spec frame only", spec),
         ("the spec and cgroup frames only", setup.clone()),
         (
+            "a cut-off rules frame",
+            [setup.clone(), rules[..rules.len() / 2].to_vec()].concat(),
+        ),
+        (
+            "the rules without the command",
+            [setup.clone(), rules.clone()].concat(),
+        ),
+        (
             "a cut-off launch frame",
-            [setup.clone(), launch[..launch.len() / 2].to_vec()].concat(),
+            [
+                setup.clone(),
+                rules.clone(),
+                launch[..launch.len() / 2].to_vec(),
+            ]
+            .concat(),
         ),
         (
             "a frame longer than the limit",
@@ -682,8 +704,8 @@ fn a_trampoline_without_its_landlock_rules_never_runs_the_command() {
         );
         assert!(!marker.exists(), "{what}: the command ran");
     }
-    // The same spec with both frames complete runs it: the cases above failed for the frames.
-    let out = run(&[setup, launch].concat());
+    // The same spec with every frame complete runs it: the cases above failed for the frames.
+    let out = run(&[setup, rules, launch].concat());
     assert!(out.status.success(), "{out:?}");
     assert!(marker.exists());
 }

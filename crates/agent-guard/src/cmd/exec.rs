@@ -102,25 +102,30 @@ pub(crate) fn trampoline_program() -> anyhow::Result<(std::path::PathBuf, Vec<&'
     Ok((exe, vec!["__sandbox-exec", "--"]))
 }
 
-/// What `exec` starts before its arguments are parsed: the async runtime and the sandbox
-/// trampoline, which loads while the policy and the analysis run and then waits for its spec.
+/// What `exec` starts before its arguments are parsed: the sandbox trampoline, which waits for
+/// its spec while the policy and the analysis run, and the async runtime.
 pub(crate) struct Early {
     rt: tokio::runtime::Runtime,
     started: Option<StartedTrampoline>,
 }
 
 impl Early {
-    /// The runtime and a started trampoline; `None` when the runtime cannot start (`run`
+    /// A started trampoline and the runtime; `None` when the runtime cannot start (`run`
     /// reports it). A trampoline that cannot start is started again by the run, which reports
     /// why it cannot.
+    ///
+    /// Called first in `main`, while the process has one thread: the trampoline is then a fork
+    /// of this process (no executable to load). Where that is refused (no pidfds) it is the
+    /// small executable, started within the runtime.
     pub(crate) fn start() -> Option<Early> {
+        let forked = StartedTrampoline::fork().ok();
         let rt = runtime().ok()?;
-        let started = {
+        let started = forked.or_else(|| {
             let _in_runtime = rt.enter();
             trampoline_program()
                 .ok()
                 .and_then(|(program, args)| Trampoline::with_args(program, args).start().ok())
-        };
+        });
         Some(Early { rt, started })
     }
 }
@@ -166,7 +171,7 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
         .map_err(|e| anyhow::anyhow!("bad [bash] section: {e}"))?;
 
     // The run's limits: the started trampoline gets them (and its cgroups) now, and enters its
-    // namespaces while the command is judged. The roots come with the command.
+    // namespaces while the sandbox is built. The roots follow once it is.
     let mut limits = Confinement::from_config(&exec_config, Vec::new(), Vec::new());
     limits.block_network = !args.allow_network;
     if let Some(bytes) = args.memory_max {
@@ -179,7 +184,7 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
     };
     // A trampoline that cannot be prepared is dropped (killed); the run then starts one of its
     // own and reports why it cannot be confined.
-    let started = started.and_then(|mut s| runner.prepare(&mut s, &limits).ok().map(|()| s));
+    let mut started = started.and_then(|mut s| runner.prepare(&mut s, &limits).ok().map(|()| s));
     let cwd = match &args.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -215,6 +220,26 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
         );
     }
 
+    let (mut read_roots, mut write_roots) = (Vec::new(), Vec::new());
+    for root in sandbox.roots() {
+        match root.access() {
+            Access::ReadWrite => write_roots.push(root.path().to_path_buf()),
+            Access::ReadOnly => read_roots.push(root.path().to_path_buf()),
+        }
+    }
+    let confinement = Confinement {
+        read_roots,
+        write_roots,
+        ..limits
+    };
+    // The trampoline confines itself with these roots while the command is judged; a run that
+    // is refused kills it before it names any command.
+    if let Some(s) = started.as_mut()
+        && runner.prepare_files(s, &confinement).is_err()
+    {
+        started = None;
+    }
+
     let verdict = Analyzer::new(bash_config).analyze(
         &command,
         &cwd,
@@ -241,18 +266,6 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
         _ => {}
     }
 
-    let (mut read_roots, mut write_roots) = (Vec::new(), Vec::new());
-    for root in sandbox.roots() {
-        match root.access() {
-            Access::ReadWrite => write_roots.push(root.path().to_path_buf()),
-            Access::ReadOnly => read_roots.push(root.path().to_path_buf()),
-        }
-    }
-    let confinement = Confinement {
-        read_roots,
-        write_roots,
-        ..limits
-    };
     let request = ExecRequest {
         command,
         cwd,

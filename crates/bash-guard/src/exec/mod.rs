@@ -1,15 +1,18 @@
 //! Guarded execution of an already-validated command.
 
+mod affinity;
 mod cgroup;
 mod confine;
 mod env;
 mod output;
+mod process;
 mod profile;
 mod sys;
 mod trampoline;
 mod written;
 
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -29,6 +32,7 @@ pub use trampoline::{trampoline_main, trampoline_status};
 
 use cgroup::PidsCgroup;
 use output::{Capture, Rendered, head_cap};
+use process::Process;
 
 /// Execution settings: the `[bash.exec]` table of a policy file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,6 +363,9 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
+    /// The trampoline could not be forked (see [`StartedTrampoline::fork`]).
+    #[error("cannot fork the sandbox trampoline: {0}")]
+    Fork(#[source] std::io::Error),
     /// Confinement was required and could not be enforced; nothing ran.
     #[error("refusing to run unconfined: {0}")]
     Unconfined(String),
@@ -424,9 +431,10 @@ impl Trampoline {
         // never see end of file.
         drop(cmd);
         Ok(StartedTrampoline {
-            child,
+            child: Process::Spawned(child),
             socket: ours,
             prepared: None,
+            apart: None,
         })
     }
 }
@@ -435,17 +443,100 @@ impl Trampoline {
 /// trampoline, which has run nothing.
 #[derive(Debug)]
 pub struct StartedTrampoline {
-    child: tokio::process::Child,
+    child: Process,
     socket: std::os::unix::net::UnixStream,
     /// Set by [`Runner::prepare`].
     prepared: Option<Prepared>,
+    /// A forked trampoline's CPUs apart from its caller's, until its run is launched.
+    apart: Option<affinity::Apart>,
 }
 
 impl StartedTrampoline {
+    /// Starts the trampoline in a fork of this process: [`Trampoline::start`] without an
+    /// executable to load, so the trampoline is waiting for its spec almost at once (an `exec`
+    /// and the dynamic loading of even a small binary take longer than the caller's whole
+    /// parse and policy load). Everything else is as for [`Trampoline::start`]: the run comes
+    /// over its socket, and dropping the handle kills it.
+    ///
+    /// The fork is refused (with [`ExecError::Fork`]) unless this process has exactly one
+    /// thread: call it first in `main`, before any runtime or thread starts. The child is a
+    /// copy of the caller at that point; it runs only the trampoline and exits (it never
+    /// returns from this function). It needs a kernel with pidfds (Linux 5.3) to be waited for
+    /// beside tokio's children; without one it is killed and the error returned, and
+    /// [`Trampoline::start`] is the way.
+    pub fn fork() -> Result<StartedTrampoline, ExecError> {
+        // The trampoline's descriptors 0-2 are dup'ed into place below: none of the new ones
+        // may already be one of them (a caller started with its standard input closed).
+        standard_descriptors_open().map_err(ExecError::Fork)?;
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(ExecError::Fork)?;
+        let (out, out_theirs) = std::io::pipe().map_err(ExecError::Fork)?;
+        let (err, err_theirs) = std::io::pipe().map_err(ExecError::Fork)?;
+        affinity::remember();
+        match sys::fork().map_err(ExecError::Fork)? {
+            sys::Forked::Child => {
+                // Our copies of the caller's ends go first: a reader's end of file must not
+                // wait for the trampoline.
+                drop((ours, out, err));
+                let code = match into_stdio(theirs.into(), out_theirs.into(), err_theirs.into()) {
+                    Ok(()) => trampoline_status(std::iter::empty::<std::ffi::OsString>()),
+                    Err(e) => {
+                        eprintln!("bash-guard: cannot set up the forked trampoline: {e}");
+                        trampoline::REFUSED_EXIT as u8
+                    }
+                };
+                std::process::exit(i32::from(code))
+            }
+            sys::Forked::Parent(pid) => {
+                drop((theirs, out_theirs, err_theirs));
+                // Its own group, as a spawned one's (`process_group(0)`): the child sets it
+                // too, whichever runs first.
+                let _ = rustix::process::setpgid(Some(pid), Some(pid));
+                let forked =
+                    process::Forked::new(pid, out.into(), err.into()).map_err(ExecError::Fork)?;
+                Ok(StartedTrampoline {
+                    child: Process::Forked(forked),
+                    socket: ours,
+                    prepared: None,
+                    apart: Some(affinity::apart(pid)),
+                })
+            }
+        }
+    }
+
     /// The trampoline's process id, while it has not been waited for.
     pub fn id(&self) -> Option<u32> {
         self.child.id()
     }
+}
+
+/// Opens `/dev/null` on any of descriptors 0-2 that is closed, so that every descriptor opened
+/// afterwards is above them. (Rust's own `main` does this at start-up; a caller from C or
+/// `no_main` may not have.)
+fn standard_descriptors_open() -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    loop {
+        let null = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::RDWR,
+            rustix::fs::Mode::empty(),
+        )?;
+        if null.as_raw_fd() > 2 {
+            return Ok(());
+        }
+        // It fills a closed standard descriptor: it stays open as that one.
+        std::mem::forget(null);
+    }
+}
+
+/// The forked trampoline's side of [`StartedTrampoline::fork`]: its own process group, and the
+/// socket and the two pipes as its standard input, output and error (the descriptors given
+/// here are closed once copied there).
+fn into_stdio(socket: OwnedFd, out: OwnedFd, err: OwnedFd) -> std::io::Result<()> {
+    rustix::process::setpgid(None, None)?;
+    rustix::stdio::dup2_stdin(&socket)?;
+    rustix::stdio::dup2_stdout(&out)?;
+    rustix::stdio::dup2_stderr(&err)?;
+    Ok(())
 }
 
 /// What a trampoline was sent by [`Runner::prepare`]: the process half of its spec, and the
@@ -455,8 +546,19 @@ struct Prepared {
     spec: trampoline::Spec,
     memory_max: Option<u64>,
     cgroup: Option<PidsCgroup>,
-    /// What the cgroups' creation reported.
+    /// What the cgroups' creation (and the file-system profile, once sent) reported.
     report: ConfinementReport,
+    /// Set by [`Runner::prepare_files`].
+    files: Option<PreparedFiles>,
+}
+
+/// What a trampoline was sent by [`Runner::prepare_files`]: the Landlock rules of these roots,
+/// which include the run's private temp dir (removed again if it is dropped).
+#[derive(Debug)]
+struct PreparedFiles {
+    read_roots: Vec<PathBuf>,
+    write_roots: Vec<PathBuf>,
+    tmp: tempfile::TempDir,
 }
 
 /// The process half of a trampoline's spec for `conf`.
@@ -557,15 +659,12 @@ impl Runner {
     /// file-system profile. Records the toolchains and the profile's notes in `report`.
     fn fs_spec(
         &self,
-        request: &ExecRequest,
+        conf: &Confinement,
         tmp: &Path,
         report: &mut ConfinementReport,
     ) -> trampoline::FsSpec {
-        let (mut read_roots, mut write_roots) = request
-            .confinement
-            .as_ref()
-            .map(|c| (c.read_roots.clone(), c.write_roots.clone()))
-            .unwrap_or_default();
+        let mut read_roots = conf.read_roots.clone();
+        let mut write_roots = conf.write_roots.clone();
         write_roots.push(tmp.to_path_buf());
         let profile = self.fs_profile();
         report.toolchains = profile.toolchains.clone();
@@ -639,10 +738,27 @@ impl Runner {
         }
         let begun = Instant::now();
         let timeout = self.effective_timeout(request.timeout);
-        let private = tempfile::Builder::new()
-            .prefix("bash-guard-")
-            .tempdir()
-            .map_err(ExecError::TempDir)?;
+        let mut started = started;
+        // The temp dir whose rules a prepared trampoline already applies, else a new one.
+        let prepared_files = started
+            .as_mut()
+            .and_then(|s| s.prepared.as_mut())
+            .and_then(|p| p.files.take());
+        let (private, rules_sent) = match prepared_files {
+            Some(files) => {
+                // The rules the trampoline applies must be the request's.
+                let conf = request.confinement.as_ref();
+                if conf.is_some_and(|c| {
+                    c.read_roots != files.read_roots || c.write_roots != files.write_roots
+                }) {
+                    return Err(ExecError::Unconfined(
+                        "the trampoline was prepared with other roots than the request's".into(),
+                    ));
+                }
+                (files.tmp, true)
+            }
+            None => (private_tmp()?, false),
+        };
         // The command's TMPDIR itself: the report comes back through a socket, so nothing of the
         // runner's lives in there to protect from the command (and one mkdir/rmdir less per run).
         let tmp = private.path().to_path_buf();
@@ -657,7 +773,7 @@ impl Runner {
             (Some(conf), Some(started)) => {
                 let mut cgroup = None;
                 let result = self
-                    .run_confined(started, conf, &tmp, &mut cgroup, &run)
+                    .run_confined(started, conf, (&tmp, rules_sent), &mut cgroup, &run)
                     .await;
                 if let Some(cg) = cgroup {
                     self.cgroups.give_back(cg);
@@ -720,18 +836,20 @@ impl Runner {
             program: self.config.shell.clone(),
             source,
         })?;
-        self.supervise(child, None, None, report, run).await
+        self.supervise(Process::Spawned(child), None, None, report, run)
+            .await
     }
 
     /// Sends a started trampoline the rest of its spec (all of it when it was not prepared):
-    /// the Landlock rules with the command, computed while it enters its namespaces. Then
-    /// supervises the run. Whatever is not sent leaves the trampoline short of a frame, and it
-    /// then refuses to run anything (an error return also kills it).
+    /// the Landlock rules of the run's temp dir `tmp` and its roots unless
+    /// [`Runner::prepare_files`] sent them (`rules_sent`), then the command. Then supervises the
+    /// run. Whatever is not sent leaves the trampoline short of a frame, and it then refuses to
+    /// run anything (an error return also kills it).
     async fn run_confined(
         &self,
         started: StartedTrampoline,
         conf: &Confinement,
-        tmp: &Path,
+        (tmp, rules_sent): (&Path, bool),
         cgroup_slot: &mut Option<PidsCgroup>,
         run: &Run<'_>,
     ) -> Result<ExecResult, ExecError> {
@@ -739,6 +857,7 @@ impl Runner {
             child,
             socket,
             prepared,
+            apart,
         } = started;
         let prepared = match prepared {
             Some(p) => p,
@@ -749,6 +868,8 @@ impl Runner {
             memory_max,
             cgroup,
             mut report,
+            // Taken by `run_with` (its temp dir is the run's).
+            files: _,
         } = prepared;
         *cgroup_slot = cgroup;
         // The limits the trampoline already applies must be the request's.
@@ -757,25 +878,28 @@ impl Runner {
                 "the trampoline was prepared with other limits than the request's".into(),
             ));
         }
-        let fs = self.fs_spec(run.request, tmp, &mut report);
+        if !rules_sent {
+            send_frame(&socket, &self.fs_spec(conf, tmp, &mut report))?;
+        }
         let launch = trampoline::Launch {
-            fs,
             program: self.config.shell.clone(),
             args: Self::shell_args(&run.request.command),
             env: self.command_env(tmp)?,
             cwd: run.request.cwd.clone(),
         };
         send_frame(&socket, &launch)?;
+        // Launched: the caller may go anywhere again (an error above does the same as it drops).
+        drop(apart);
         self.supervise(child, Some(socket), cgroup_slot.as_ref(), report, run)
             .await
     }
 
     /// Sends a started trampoline the process half of a run confined by `conf` (its limits,
     /// namespaces and cgroups, which are created now), so that it enters its namespaces while
-    /// the caller still judges the command; [`Runner::run_started`] then sends the rest. A
-    /// trampoline that is not prepared is prepared by the run. The run refuses a request whose
-    /// limits differ from the prepared ones; the roots may differ (they are sent with the
-    /// command).
+    /// the caller still judges the command; [`Runner::prepare_files`] may then send the
+    /// Landlock rules, and [`Runner::run_started`] sends the rest. A trampoline that is not
+    /// prepared is prepared by the run. The run refuses a request whose limits differ from the
+    /// prepared ones; the roots may differ until they are sent.
     pub fn prepare(
         &self,
         started: &mut StartedTrampoline,
@@ -787,6 +911,42 @@ impl Runner {
             ));
         }
         started.prepared = Some(self.send_setup(&started.socket, conf)?);
+        Ok(())
+    }
+
+    /// Sends a prepared trampoline the Landlock rules of a run confined by `conf` (its roots, a
+    /// private temp dir created now, the file-system profile), so that it applies them, drops
+    /// its capabilities and installs its seccomp filters while the caller still judges the
+    /// command; [`Runner::run_started`] then sends the command alone. The run refuses a request
+    /// whose roots differ from these.
+    pub fn prepare_files(
+        &self,
+        started: &mut StartedTrampoline,
+        conf: &Confinement,
+    ) -> Result<(), ExecError> {
+        let prepared = match started.prepared.as_mut() {
+            Some(p) if p.files.is_none() => p,
+            Some(_) => {
+                return Err(ExecError::Unconfined(
+                    "the trampoline's files are already prepared".into(),
+                ));
+            }
+            None => {
+                return Err(ExecError::Unconfined(
+                    "the trampoline is not prepared: call `Runner::prepare` first".into(),
+                ));
+            }
+        };
+        let tmp = private_tmp()?;
+        send_frame(
+            &started.socket,
+            &self.fs_spec(conf, tmp.path(), &mut prepared.report),
+        )?;
+        prepared.files = Some(PreparedFiles {
+            read_roots: conf.read_roots.clone(),
+            write_roots: conf.write_roots.clone(),
+            tmp,
+        });
         Ok(())
     }
 
@@ -819,6 +979,7 @@ impl Runner {
             memory_max: conf.memory_max,
             cgroup,
             report,
+            files: None,
         })
     }
 
@@ -861,7 +1022,7 @@ impl Runner {
     /// trampoline's report.
     async fn supervise(
         &self,
-        mut child: tokio::process::Child,
+        mut child: Process,
         socket: Option<std::os::unix::net::UnixStream>,
         cgroup: Option<&PidsCgroup>,
         mut report: ConfinementReport,
@@ -878,14 +1039,14 @@ impl Runner {
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw);
         let cap = head_cap(self.config.max_output_chars);
-        let out_task = child
-            .stdout
-            .take()
-            .map(|mut s| tokio::spawn(async move { Capture::read_from(&mut s, cap).await }));
-        let err_task = child
-            .stderr
-            .take()
-            .map(|mut s| tokio::spawn(async move { Capture::read_from(&mut s, cap).await }));
+        let (stdout, stderr) = child.take_output().map_err(|source| ExecError::Spawn {
+            program: self.config.shell.clone(),
+            source,
+        })?;
+        let read = |output: Option<process::Output>| {
+            output.map(|mut s| tokio::spawn(async move { Capture::read_from(&mut s, cap).await }))
+        };
+        let (out_task, err_task) = (read(stdout), read(stderr));
         if let Some(cg) = cgroup {
             report.cgroup_version = Some(cg.version.name().to_string());
             report.cgroup_pids_max = cg.read_max();
@@ -1011,6 +1172,14 @@ impl Runner {
             confinement: report,
         })
     }
+}
+
+/// A run's private temp dir (its command's `TMPDIR`).
+fn private_tmp() -> Result<tempfile::TempDir, ExecError> {
+    tempfile::Builder::new()
+        .prefix("bash-guard-")
+        .tempdir()
+        .map_err(ExecError::TempDir)
 }
 
 /// What every path of a run shares.

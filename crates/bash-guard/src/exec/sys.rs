@@ -1,6 +1,7 @@
 //! The only `unsafe` of bash-guard: the three system calls the trampoline needs that have no safe
-//! wrapper. Both are called only by the trampoline, a process that is single-threaded by
-//! construction (it is `exec`ed fresh and starts no thread before it calls these).
+//! wrapper, called only in a process that is single-threaded (the trampoline, `exec`ed fresh or
+//! forked, starts no thread; a caller's fork is refused unless it has one thread), and the
+//! registration of a forked trampoline's pidfd with tokio.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -82,6 +83,19 @@ pub(crate) fn cloexec_from_3() -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// `pidfd` registered with the running tokio runtime, readable once its process has exited.
+pub(crate) fn register_pidfd(
+    pidfd: std::os::fd::OwnedFd,
+) -> io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: the `AsyncFd` takes the `OwnedFd` by value and owns it for as long as it is
+    // registered: nothing else can close the descriptor or put another file under its number
+    // while the registration lasts.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+            .map_err(|e| e.into_parts().1)
     }
 }
 

@@ -55,14 +55,12 @@ pub(crate) struct CgroupSpec {
     pub(crate) address_space: Option<u64>,
 }
 
-/// The third frame, sent once the runner computed it (the trampoline is entering its
-/// namespaces meanwhile) and read by the process that becomes the command: the Landlock rules
-/// and the command itself, which nothing before this frame names. Without a complete one the
+/// The last frame, read by the process that becomes the command once it is confined: the
+/// command itself, which nothing before this frame names. Without a complete one the
 /// trampoline never executes anything, whatever `require` says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Launch {
-    pub(crate) fs: FsSpec,
     /// The program (the shell) and its arguments.
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
@@ -72,7 +70,10 @@ pub(crate) struct Launch {
     pub(crate) cwd: PathBuf,
 }
 
-/// The file-system half of what the runner asks (the Landlock rules).
+/// The third frame, the Landlock rules: sent as soon as the runner has the run's roots (before
+/// it judges the command, when it prepares the trampoline with them) and applied by the process
+/// that becomes the command, with the capabilities and the seccomp filters, while the runner
+/// still judges.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FsSpec {
@@ -182,9 +183,9 @@ pub(crate) struct Applied {
 /// `agent-guard __sandbox-exec`).
 ///
 /// `args` are the arguments after the program name (or subcommand) and must be empty: the run
-/// comes on standard input, a socket that brings it in three frames (the limits and
-/// namespaces, the cgroups, then the Landlock rules with the command, its environment and
-/// directory) and takes the report. On success this never returns (the process becomes the command); it returns
+/// comes on standard input, a socket that brings it in four frames (the limits and namespaces,
+/// the cgroups, the Landlock rules, then the command with its environment and directory) and
+/// takes the report. On success this never returns (the process becomes the command); it returns
 /// exit code 125 when `require_confinement` could not be met or a frame is missing, and 127
 /// when there are arguments or the command cannot be executed.
 pub fn trampoline_main<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -250,27 +251,32 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
         }
     }
     // Only now, in the process that becomes the command: everything above ran while the runner
-    // was still computing the rest.
+    // was still computing the rest, and this runs while it judges the command.
     // Kept open until `exec`, which closes them all at once.
     let mut _rule_fds = Vec::new();
-    let launch = match read_frame::<Launch>("launch spec") {
+    // Without the rules and the command, never run anything (fail closed even when `require`
+    // is off: the runner failed before it finished asking).
+    let launch = read_frame::<FsSpec>("file-system spec").and_then(|fs| {
+        // A forked trampoline ran apart from its caller's CPU; the command gets its caller's
+        // CPUs.
+        super::affinity::restore_for_command();
+        _rule_fds = confine_self(&spec, &fs, &mut applied);
+        read_frame::<Launch>("launch spec")
+    });
+    let launch = match launch {
         Ok(launch) => {
-            // Before Landlock, as a spawn's working directory is entered before the command's
-            // confinement.
+            // Landlock does not govern `chdir`: the directory is entered as the command would.
             if let Err(e) = std::env::set_current_dir(&launch.cwd) {
                 applied.refused = Some(format!(
                     "cannot enter the working directory `{}`: {e}",
                     launch.cwd.display()
                 ));
             }
-            _rule_fds = confine_self(&spec, &launch.fs, &mut applied);
             if spec.require && applied.refused.is_none() {
                 applied.refused = unmet(&spec, &cgroups, &applied);
             }
             Some(launch)
         }
-        // No Landlock rules to apply and no command: never run anything (fail closed even when
-        // `require` is off, the runner failed before it finished asking).
         Err(e) => {
             applied.refused = Some(e);
             None

@@ -1,0 +1,194 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+//! The trampoline forked by its caller ([`StartedTrampoline::fork`]).
+//!
+//! Its own `main` (no test harness): a fork needs a process with one thread, and the harness
+//! runs every test on a thread of its own. Each check forks first, while the process still has
+//! its one thread, then starts a runtime for the run and ends it again.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bash_guard::{
+    Confinement, ExecConfig, ExecError, ExecRequest, LandlockState, Runner, StartedTrampoline,
+};
+use tokio_util::sync::CancellationToken;
+
+fn config() -> ExecConfig {
+    ExecConfig {
+        kill_grace_ms: 200,
+        ..ExecConfig::default()
+    }
+}
+
+fn confinement(root: &Path) -> Confinement {
+    let mut conf = Confinement::from_config(&config(), vec![], vec![root.to_path_buf()]);
+    conf.require_confinement = true;
+    conf
+}
+
+fn request(command: &str, root: &Path) -> ExecRequest {
+    ExecRequest {
+        command: command.to_string(),
+        cwd: root.to_path_buf(),
+        timeout: None,
+        confinement: Some(confinement(root)),
+    }
+}
+
+/// `Cpus_allowed_list` of this process.
+fn cpus() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Running, not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Prepared in steps as `agent-guard exec` does (limits, then the Landlock rules while the
+/// command would be judged), the forked trampoline runs the command confined, in its caller's
+/// CPUs, and the caller has its own CPUs back.
+fn a_forked_trampoline_runs_the_command_confined() {
+    let before = cpus();
+    let mut started = StartedTrampoline::fork().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    let runner = Runner::new(config());
+    let conf = confinement(root.path());
+    let result = rt.block_on(async {
+        runner.prepare(&mut started, &conf).unwrap();
+        runner.prepare_files(&mut started, &conf).unwrap();
+        let request = request(
+            "grep Cpus_allowed_list /proc/self/status; echo \"$TMPDIR\"; pwd; touch made",
+            root.path(),
+        );
+        runner
+            .run_started(started, &request, &CancellationToken::new())
+            .await
+            .unwrap()
+    });
+    assert_eq!(result.exit_code, Some(0), "{result:?}");
+    let lines: Vec<&str> = result.stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().last(),
+        Some(before.as_str()),
+        "{result:?}"
+    );
+    assert!(lines[1].contains("bash-guard-"), "{result:?}");
+    assert!(!Path::new(lines[1]).exists(), "the run's temp dir is left");
+    assert_eq!(lines[2], root.path().to_str().unwrap());
+    assert!(root.path().join("made").exists());
+    assert_eq!(
+        result.confinement.landlock.status,
+        LandlockState::FullyEnforced
+    );
+    assert!(result.confinement.seccomp && result.confinement.capabilities_dropped);
+    assert_eq!(cpus(), before, "the caller's CPUs are not given back");
+}
+
+/// Rules sent for some roots are the run's: a request with others is refused and runs nothing.
+fn rules_sent_for_other_roots_refuse_the_run() {
+    let mut started = StartedTrampoline::fork().unwrap();
+    let prepared_root = tempfile::tempdir().unwrap();
+    let other_root = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    let runner = Runner::new(config());
+    let err = rt.block_on(async {
+        let conf = confinement(prepared_root.path());
+        runner.prepare(&mut started, &conf).unwrap();
+        runner.prepare_files(&mut started, &conf).unwrap();
+        runner
+            .run_started(
+                started,
+                &request("touch made", other_root.path()),
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap_err()
+    });
+    assert!(
+        matches!(&err, ExecError::Unconfined(why) if why.contains("other roots")),
+        "{err:?}"
+    );
+    assert!(!other_root.path().join("made").exists());
+    assert!(!prepared_root.path().join("made").exists());
+}
+
+/// Dropped before its run, the forked trampoline is killed and the caller keeps its CPUs.
+fn a_dropped_forked_trampoline_is_gone() {
+    let before = cpus();
+    let started = StartedTrampoline::fork().unwrap();
+    let pid = started.id().unwrap();
+    assert!(alive(pid));
+    drop(started);
+    assert_eq!(cpus(), before);
+    let gone = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        !alive(pid)
+    });
+    assert!(gone, "the dropped trampoline {pid} still runs");
+}
+
+/// A process with a second thread is not forked.
+fn a_multi_threaded_caller_is_refused() {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || stopped.recv());
+    let err = StartedTrampoline::fork().unwrap_err();
+    assert!(
+        matches!(&err, ExecError::Fork(e) if e.to_string().contains("single-threaded")),
+        "{err:?}"
+    );
+    stop.send(()).unwrap();
+    thread.join().unwrap().unwrap();
+}
+
+fn main() {
+    let checks: [(&str, fn()); 4] = [
+        (
+            "a_forked_trampoline_runs_the_command_confined",
+            a_forked_trampoline_runs_the_command_confined,
+        ),
+        (
+            "rules_sent_for_other_roots_refuse_the_run",
+            rules_sent_for_other_roots_refuse_the_run,
+        ),
+        (
+            "a_dropped_forked_trampoline_is_gone",
+            a_dropped_forked_trampoline_is_gone,
+        ),
+        // Last: the thread it starts is gone by then, but nothing after it should depend on it.
+        (
+            "a_multi_threaded_caller_is_refused",
+            a_multi_threaded_caller_is_refused,
+        ),
+    ];
+    for (name, check) in checks {
+        check();
+        println!("forked trampoline: {name} ... ok");
+    }
+    println!("forked trampoline: {} checks passed", checks.len());
+}
