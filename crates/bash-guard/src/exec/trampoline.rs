@@ -256,11 +256,11 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     let mut _rule_fds = Vec::new();
     // Without the rules and the command, never run anything (fail closed even when `require`
     // is off: the runner failed before it finished asking).
+    // A forked trampoline ran apart from its caller's CPU; the command gets its caller's CPUs.
+    super::affinity::restore_for_command();
+    confine_process(&spec, &mut applied);
     let launch = read_frame::<FsSpec>("file-system spec").and_then(|fs| {
-        // A forked trampoline ran apart from its caller's CPU; the command gets its caller's
-        // CPUs.
-        super::affinity::restore_for_command();
-        _rule_fds = confine_self(&spec, &fs, &mut applied);
+        _rule_fds = confine_files(&spec, &fs, &mut applied);
         read_frame::<Launch>("launch spec")
     });
     let launch = match launch {
@@ -450,30 +450,38 @@ fn move_into_cgroup(file: &std::path::Path, one_thread: bool) -> std::io::Result
     std::fs::write(file, pid)
 }
 
-/// No-new-privs, Landlock, then (isolated) no capabilities and the seccomp filters: the last
-/// steps before `exec`, in the process that becomes the command.
-///
-/// Returns the descriptors of the Landlock rules' paths, to keep until `exec` closes them all at
-/// once (they are close-on-exec): a `close` per rule less.
-#[must_use]
-fn confine_self(spec: &Spec, fs: &FsSpec, applied: &mut Applied) -> Vec<OwnedFd> {
+/// No-new-privs, then (isolated) the seccomp filters: the part of the command's confinement that
+/// needs no rules from the runner, applied by the process that becomes the command while their
+/// frame is on its way. The filters leave Landlock's and `capset`'s calls alone.
+fn confine_process(spec: &Spec, applied: &mut Applied) {
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         applied
             .isolation_errors
             .push(format!("cannot set no-new-privs: {e}"));
     }
+    if spec.isolate {
+        match confine::install_filters(!spec.block_network) {
+            Ok(()) => applied.seccomp = true,
+            Err(e) => applied.isolation_errors.push(e),
+        }
+    }
+}
+
+/// Landlock, then (isolated) no capabilities: the last steps before the command, after
+/// [`confine_process`]. The capabilities go last, so the rules' paths are opened as before any
+/// confinement.
+///
+/// Returns the descriptors of the Landlock rules' paths, to keep until `exec` closes them all at
+/// once (they are close-on-exec): a `close` per rule less.
+#[must_use]
+fn confine_files(spec: &Spec, fs: &FsSpec, applied: &mut Applied) -> Vec<OwnedFd> {
     let (report, rule_fds) = landlock(spec, fs);
     applied.landlock = report;
-    if !spec.isolate {
-        return rule_fds;
-    }
-    match confine::drop_capabilities() {
-        Ok(()) => applied.capabilities_dropped = true,
-        Err(e) => applied.isolation_errors.push(e),
-    }
-    match confine::install_filters(!spec.block_network) {
-        Ok(()) => applied.seccomp = true,
-        Err(e) => applied.isolation_errors.push(e),
+    if spec.isolate {
+        match confine::drop_capabilities() {
+            Ok(()) => applied.capabilities_dropped = true,
+            Err(e) => applied.isolation_errors.push(e),
+        }
     }
     rule_fds
 }
