@@ -223,7 +223,7 @@ fn main() -> ExitCode {
             Ok(cli) => cli,
             Err(code) => return code,
         };
-        return report_result(cmd::exec::run(args, early));
+        return report_result(cmd::exec::run(args, Some(early)));
     }
     let cli = match parse::<Cli>() {
         Ok(cli) => cli,

@@ -103,30 +103,36 @@ pub(crate) fn trampoline_program() -> anyhow::Result<(std::path::PathBuf, Vec<&'
 }
 
 /// What `exec` starts before its arguments are parsed: the sandbox trampoline, which waits for
-/// its spec while the policy and the analysis run, and the async runtime.
+/// its spec while the policy and the analysis run (and the async runtime, when the trampoline
+/// is tokio's child).
 pub(crate) struct Early {
-    rt: tokio::runtime::Runtime,
+    rt: Option<tokio::runtime::Runtime>,
     started: Option<StartedTrampoline>,
 }
 
 impl Early {
-    /// A started trampoline and the runtime; `None` when the runtime cannot start (`run`
-    /// reports it). A trampoline that cannot start is started again by the run, which reports
-    /// why it cannot.
+    /// A started trampoline. A trampoline that cannot start is started again by the run, which
+    /// reports why it cannot.
     ///
     /// Called first in `main`, while the process has one thread: the trampoline is then a fork
-    /// of this process (no executable to load). Where that is refused (no pidfds) it is the
-    /// small executable, started within the runtime.
-    pub(crate) fn start() -> Option<Early> {
-        let forked = StartedTrampoline::fork().ok();
-        let rt = runtime().ok()?;
-        let started = forked.or_else(|| {
+    /// of this process (no executable to load), and the runtime is left for the run to start
+    /// after the trampoline has its spec. Where the fork is refused (no pidfds) it is the small
+    /// executable, started within a runtime started now.
+    pub(crate) fn start() -> Early {
+        if let Ok(forked) = StartedTrampoline::fork() {
+            return Early {
+                rt: None,
+                started: Some(forked),
+            };
+        }
+        let rt = runtime().ok();
+        let started = rt.as_ref().and_then(|rt| {
             let _in_runtime = rt.enter();
             trampoline_program()
                 .ok()
                 .and_then(|(program, args)| Trampoline::with_args(program, args).start().ok())
         });
-        Some(Early { rt, started })
+        Early { rt, started }
     }
 }
 
@@ -180,7 +186,7 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
     let runner = Runner::new(exec_config);
     let (rt, started) = match early {
         Some(Early { rt, started }) => (rt, started),
-        None => (runtime()?, None),
+        None => (None, None),
     };
     // A trampoline that cannot be prepared is dropped (killed); the run then starts one of its
     // own and reports why it cannot be confined.
@@ -273,6 +279,10 @@ pub(crate) fn run(args: Args, early: Option<Early>) -> anyhow::Result<ExitCode> 
         confinement: Some(confinement),
     };
     let cancel = tokio_util::sync::CancellationToken::new();
+    let rt = match rt {
+        Some(rt) => rt,
+        None => runtime()?,
+    };
     let ran = match started {
         Some(started) => rt.block_on(runner.run_started(started, &request, &cancel)),
         None => {
