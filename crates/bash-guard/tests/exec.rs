@@ -557,6 +557,43 @@ async fn a_trampoline_started_ahead_runs_the_request_it_is_then_sent() {
     );
 }
 
+/// The rules are sent after the limits, once; a misordered call is refused and leaves the
+/// trampoline as it was.
+#[tokio::test]
+async fn the_rules_are_prepared_after_the_limits_and_once() {
+    let root = tempfile::tempdir().unwrap();
+    let runner = Runner::new(config());
+    let conf = confined("true", root.path()).confinement.unwrap();
+    let mut started = Trampoline::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+        .start()
+        .unwrap();
+    let early = runner.prepare_files(&mut started, &conf).unwrap_err();
+    assert!(
+        matches!(&early, ExecError::Unconfined(why) if why.contains("not prepared")),
+        "{early:?}"
+    );
+    runner.prepare(&mut started, &conf).unwrap();
+    runner.prepare_files(&mut started, &conf).unwrap();
+    let again = runner.prepare_files(&mut started, &conf).unwrap_err();
+    assert!(
+        matches!(&again, ExecError::Unconfined(why) if why.contains("already prepared")),
+        "{again:?}"
+    );
+    let result = runner
+        .run_started(
+            started,
+            &confined("echo ok", root.path()),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.stdout, "ok\n", "{result:?}");
+    assert_eq!(
+        result.confinement.landlock.status,
+        LandlockState::FullyEnforced
+    );
+}
+
 #[tokio::test]
 async fn a_trampoline_started_ahead_and_dropped_runs_nothing() {
     let started = Trampoline::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
