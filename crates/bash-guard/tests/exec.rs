@@ -6,60 +6,23 @@
 )]
 //! Guarded execution with real processes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use bash_guard::{
-    Confinement, ExecConfig, ExecError, ExecRequest, LandlockState, Runner, Trampoline,
-};
+use bash_guard::{ExecConfig, ExecError, LandlockState, Runner, Trampoline};
 use tokio_util::sync::CancellationToken;
 
-fn config() -> ExecConfig {
-    ExecConfig {
-        kill_grace_ms: 200,
-        ..ExecConfig::default()
-    }
-}
+mod common;
+use common::{alive, config, confined, req};
 
 fn runner() -> Runner {
     Runner::new(config()).with_trampoline(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
-}
-
-fn req(command: &str, cwd: &Path) -> ExecRequest {
-    ExecRequest {
-        command: command.to_string(),
-        cwd: cwd.to_path_buf(),
-        timeout: None,
-        confinement: None,
-    }
-}
-
-fn confined(command: &str, root: &Path) -> ExecRequest {
-    let mut conf = Confinement::from_config(&config(), vec![], vec![root.to_path_buf()]);
-    conf.require_confinement = true;
-    ExecRequest {
-        confinement: Some(conf),
-        ..req(command, root)
-    }
 }
 
 fn pids_of(text: &str) -> Vec<u32> {
     text.split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie has been killed; only a running process counts as a survivor.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
 }
 
 #[tokio::test]

@@ -13,31 +13,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bash_guard::{
-    Confinement, ExecConfig, ExecError, ExecRequest, LandlockState, Runner, StartedTrampoline,
-};
+use bash_guard::{Confinement, ExecError, LandlockState, Runner, StartedTrampoline};
 use tokio_util::sync::CancellationToken;
 
-fn config() -> ExecConfig {
-    ExecConfig {
-        kill_grace_ms: 200,
-        ..ExecConfig::default()
-    }
-}
+mod common;
+use common::{alive, config, confined};
 
+/// The confinement of [`confined`] requests in `root`.
 fn confinement(root: &Path) -> Confinement {
-    let mut conf = Confinement::from_config(&config(), vec![], vec![root.to_path_buf()]);
-    conf.require_confinement = true;
-    conf
-}
-
-fn request(command: &str, root: &Path) -> ExecRequest {
-    ExecRequest {
-        command: command.to_string(),
-        cwd: root.to_path_buf(),
-        timeout: None,
-        confinement: Some(confinement(root)),
-    }
+    confined("", root).confinement.unwrap()
 }
 
 /// `Cpus_allowed_list` of this process.
@@ -49,17 +33,6 @@ fn cpus() -> String {
         .unwrap()
         .trim()
         .to_string()
-}
-
-/// Running, not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -82,7 +55,7 @@ fn a_forked_trampoline_runs_the_command_confined() {
     let result = rt.block_on(async {
         runner.prepare(&mut started, &conf).unwrap();
         runner.prepare_files(&mut started, &conf).unwrap();
-        let request = request(
+        let request = confined(
             "grep Cpus_allowed_list /proc/self/status; echo \"$TMPDIR\"; pwd; touch made",
             root.path(),
         );
@@ -124,7 +97,7 @@ fn rules_sent_for_other_roots_refuse_the_run() {
         runner
             .run_started(
                 started,
-                &request("touch made", other_root.path()),
+                &confined("touch made", other_root.path()),
                 &CancellationToken::new(),
             )
             .await
