@@ -34,6 +34,22 @@ fn run_json(mut cmd: Command) -> (Value, i32) {
     (json_of(&out), out.status.code().unwrap_or(-1))
 }
 
+/// `agent-guard exec --json ARGS` of `command` (quoted for bash) in `dir`, its only root, started
+/// by bash after `setup` (what a caller does to its descriptors first).
+fn exec_after(setup: &str, dir: &std::path::Path, args: &str, command: &str) -> Value {
+    let script = format!(
+        "{setup}; exec '{bin}' exec --json {args} --root '{dir}' --cwd '{dir}' -- {command}",
+        bin = assert_cmd::cargo::cargo_bin("agent-guard").display(),
+        dir = dir.display(),
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    json_of(&out)
+}
+
 /// The JSON object a `--json` run printed.
 fn json_of(out: &std::process::Output) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -128,21 +144,13 @@ fn an_inherited_descriptor_does_not_reach_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir_in("/var/tmp").unwrap();
     let target = outside.path().join("through-fd-7");
-    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
     // The parent shell opens fd 7 without close-on-exec, as any caller's redirect would.
-    let script = format!(
-        "exec 7>'{target}'; exec '{bin}' exec --json --yes --root '{dir}' --cwd '{dir}' -- \
-         \"python3 -c 'import os; os.write(7, b\\\"pwned\\\")'; ls /proc/self/fd\"",
-        target = target.display(),
-        bin = bin.display(),
-        dir = dir.path().display(),
+    let v = exec_after(
+        &format!("exec 7>'{}'", target.display()),
+        dir.path(),
+        "--yes",
+        "\"python3 -c 'import os; os.write(7, b\\\"pwned\\\")'; ls /proc/self/fd\"",
     );
-    let out = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .unwrap();
-    let v = json_of(&out);
     assert_eq!(v["ran"], true, "{v}");
     assert_eq!(std::fs::read(&target).unwrap(), b"", "{v}");
     assert!(
@@ -184,18 +192,7 @@ fn the_command_runs_on_its_caller_s_cpus() {
 #[test]
 fn a_caller_without_standard_input_and_error_runs_confined() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("agent-guard");
-    let script = format!(
-        "exec 0<&- 2>&-; exec '{bin}' exec --json --root '{dir}' --cwd '{dir}' -- 'echo hi; echo err >&2'",
-        bin = bin.display(),
-        dir = dir.path().display(),
-    );
-    let out = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .unwrap();
-    let v = json_of(&out);
+    let v = exec_after("exec 0<&- 2>&-", dir.path(), "", "'echo hi; echo err >&2'");
     assert_eq!(v["ran"], true, "{v}");
     assert_eq!(v["stdout"], "hi\n", "{v}");
     assert_eq!(v["stderr"], "err\n", "{v}");
