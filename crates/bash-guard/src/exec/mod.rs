@@ -480,8 +480,7 @@ impl StartedTrampoline {
                 let code = match into_stdio(theirs.into(), out_theirs.into(), err_theirs.into()) {
                     Ok(()) => trampoline_status(std::iter::empty::<std::ffi::OsString>()),
                     Err(e) => {
-                        eprintln!("bash-guard: cannot set up the forked trampoline: {e}");
-                        trampoline::REFUSED_EXIT as u8
+                        trampoline::refuse(&format!("cannot set up the forked trampoline: {e}"))
                     }
                 };
                 std::process::exit(i32::from(code))
@@ -729,7 +728,7 @@ impl Runner {
 
     async fn run_with(
         &self,
-        started: Option<StartedTrampoline>,
+        mut started: Option<StartedTrampoline>,
         request: &ExecRequest,
         cancel: &CancellationToken,
     ) -> Result<ExecResult, ExecError> {
@@ -738,7 +737,6 @@ impl Runner {
         }
         let begun = Instant::now();
         let timeout = self.effective_timeout(request.timeout);
-        let mut started = started;
         // The temp dir whose rules a prepared trampoline already applies, else a new one.
         let prepared_files = started
             .as_mut()

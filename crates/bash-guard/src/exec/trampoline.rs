@@ -370,7 +370,7 @@ fn send_back<T: Serialize>(value: &T) {
 
 /// Ends a trampoline that will not run the command (short of a frame, or confined less than
 /// required): nothing of it has run.
-fn refuse(why: &str) -> u8 {
+pub(crate) fn refuse(why: &str) -> u8 {
     eprintln!("bash-guard: refusing to run unconfined: {why}");
     REFUSED_EXIT as u8
 }
