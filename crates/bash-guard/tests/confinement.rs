@@ -136,25 +136,174 @@ true"
     assert!(counts[3] < 10, "{} processes visible", counts[3]);
 }
 
+/// Both ways of hiding `/etc`'s secrets: through an overlay that whites them out (the secrets are
+/// gone from view) and entry by entry (they stay listed but unreadable).
 #[tokio::test]
 async fn etc_is_readable_except_its_secrets() {
-    let t = Run::new();
-    let script = t.script(
-        "etc.sh",
-        "for f in /etc/passwd /etc/hostname /etc/os-release; do
+    let secrets: Vec<String> = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .chain(
+            std::fs::read_dir("/etc/ssh")
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(|e| e.path().display().to_string())
+                .filter(|p| p.starts_with("/etc/ssh/ssh_host_") && p.ends_with("_key")),
+        )
+        .filter(|p| Path::new(p).exists())
+        .collect();
+    assert!(
+        secrets.iter().any(|s| s == "/etc/shadow"),
+        "this machine has no /etc/shadow to hide"
+    );
+    for overlay in [true, false] {
+        let t = Run::new();
+        let script = t.script(
+            "etc.sh",
+            &format!(
+                "for f in /etc/passwd /etc/hostname /etc/os-release; do
   [ -e $f ] || continue; cat $f >/dev/null && echo read $f || echo denied $f
 done
 ls /etc >/dev/null && echo listed /etc
-for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh/ssh_host_*_key; do
-  [ -e $f ] || continue; cat $f >/dev/null 2>&1 && echo LEAKED $f || echo denied $f
-done",
+for f in {}; do
+  cat $f >/dev/null 2>&1 && echo LEAKED $f || echo hidden $f
+done
+ls /etc | grep -qx shadow && echo listed shadow
+touch /etc/agent-guard-probe 2>/dev/null && echo LEAKED write
+true",
+                secrets.join(" ")
+            ),
+        );
+        let cfg = ExecConfig {
+            hide_by_overlay: overlay,
+            ..config()
+        };
+        let r = t.confined_with(&format!("bash {script}"), cfg).await;
+        assert!(r.stdout.contains("read /etc/passwd"), "{r:?}");
+        assert!(r.stdout.contains("listed /etc"), "{r:?}");
+        for secret in &secrets {
+            assert!(r.stdout.contains(&format!("hidden {secret}\n")), "{r:?}");
+        }
+        assert!(!r.stdout.contains("LEAKED"), "{r:?}");
+        assert!(!r.stdout.contains("denied /etc/passwd"), "{r:?}");
+        // Whited out, the secret's name is gone too; entry by entry it stays listed.
+        assert_eq!(!r.stdout.contains("listed shadow"), overlay, "{r:?}");
+        let masked: &[PathBuf] = if overlay {
+            &[PathBuf::from("/etc")][..]
+        } else {
+            &[]
+        };
+        assert_eq!(r.confinement.hidden_by_overlay, masked, "{r:?}");
+    }
+    assert!(!Path::new("/etc/agent-guard-probe").exists());
+}
+
+/// A tree of secrets (a fixed name, a `*` pattern, one below a directory, a link to a secret, one
+/// created and one replaced on the host while the command runs), hidden both ways.
+#[tokio::test]
+async fn a_filtered_tree_hides_its_secrets_whatever_happens_to_them_during_the_run() {
+    for overlay in [true, false] {
+        let t = Run::new();
+        let tree_dir = tempfile::tempdir().unwrap();
+        let tree = std::fs::canonicalize(tree_dir.path()).unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = tree.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("conf", "public");
+        write("secret", "SECRET-fixed");
+        write("keys/host_rsa_key", "SECRET-glob");
+        write("keys/host_rsa_key.pub", "public-key");
+        write("deep/dir/token", "SECRET-deep");
+        write("deep/dir/readme", "public-deep");
+        std::os::unix::fs::symlink(tree.join("secret"), tree.join("innocent")).unwrap();
+        let tree_text = tree.display().to_string();
+        let cfg = ExecConfig {
+            hide_by_overlay: overlay,
+            filtered_read_paths: vec![tree.clone()],
+            hidden_paths: ["secret", "later", "keys/host_*_key", "deep/dir/token"]
+                .iter()
+                .map(|p| format!("{tree_text}/{p}"))
+                .collect(),
+            ..config()
+        };
+        let script = t.script(
+            "tree.sh",
+            &format!(
+                "cd {tree_text}
+cat conf keys/host_rsa_key.pub deep/dir/readme; echo
+for f in secret innocent keys/host_rsa_key deep/dir/token; do
+  cat $f 2>/dev/null && echo LEAKED $f
+done
+while [ ! -e {root}/go ]; do sleep 0.02; done
+cat later secret 2>/dev/null && echo LEAKED during the run
+true",
+                root = t.root().display()
+            ),
+        );
+        let request = t.request(&format!("bash {script}"), &cfg);
+        let runner = runner_with(cfg);
+        let cancel = CancellationToken::new();
+        let run = runner.run(&request, &cancel);
+        let host = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            // The secret replaced (a new file renamed over it, as `passwd` does), another
+            // created: neither is readable by the command that is running.
+            std::fs::write(tree.join("secret.new"), "SECRET-replaced").unwrap();
+            std::fs::rename(tree.join("secret.new"), tree.join("secret")).unwrap();
+            std::fs::write(tree.join("later"), "SECRET-later").unwrap();
+            std::fs::write(t.root().join("go"), "").unwrap();
+        };
+        let (r, ()) = tokio::join!(run, host);
+        let r = r.unwrap();
+        assert_isolated(&r);
+        assert_eq!(r.stdout, "publicpublic-keypublic-deep\n", "{r:?}");
+        assert!(!r.stdout.contains("SECRET"), "{r:?}");
+        assert_eq!(
+            r.confinement.hidden_by_overlay.contains(&tree),
+            overlay,
+            "{r:?}"
+        );
+    }
+}
+
+/// An overlay is read-only: a filtered tree that holds one of the run's roots is read entry by
+/// entry instead, and the root stays writable.
+#[tokio::test]
+async fn a_filtered_tree_holding_a_root_is_read_entry_by_entry() {
+    let tree_dir = tempfile::tempdir().unwrap();
+    let tree = std::fs::canonicalize(tree_dir.path()).unwrap();
+    std::fs::write(tree.join("secret"), "SECRET").unwrap();
+    std::fs::write(tree.join("conf"), "public").unwrap();
+    let project = tree.join("project");
+    std::fs::create_dir(&project).unwrap();
+    let cfg = ExecConfig {
+        filtered_read_paths: vec![tree.clone()],
+        hidden_paths: vec![format!("{}/secret", tree.display())],
+        ..config()
+    };
+    let mut conf = Confinement::from_config(&cfg, vec![], vec![project.clone()]);
+    conf.require_confinement = true;
+    let request = ExecRequest {
+        command: "cat ../conf; echo written > out.txt; cat ../secret 2>/dev/null && echo LEAKED"
+            .into(),
+        cwd: project.clone(),
+        timeout: Some(Duration::from_secs(20)),
+        confinement: Some(conf),
+    };
+    let r = runner_with(cfg)
+        .run(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_isolated(&r);
+    assert_eq!(r.stdout, "public", "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("out.txt")).unwrap(),
+        "written\n"
     );
-    let r = t.confined(&format!("bash {script}")).await;
-    assert!(r.stdout.contains("read /etc/passwd"), "{r:?}");
-    assert!(r.stdout.contains("listed /etc"), "{r:?}");
-    assert!(r.stdout.contains("denied /etc/shadow"), "{r:?}");
-    assert!(!r.stdout.contains("LEAKED"), "{r:?}");
-    assert!(!r.stdout.contains("denied /etc/passwd"), "{r:?}");
+    assert!(r.confinement.hidden_by_overlay.is_empty(), "{r:?}");
 }
 
 #[tokio::test]
@@ -583,6 +732,8 @@ cat /proc/1/environ >/dev/null && echo own-environ",
         "{c:?}"
     );
     assert_eq!(c.landlock.status, LandlockState::FullyEnforced);
+    // The overlay over /etc is mounted inside the user namespace too.
+    assert_eq!(c.hidden_by_overlay, [PathBuf::from("/etc")], "{c:?}");
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 //! namespaces, io_uring, ...).
 
 use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::path::{Path, PathBuf};
 
 use rustix::mount::{MountFlags, MountPropagationFlags};
 use rustix::thread::{CapabilitySet, CapabilitySets, UnshareFlags};
@@ -63,6 +65,129 @@ pub(crate) fn mount_private_proc() -> Result<(), String> {
         None,
     )
     .map_err(|e| format!("cannot mount a private /proc: {e}"))
+}
+
+/// Hides `whiteouts` (relative paths) below `root` in this mount namespace: a tmpfs holding a
+/// whiteout for each is mounted over `root`, then a read-only overlay of it on the real tree.
+/// Call it in the process that becomes the command, after [`enter_namespaces`] (never
+/// otherwise: it would cover the host's tree) and before the seccomp filters, which deny mounts.
+///
+/// The top layer's directories take the real ones' mode and owner (the overlay shows the top
+/// layer's). On an error nothing stays mounted over `root`, or else the error says the tree is
+/// covered.
+pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let fail = |what: &str, e: rustix::io::Errno| {
+        MaskError::Failed(format!("cannot mask `{}`: {what}: {e}", root.display()))
+    };
+    let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let real = rustix::fs::open(root, dir, Mode::empty()).map_err(|e| fail("open", e))?;
+    rustix::mount::mount(
+        "tmpfs",
+        root,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        c"size=64k",
+    )
+    .map_err(|e| fail("mount the whiteouts' tmpfs", e))?;
+    let layered = (|| {
+        let top = rustix::fs::open(root, dir, Mode::empty()).map_err(|e| fail("open", e))?;
+        let mut dirs = vec![PathBuf::new()];
+        for path in whiteouts {
+            let mut parent = PathBuf::new();
+            let mut parts = path.components().peekable();
+            while let Some(part) = parts.next() {
+                if parts.peek().is_none() {
+                    rustix::fs::mknodat(&top, path, FileType::CharacterDevice, Mode::empty(), 0)
+                        .map_err(|e| fail("create a whiteout", e))?;
+                    break;
+                }
+                parent.push(part);
+                match rustix::fs::mkdirat(&top, &parent, Mode::from_raw_mode(0o755)) {
+                    Ok(()) => dirs.push(parent.clone()),
+                    Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(fail("create a whiteout's directory", e)),
+                }
+            }
+        }
+        // Once their entries are made, which would change their times again.
+        for rel in &dirs {
+            like(&top, &real, rel)?;
+        }
+        let layers = format!(
+            "lowerdir=/proc/self/fd/{}:/proc/self/fd/{}",
+            top.as_raw_fd(),
+            real.as_raw_fd()
+        );
+        let layers = std::ffi::CString::new(layers)
+            .map_err(|_| MaskError::Failed("a descriptor's path holds a NUL".into()))?;
+        rustix::mount::mount(
+            "overlay",
+            root,
+            "overlay",
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV,
+            layers.as_c_str(),
+        )
+        .map_err(|e| fail("mount the overlay", e))
+    })();
+    if layered.is_err()
+        && rustix::mount::unmount(root, rustix::mount::UnmountFlags::DETACH).is_err()
+    {
+        return Err(MaskError::Covered(format!(
+            "`{}` stays covered by an empty tmpfs",
+            root.display()
+        )));
+    }
+    layered
+}
+
+/// Gives the top layer's directory `rel` (below the tmpfs `top`) the mode and owner of the real
+/// tree's (below `real`), which the overlay shows; nothing when the real one is not a directory.
+fn like(top: &OwnedFd, real: &OwnedFd, rel: &Path) -> Result<(), MaskError> {
+    use rustix::fs::{AtFlags, Mode};
+    // The directory itself, for the tree's root (`fchmodat` takes no empty path).
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let flags = AtFlags::SYMLINK_NOFOLLOW;
+    let Ok(st) = rustix::fs::statat(real, rel, flags) else {
+        return Ok(());
+    };
+    let mode = Mode::from_raw_mode(st.st_mode & 0o7777);
+    rustix::fs::chmodat(top, rel, mode, AtFlags::empty())
+        .map_err(|e| MaskError::Failed(format!("cannot copy a directory's mode: {e}")))?;
+    // Its times, as `ls -l` shows them: nothing depends on them.
+    let times = rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec {
+            tv_sec: st.st_atime,
+            tv_nsec: i64::try_from(st.st_atime_nsec).unwrap_or(0),
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: st.st_mtime,
+            tv_nsec: i64::try_from(st.st_mtime_nsec).unwrap_or(0),
+        },
+    };
+    let _ = rustix::fs::utimensat(top, rel, &times, AtFlags::SYMLINK_NOFOLLOW);
+    // Owners the namespace does not map cannot be set; the mode still holds.
+    let _ = rustix::fs::chownat(
+        top,
+        rel,
+        Some(rustix::fs::Uid::from_raw(st.st_uid)),
+        Some(rustix::fs::Gid::from_raw(st.st_gid)),
+        flags,
+    );
+    Ok(())
+}
+
+/// Why [`mask_tree`] failed.
+#[derive(Debug)]
+pub(crate) enum MaskError {
+    /// Nothing stays mounted: the tree can be read entry by entry instead.
+    Failed(String),
+    /// The tree stays covered by the whiteouts' tmpfs: it cannot be read at all.
+    Covered(String),
 }
 
 /// The first pids of a namespace the kernel allocates only once: after the first wrap, new pids

@@ -2,6 +2,10 @@
 //!
 //! - directories read *entry by entry* (`/etc`, toolchain trees), so that secrets inside them
 //!   (`/etc/shadow`, `~/.cargo/credentials.toml`) stay unreadable while the rest is readable;
+//! - or, for the configured filtered trees (`/etc`), *masked*: read whole through a read-only
+//!   overlay whose top layer whites the secrets out (one rule instead of one per entry; the
+//!   trampoline mounts it in the run's mount namespace, and reads the tree entry by entry where
+//!   it cannot);
 //! - the toolchains on `PATH`: each `PATH` directory that is not already readable, widened to its
 //!   install tree by a table (`~/.cargo/bin` -> `~/.cargo` and `~/.rustup`), read and execute only.
 //!
@@ -109,6 +113,41 @@ pub(crate) struct FsProfile {
     pub(crate) listed: std::collections::HashMap<PathBuf, bool>,
     /// Why a `PATH` entry was left out.
     pub(crate) notes: Vec<String>,
+    /// Trees read whole with their secrets whited out (see [`MaskedTree`]).
+    pub(crate) masked: Vec<MaskedTree>,
+}
+
+/// A directory read whole through a read-only overlay whose top layer whites out its secrets:
+/// the names stay hidden whatever replaces them on the host during the run (a whiteout hides a
+/// name, not a file), and one Landlock rule covers the rest instead of one per entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MaskedTree {
+    /// The directory (canonical).
+    pub(crate) root: PathBuf,
+    /// The names to white out, relative to `root`: every fixed name a hidden pattern gives
+    /// (present or not), and what a `*` matches now. Only below directories that exist as
+    /// directories (a whiteout's parent in the top layer would replace a link or a file).
+    pub(crate) whiteouts: Vec<PathBuf>,
+    /// Every hidden pattern (a link in the tree may point anywhere): where no overlay can be
+    /// mounted, the tree is read entry by entry around them instead ([`entry_by_entry`]).
+    pub(crate) hidden: Vec<String>,
+}
+
+impl FsProfile {
+    /// The readable paths (`read`, then `toolchains`) by the rule each gets: read whole (a kind
+    /// the listing did not tell), directories, files.
+    pub(crate) fn readable_by_kind(&self) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
+        let (mut whole, mut dirs, mut files) = (Vec::new(), Vec::new(), Vec::new());
+        for path in self.read.iter().chain(&self.toolchains) {
+            match self.listed.get(path) {
+                Some(true) => dirs.push(path.clone()),
+                Some(false) => files.push(path.clone()),
+                None => whole.push(path.clone()),
+            }
+        }
+        (whole, dirs, files)
+    }
 }
 
 /// Expands a leading `~/` to `home`; `None` when the pattern needs a home and there is none.
@@ -241,11 +280,132 @@ fn too_wide(path: &Path, home: Option<&Path>) -> bool {
     path.parent().is_none() || home.is_some_and(|h| h.starts_with(path))
 }
 
-/// Builds the file-system profile: each of `filtered` read entry by entry minus `hidden`, and the
-/// toolchains on `path_var` (the child's `PATH`) that `system` does not already cover.
+/// The entries of `dir` (names) that match the pattern component `pc`; `None` when it cannot be
+/// listed.
+fn matching_names(dir: &Path, pc: &str) -> Option<Vec<String>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| component_matches(pc, name))
+        .collect();
+    names.sort();
+    Some(names)
+}
+
+/// Adds to `out` the whiteouts (relative to the tree) that the rest of a pattern, `rest`, names
+/// below `dir` (reached as `rel`). `None`: the tree cannot be masked (a level is a link, which a
+/// directory in the top layer would replace, or cannot be read).
+fn whiteouts_below(dir: &Path, rel: &Path, rest: &[&str], out: &mut Vec<PathBuf>) -> Option<()> {
+    let (first, tail) = rest.split_first()?;
+    let names = if first.contains('*') {
+        matching_names(dir, first)?
+    } else {
+        vec![(*first).to_string()]
+    };
+    for name in names {
+        if tail.is_empty() {
+            out.push(rel.join(&name));
+            continue;
+        }
+        match std::fs::symlink_metadata(dir.join(&name)) {
+            Ok(meta) if meta.is_dir() => {
+                whiteouts_below(&dir.join(&name), &rel.join(&name), tail, out)?;
+            }
+            Ok(meta) if meta.file_type().is_symlink() => return None,
+            // Nothing lies below a file, nor yet below a name that does not exist.
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+    }
+    Some(())
+}
+
+/// The mount points strictly below `root`, from `/proc/self/mountinfo`; `None` when it cannot
+/// be read.
+fn has_mounts_below(root: &Path) -> Option<bool> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    Some(table.lines().any(|line| {
+        line.split(' ')
+            .nth(4)
+            .map(unescape_mount_point)
+            .is_some_and(|point| point != root && point.starts_with(root))
+    }))
+}
+
+/// A mount point as the kernel writes it in `mountinfo` (space, tab, newline and backslash as
+/// `\ooo`).
+fn unescape_mount_point(field: &str) -> PathBuf {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| b == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0')));
+        match octal.and_then(|n| u8::try_from(n).ok()) {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&out),
+    ))
+}
+
+/// How `root` (canonical) can be masked against `hidden`: `None` when it cannot (a pattern hides
+/// it whole, none lies below it, a mount lies below it, which an overlay of the tree would
+/// cover, or a level of a pattern is a link), and it is then read entry by entry.
+fn mask_plan(root: &Path, hidden: &[String]) -> Option<MaskedTree> {
+    let mut below = Vec::new();
+    for pattern in hidden {
+        match relate(pattern, root) {
+            Relation::Hides => return None,
+            Relation::Below => below.push(pattern.as_str()),
+            Relation::Unrelated => {}
+        }
+    }
+    if below.is_empty() || has_mounts_below(root) != Some(false) {
+        return None;
+    }
+    let depth = components(&root.to_string_lossy()).count();
+    let mut whiteouts = Vec::new();
+    for pattern in below {
+        let rest: Vec<&str> = components(pattern).skip(depth).collect();
+        whiteouts_below(root, Path::new(""), &rest, &mut whiteouts)?;
+    }
+    whiteouts.sort();
+    whiteouts.dedup();
+    Some(MaskedTree {
+        root: root.to_path_buf(),
+        whiteouts,
+        hidden: hidden.to_vec(),
+    })
+}
+
+/// `tree` read entry by entry around its secrets, where it cannot be masked.
+pub(crate) fn entry_by_entry(tree: &MaskedTree) -> FsProfile {
+    let mut profile = FsProfile::default();
+    let all: Vec<&str> = tree.hidden.iter().map(String::as_str).collect();
+    add_filtered(&tree.root, None, &tree.hidden, &all, &mut profile, 0);
+    profile
+}
+
+/// Builds the file-system profile: each of `filtered` masked (when `mask`; see [`MaskedTree`])
+/// or read entry by entry minus `hidden`, and the toolchains on `path_var` (the child's `PATH`)
+/// that `system` does not already cover.
 pub(crate) fn build(
     filtered: &[PathBuf],
     hidden: &[String],
+    mask: bool,
     toolchains: &[Toolchain],
     system: &[PathBuf],
     path_var: Option<&str>,
@@ -258,12 +418,16 @@ pub(crate) fn build(
     let mut profile = FsProfile::default();
     for dir in filtered {
         if let Ok(dir) = std::fs::canonicalize(dir) {
-            add_filtered(&dir, None, &hidden, &all, &mut profile, 0);
+            match mask.then(|| mask_plan(&dir, &hidden)).flatten() {
+                Some(tree) => profile.masked.push(tree),
+                None => add_filtered(&dir, None, &hidden, &all, &mut profile, 0),
+            }
         }
     }
     let covered = |p: &Path, profile: &FsProfile| {
         system.iter().any(|s| p.starts_with(s))
             || profile.read.iter().any(|s| p.starts_with(s))
+            || profile.masked.iter().any(|m| p.starts_with(&m.root))
             || profile.toolchains.iter().any(|s| p.starts_with(s))
     };
     for entry in path_var.unwrap_or_default().split(':') {
@@ -377,7 +541,15 @@ mod tests {
             format!("{}/shadow", etc.display()),
             format!("{}/ssh/ssh_host_*_key", etc.display()),
         ];
-        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let p = build(
+            std::slice::from_ref(&etc),
+            &hidden,
+            false,
+            &[],
+            &[],
+            None,
+            None,
+        );
         let mut read = p.read.clone();
         read.sort();
         assert_eq!(
@@ -402,7 +574,15 @@ mod tests {
         std::os::unix::fs::symlink(etc.join("apt"), etc.join("apt.link")).unwrap();
         std::os::unix::fs::symlink(etc.join("passwd"), etc.join("passwd.link")).unwrap();
         let hidden = vec![format!("{}/shadow", etc.display())];
-        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let p = build(
+            std::slice::from_ref(&etc),
+            &hidden,
+            false,
+            &[],
+            &[],
+            None,
+            None,
+        );
         let mut kinds: Vec<(&Path, bool)> =
             p.listed.iter().map(|(k, v)| (k.as_path(), *v)).collect();
         kinds.sort();
@@ -416,7 +596,7 @@ mod tests {
             ]
         );
         // A directory read whole, not listed from a parent, has no kind: the trampoline asks.
-        let whole = build(&[etc.join("apt")], &hidden, &[], &[], None, None);
+        let whole = build(&[etc.join("apt")], &hidden, false, &[], &[], None, None);
         assert_eq!(whole.read, vec![etc.join("apt")]);
         assert!(whole.listed.is_empty());
     }
@@ -431,7 +611,15 @@ mod tests {
         std::os::unix::fs::symlink(etc.join("hosts"), etc.join("hosts.link")).unwrap();
         std::os::unix::fs::symlink(etc.join("missing"), etc.join("dangling")).unwrap();
         let hidden = vec![format!("{}/shadow", etc.display())];
-        let p = build(std::slice::from_ref(&etc), &hidden, &[], &[], None, None);
+        let p = build(
+            std::slice::from_ref(&etc),
+            &hidden,
+            false,
+            &[],
+            &[],
+            None,
+            None,
+        );
         let mut read = p.read.clone();
         read.sort();
         assert_eq!(read, vec![etc.join("hosts"), etc.join("hosts.link")]);
@@ -454,6 +642,7 @@ mod tests {
         let p = build(
             &[],
             &default_hidden_paths(),
+            false,
             &default_toolchains(),
             &[PathBuf::from("/usr")],
             Some(&path),
@@ -488,7 +677,126 @@ mod tests {
         touch(&base.join("real/bin/x"));
         std::os::unix::fs::symlink(base.join("real/bin"), base.join("link")).unwrap();
         let path = format!("{}", base.join("link").display());
-        let p = build(&[], &[], &[], &[], Some(&path), Some(&base.join("nohome")));
+        let p = build(
+            &[],
+            &[],
+            false,
+            &[],
+            &[],
+            Some(&path),
+            Some(&base.join("nohome")),
+        );
         assert_eq!(p.toolchains, vec![base.join("real/bin")]);
+    }
+
+    /// The secrets of a masked tree are whited out by name: fixed names whether present or not,
+    /// what a `*` matches now, and nothing below a directory that does not exist.
+    #[test]
+    fn a_tree_is_masked_by_names_and_read_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
+        touch(&etc.join("passwd"));
+        touch(&etc.join("shadow"));
+        touch(&etc.join("ssh/ssh_host_ed25519_key"));
+        touch(&etc.join("ssh/ssh_host_ed25519_key.pub"));
+        touch(&etc.join("ssl/private/k.pem"));
+        let hidden: Vec<String> = [
+            "shadow",
+            "gshadow",
+            "ssh/ssh_host_*_key",
+            "ssl/private",
+            "nm/system-connections",
+        ]
+        .iter()
+        .map(|p| format!("{}/{p}", etc.display()))
+        .collect();
+        let p = build(
+            std::slice::from_ref(&etc),
+            &hidden,
+            true,
+            &[],
+            &[],
+            None,
+            None,
+        );
+        let whiteouts: Vec<&str> = p.masked[0]
+            .whiteouts
+            .iter()
+            .map(|w| w.to_str().unwrap())
+            .collect();
+        assert_eq!(
+            whiteouts,
+            [
+                "gshadow",
+                "shadow",
+                "ssh/ssh_host_ed25519_key",
+                "ssl/private"
+            ]
+        );
+        assert_eq!(p.masked[0].root, etc);
+        assert_eq!(p.masked[0].hidden, hidden);
+        assert!(p.read.is_empty() && p.list_only.is_empty(), "{p:?}");
+        // Where it cannot be masked, the same tree is read entry by entry around the secrets.
+        let listed = entry_by_entry(&p.masked[0]);
+        let unmasked = build(
+            std::slice::from_ref(&etc),
+            &hidden,
+            false,
+            &[],
+            &[],
+            None,
+            None,
+        );
+        assert_eq!(listed.read, unmasked.read);
+        assert_eq!(listed.list_only, unmasked.list_only);
+        assert!(listed.read.contains(&etc.join("passwd")));
+        assert!(!listed.read.contains(&etc.join("shadow")));
+    }
+
+    /// A link on a secret's way (a whiteout's directory would replace it), or a pattern that
+    /// hides the tree itself: no overlay.
+    #[test]
+    fn a_link_on_a_secret_s_way_or_a_hidden_tree_is_not_masked() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        let etc = base.join("etc");
+        touch(&etc.join("passwd"));
+        touch(&base.join("elsewhere/private/k.pem"));
+        std::os::unix::fs::symlink(base.join("elsewhere"), etc.join("ssl")).unwrap();
+        let hidden = vec![format!("{}/ssl/private", etc.display())];
+        let p = build(
+            std::slice::from_ref(&etc),
+            &hidden,
+            true,
+            &[],
+            &[],
+            None,
+            None,
+        );
+        assert!(p.masked.is_empty(), "{p:?}");
+        assert!(p.read.contains(&etc.join("passwd")), "{p:?}");
+        let whole = vec![format!("{}", etc.display())];
+        let p = build(
+            std::slice::from_ref(&etc),
+            &whole,
+            true,
+            &[],
+            &[],
+            None,
+            None,
+        );
+        assert!(p.masked.is_empty() && p.read.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn mounts_below_a_tree_are_found_in_the_mount_table() {
+        assert_eq!(has_mounts_below(Path::new("/")), Some(true));
+        let t = tempfile::tempdir().unwrap();
+        let fresh = std::fs::canonicalize(t.path()).unwrap();
+        assert_eq!(has_mounts_below(&fresh), Some(false));
+        assert_eq!(
+            unescape_mount_point("/a\\040b\\134c\\0"),
+            PathBuf::from("/a b\\c\\0")
+        );
     }
 }

@@ -20,6 +20,7 @@ use landlock::{
 use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
 
+use super::profile::MaskedTree;
 use super::{LandlockReport, LandlockState, confine, sys};
 
 /// Exit code of a trampoline that refused to run the command unconfined.
@@ -88,6 +89,10 @@ pub(crate) struct FsSpec {
     /// Directories whose listing alone is readable (parents of entry-by-entry reads).
     pub(crate) list_only: Vec<PathBuf>,
     pub(crate) devices: Vec<PathBuf>,
+    /// Trees read whole with their secrets whited out by an overlay mounted here, or else read
+    /// entry by entry as listed here (none when the frame names none).
+    #[serde(default)]
+    pub(crate) masked: Vec<MaskedTree>,
 }
 
 /// Largest frame the trampoline reads: far above any real one (a few KiB per hundred roots), so
@@ -168,6 +173,8 @@ pub(crate) struct Applied {
     pub(crate) private_proc: bool,
     /// `pid_max` of the PID namespace, as read back.
     pub(crate) pid_max: Option<u64>,
+    /// Trees whose secrets an overlay hides (see [`MaskedTree`]).
+    pub(crate) hidden_by_overlay: Vec<PathBuf>,
     pub(crate) capabilities_dropped: bool,
     pub(crate) seccomp: bool,
     /// Every descriptor from 3 up is closed at `exec`.
@@ -258,8 +265,11 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     // is off: the runner failed before it finished asking).
     // A forked trampoline ran apart from its caller's CPU; the command gets its caller's CPUs.
     super::affinity::restore_for_command();
-    confine_process(&spec, &mut applied);
+    let mount_ns = applied.namespaces.iter().any(|n| n == "mount");
     let launch = read_frame::<FsSpec>("file-system spec").and_then(|fs| {
+        // The overlays before the seccomp filters, which deny mounts.
+        let fs = mask(fs, mount_ns, &mut applied);
+        confine_process(&spec, &mut applied);
         _rule_fds = confine_files(&spec, &fs, &mut applied);
         read_frame::<Launch>("launch spec")
     });
@@ -450,9 +460,44 @@ fn move_into_cgroup(file: &std::path::Path, one_thread: bool) -> std::io::Result
     std::fs::write(file, pid)
 }
 
-/// No-new-privs, then (isolated) the seccomp filters: the part of the command's confinement that
-/// needs no rules from the runner, applied by the process that becomes the command while their
-/// frame is on its way. The filters leave Landlock's and `capset`'s calls alone.
+/// The rules of `fs` with its masked trees resolved: a tree whose overlay is mounted is read
+/// whole; one that cannot be masked (no mount namespace, an overlay the kernel refuses) is read
+/// entry by entry around its secrets, listed here; one left covered is not readable at all.
+fn mask(mut fs: FsSpec, mount_ns: bool, applied: &mut Applied) -> FsSpec {
+    for tree in std::mem::take(&mut fs.masked) {
+        let masked = if mount_ns {
+            confine::mask_tree(&tree.root, &tree.whiteouts)
+        } else {
+            Err(confine::MaskError::Failed("no mount namespace".into()))
+        };
+        match masked {
+            Ok(()) => {
+                applied.hidden_by_overlay.push(tree.root.clone());
+                fs.read_roots.push(tree.root);
+            }
+            Err(confine::MaskError::Failed(why)) => {
+                if mount_ns {
+                    applied.notes.push(format!(
+                        "{why}; `{}` is read entry by entry",
+                        tree.root.display()
+                    ));
+                }
+                let listed = super::profile::entry_by_entry(&tree);
+                let (whole, dirs, files) = listed.readable_by_kind();
+                fs.read_roots.extend(whole);
+                fs.read_dirs.extend(dirs);
+                fs.read_files.extend(files);
+                fs.list_only.extend(listed.list_only);
+            }
+            Err(confine::MaskError::Covered(why)) => applied.notes.push(why),
+        }
+    }
+    fs
+}
+
+/// No-new-privs, then (isolated) the seccomp filters: applied by the process that becomes the
+/// command once its trees are masked (the filters deny mounts). The filters leave Landlock's and
+/// `capset`'s calls alone.
 fn confine_process(spec: &Spec, applied: &mut Applied) {
     if let Err(e) = rustix::thread::set_no_new_privs(true) {
         applied
@@ -617,5 +662,38 @@ mod tests {
         assert_eq!(unframe(&both[..3]).len(), 0);
         let oversized = (u32::try_from(MAX_FRAME).unwrap() + 1).to_le_bytes();
         assert!(unframe(&oversized).is_empty());
+    }
+
+    /// Without a mount namespace a masked tree is read entry by entry, its secrets left out;
+    /// nothing is mounted and nothing is reported as hidden by an overlay.
+    #[test]
+    fn without_a_mount_namespace_a_masked_tree_is_read_entry_by_entry() {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::write(etc.join("passwd"), "x").unwrap();
+        std::fs::write(etc.join("shadow"), "x").unwrap();
+        std::fs::create_dir(etc.join("apt")).unwrap();
+        let fs = FsSpec {
+            read_roots: vec![],
+            read_dirs: vec![],
+            read_files: vec![],
+            write_roots: vec![],
+            system_read: vec![],
+            list_only: vec![],
+            devices: vec![],
+            masked: vec![MaskedTree {
+                root: etc.clone(),
+                whiteouts: vec![PathBuf::from("shadow")],
+                hidden: vec![format!("{}/shadow", etc.display())],
+            }],
+        };
+        let mut applied = Applied::default();
+        let fs = mask(fs, false, &mut applied);
+        assert!(fs.masked.is_empty());
+        assert_eq!(fs.read_files, vec![etc.join("passwd")]);
+        assert_eq!(fs.read_dirs, vec![etc.join("apt")]);
+        assert_eq!(fs.list_only, vec![etc.clone()]);
+        assert!(fs.read_roots.is_empty());
+        assert!(applied.hidden_by_overlay.is_empty() && applied.notes.is_empty());
     }
 }
