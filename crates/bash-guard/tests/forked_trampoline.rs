@@ -83,6 +83,51 @@ fn a_forked_trampoline_runs_the_command_confined() {
     assert_eq!(cpus(), before, "the caller's CPUs are not given back");
 }
 
+/// Forked with the namespaces entered ahead, the trampoline runs a request that asks for them;
+/// limits that ask for others are refused before anything is sent (the caller starts another).
+fn namespaces_entered_ahead_must_be_the_run_s() {
+    let root = tempfile::tempdir().unwrap();
+    let runner = Runner::new(config());
+    let conf = confinement(root.path());
+    assert!(conf.isolate && conf.block_network);
+    let mut started = StartedTrampoline::fork_isolated(true).unwrap();
+    let rt = runtime();
+    let result = rt.block_on(async {
+        runner.prepare(&mut started, &conf).unwrap();
+        runner
+            .run_started(
+                started,
+                &confined("echo ok", root.path()),
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap()
+    });
+    assert_eq!(result.stdout, "ok\n", "{result:?}");
+    assert_eq!(
+        result.confinement.namespaces,
+        ["pid", "mount", "ipc", "net"],
+        "{result:?}"
+    );
+    assert!(result.confinement.landlock.network_blocked, "{result:?}");
+
+    for (private_net, isolate, block_network) in [
+        (false, true, true),
+        (true, true, false),
+        (true, false, true),
+    ] {
+        let mut started = StartedTrampoline::fork_isolated(private_net).unwrap();
+        let mut other = confinement(root.path());
+        other.isolate = isolate;
+        other.block_network = block_network;
+        let err = runner.prepare(&mut started, &other).unwrap_err();
+        assert!(
+            matches!(&err, ExecError::Unconfined(why) if why.contains("other namespaces")),
+            "{err:?}"
+        );
+    }
+}
+
 /// Rules sent for some roots are the run's: a request with others is refused and runs nothing.
 fn rules_sent_for_other_roots_refuse_the_run() {
     let mut started = StartedTrampoline::fork().unwrap();
@@ -140,10 +185,14 @@ fn a_multi_threaded_caller_is_refused() {
 }
 
 fn main() {
-    let checks: [(&str, fn()); 4] = [
+    let checks: [(&str, fn()); 5] = [
         (
             "a_forked_trampoline_runs_the_command_confined",
             a_forked_trampoline_runs_the_command_confined,
+        ),
+        (
+            "namespaces_entered_ahead_must_be_the_run_s",
+            namespaces_entered_ahead_must_be_the_run_s,
         ),
         (
             "rules_sent_for_other_roots_refuse_the_run",

@@ -119,7 +119,14 @@ impl Early {
     /// after the trampoline has its spec. Where the fork is refused (no pidfds) it is the small
     /// executable, started within a runtime started now.
     pub(crate) fn start() -> Early {
-        if let Ok(forked) = StartedTrampoline::fork() {
+        // The namespaces of the default limits (isolated; the network blocked unless the
+        // arguments allow it) are entered at once; a policy that asks for others makes the run
+        // start a trampoline again.
+        let allow_network = std::env::args_os()
+            .skip(2)
+            .take_while(|a| a != "--")
+            .any(|a| a == "--allow-network");
+        if let Ok(forked) = StartedTrampoline::fork_isolated(!allow_network) {
             return Early {
                 rt: None,
                 started: Some(forked),

@@ -446,6 +446,7 @@ impl Trampoline {
             socket: ours,
             prepared: None,
             apart: None,
+            ahead: None,
         })
     }
 }
@@ -460,6 +461,9 @@ pub struct StartedTrampoline {
     prepared: Option<Prepared>,
     /// A forked trampoline's CPUs apart from its caller's, until its run is launched.
     apart: Option<affinity::Apart>,
+    /// The namespaces a forked trampoline entered before its spec (see
+    /// [`StartedTrampoline::fork_isolated`]): with a network namespace of its own or not.
+    ahead: Option<bool>,
 }
 
 impl StartedTrampoline {
@@ -476,6 +480,20 @@ impl StartedTrampoline {
     /// beside tokio's children; without one it is killed and the error returned, and
     /// [`Trampoline::start`] is the way.
     pub fn fork() -> Result<StartedTrampoline, ExecError> {
+        Self::fork_with(None)
+    }
+
+    /// [`StartedTrampoline::fork`], and the trampoline enters the namespaces of an isolated run
+    /// (a network namespace of its own when `private_net`) at once, before its spec: their
+    /// creation then overlaps the caller's way to the limits instead of following it. A caller
+    /// that can tell them before it has its policy (the defaults: isolated, network blocked) uses
+    /// this; [`Runner::prepare`] refuses limits that ask for other namespaces (without
+    /// isolation, or another network), and the caller then starts a trampoline again.
+    pub fn fork_isolated(private_net: bool) -> Result<StartedTrampoline, ExecError> {
+        Self::fork_with(Some(private_net))
+    }
+
+    fn fork_with(ahead: Option<bool>) -> Result<StartedTrampoline, ExecError> {
         // The trampoline's descriptors 0-2 are dup'ed into place below: none of the new ones
         // may already be one of them (a caller started with its standard input closed).
         standard_descriptors_open().map_err(ExecError::Fork)?;
@@ -489,7 +507,7 @@ impl StartedTrampoline {
                 // wait for the trampoline.
                 drop((ours, out, err));
                 let code = match into_stdio(theirs.into(), out_theirs.into(), err_theirs.into()) {
-                    Ok(()) => trampoline_status(std::iter::empty::<std::ffi::OsString>()),
+                    Ok(()) => trampoline::forked_status(ahead),
                     Err(e) => {
                         trampoline::refuse(&format!("cannot set up the forked trampoline: {e}"))
                     }
@@ -508,6 +526,7 @@ impl StartedTrampoline {
                     socket: ours,
                     prepared: None,
                     apart: Some(affinity::apart(pid)),
+                    ahead,
                 })
             }
         }
@@ -878,6 +897,7 @@ impl Runner {
             socket,
             prepared,
             apart,
+            ahead: _,
         } = started;
         let prepared = match prepared {
             Some(p) => p,
@@ -928,6 +948,13 @@ impl Runner {
         if started.prepared.is_some() {
             return Err(ExecError::Unconfined(
                 "the trampoline is already prepared".into(),
+            ));
+        }
+        if let Some(private_net) = started.ahead
+            && (!conf.isolate || conf.block_network != private_net)
+        {
+            return Err(ExecError::Unconfined(
+                "the trampoline entered other namespaces than the run's limits ask for".into(),
             ));
         }
         started.prepared = Some(self.send_setup(&started.socket, conf)?);

@@ -205,6 +205,17 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
     if args.into_iter().next().is_some() {
         return usage("takes no arguments: the run comes on standard input");
     }
+    run(None)
+}
+
+/// The trampoline of [`crate::StartedTrampoline::fork_isolated`]: it enters the namespaces of an
+/// isolated run (with a network namespace of its own when `private_net`) before its spec
+/// comes, and refuses a spec that asks for other ones.
+pub(crate) fn forked_status(ahead: Option<bool>) -> u8 {
+    run(ahead)
+}
+
+fn run(ahead: Option<bool>) -> u8 {
     let mut applied = Applied::default();
     // First, so nothing below can hand an inherited descriptor on: the command gets 0-2 only.
     match sys::cloexec_from_3() {
@@ -213,15 +224,22 @@ pub fn trampoline_status<I: IntoIterator<Item = OsString>>(args: I) -> u8 {
             .isolation_errors
             .push(format!("cannot close inherited descriptors: {e}")),
     }
+    // Entered before the spec when the caller knew which: they take as long as the caller's
+    // way to the spec.
+    if let Some(private_net) = ahead {
+        enter_namespaces(private_net, &mut applied);
+    }
     let spec = match read_frame::<Spec>("spec") {
         Ok(spec) => spec,
         Err(e) => return refuse(&e),
     };
-    if spec.isolate {
-        match confine::enter_namespaces(spec.block_network) {
-            Ok(names) => applied.namespaces = names.iter().map(|n| (*n).to_string()).collect(),
-            Err(e) => applied.isolation_errors.push(e),
+    match ahead {
+        Some(private_net) if !spec.isolate || spec.block_network != private_net => {
+            return refuse("the trampoline entered other namespaces than its spec asks for");
         }
+        Some(_) => {}
+        None if spec.isolate => enter_namespaces(spec.block_network, &mut applied),
+        None => {}
     }
     let cgroups = match read_frame::<CgroupSpec>("cgroup spec") {
         Ok(cgroups) => cgroups,
@@ -388,6 +406,14 @@ pub(crate) fn refuse(why: &str) -> u8 {
 fn usage(msg: &str) -> u8 {
     eprintln!("bash-guard sandbox trampoline: {msg}");
     127
+}
+
+/// Enters the namespaces of an isolated run and records which (or why not) in `applied`.
+fn enter_namespaces(private_net: bool, applied: &mut Applied) {
+    match confine::enter_namespaces(private_net) {
+        Ok(names) => applied.namespaces = names.iter().map(|n| (*n).to_string()).collect(),
+        Err(e) => applied.isolation_errors.push(e),
+    }
 }
 
 /// Joins the cgroups and sets the resource limits: before any fork, so every task is counted.
