@@ -590,15 +590,18 @@ fn a_file_sent_as_a_directory_refuses_a_required_run() {
         f.extend_from_slice(json.as_bytes());
         f
     };
-    let setup = [
-        frame(
-            r#"{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":false,"pid_ns_max":null,"require":true}"#,
-        ),
+    // In one process, and isolated: the relay adds the rules to the ruleset PID 1 restricts
+    // itself with, and tells it what the crate would have seen.
+    for isolate in [false, true] {
+        let setup = [
+        frame(&format!(
+            r#"{{"block_network":false,"max_file_size":null,"cpu_time_secs":null,"max_processes":null,"isolate":{isolate},"pid_ns_max":null,"require":true}}"#,
+        )),
         frame(r#"{"cgroup_procs":[],"address_space":null}"#),
     ]
     .concat();
-    let launch = |dirs: &str, files: &str| {
-        [
+        let launch = |dirs: &str, files: &str| {
+            [
             frame(&format!(
                 r#"{{"read_roots":[],"read_dirs":[{dirs}],"read_files":[{files}],"write_roots":[],"system_read":["/usr","/lib","/lib64","/bin"],"list_only":[],"devices":["/dev/null"]}}"#,
             )),
@@ -607,28 +610,30 @@ fn a_file_sent_as_a_directory_refuses_a_required_run() {
             )),
         ]
         .concat()
-    };
-    let run = |input: Vec<u8>| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(&input).unwrap();
-        child.wait_with_output().unwrap()
-    };
-    let quoted = format!("{file:?}");
-    let out = run([setup.clone(), launch(&quoted, "")].concat());
-    assert_eq!(out.status.code(), Some(125), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("partially_enforced"),
-        "{out:?}"
-    );
-    // Sent as a file, the same entry is readable.
-    let out = run([setup, launch("", &quoted)].concat());
-    assert!(out.status.success(), "{out:?}");
-    assert_eq!(out.stdout, b"x");
+        };
+        let run = |input: Vec<u8>| {
+            let mut child =
+                std::process::Command::new(env!("CARGO_BIN_EXE_bash-guard-sandbox-exec"))
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+            child.stdin.take().unwrap().write_all(&input).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let quoted = format!("{file:?}");
+        let out = run([setup.clone(), launch(&quoted, "")].concat());
+        assert_eq!(out.status.code(), Some(125), "isolate {isolate}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("partially_enforced"),
+            "isolate {isolate}: {out:?}"
+        );
+        // Sent as a file, the same entry is readable.
+        let out = run([setup, launch("", &quoted)].concat());
+        assert!(out.status.success(), "isolate {isolate}: {out:?}");
+        assert_eq!(out.stdout, b"x");
+    }
 }
 
 /// The trampoline learns its whole run from frames on its standard input (a JSON

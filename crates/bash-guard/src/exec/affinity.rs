@@ -61,6 +61,26 @@ impl Drop for Apart {
     }
 }
 
+/// In the relay (the trampoline once it forked PID 1): onto the caller's CPU, away from PID 1's.
+/// The relay's work there (the masks, the rules) runs beside PID 1's own instead of taking
+/// turns with it; the caller leaves that CPU once it has sent the launch, which PID 1 needs
+/// only after that work. Nothing when the trampoline was not set apart.
+pub(crate) fn beside_caller() {
+    let Some(caller) = CALLER.get() else {
+        return;
+    };
+    let Ok(mine) = sched_getaffinity(None) else {
+        return;
+    };
+    let mut theirs = *caller;
+    for cpu in (0..CpuSet::MAX_CPU).filter(|cpu| mine.is_set(*cpu)) {
+        theirs.unset(cpu);
+    }
+    if theirs.count() > 0 {
+        let _ = sched_setaffinity(None, &theirs);
+    }
+}
+
 /// In the trampoline, before the command starts: the caller's CPUs again (nothing when this
 /// process was not forked by [`remember`]'s caller).
 pub(crate) fn restore_for_command() {

@@ -4,7 +4,7 @@
 //! namespaces, io_uring, ...).
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use rustix::mount::{MountFlags, MountPropagationFlags};
@@ -69,19 +69,33 @@ pub(crate) fn mount_private_proc() -> Result<(), String> {
 
 /// Hides `whiteouts` (relative paths) below `root` in this mount namespace: a tmpfs holding a
 /// whiteout for each is mounted over `root`, then a read-only overlay of it on the real tree.
-/// Call it in the process that becomes the command, after [`enter_namespaces`] (never
-/// otherwise: it would cover the host's tree) and before the seccomp filters, which deny mounts.
+/// Call it after [`enter_namespaces`] (never otherwise: it would cover the host's tree), in a
+/// process without the seccomp filters, which deny mounts. It leaves the working directory at
+/// `/`.
 ///
-/// The top layer's directories take the real ones' mode and owner (the overlay shows the top
-/// layer's). On an error nothing stays mounted over `root`, or else the error says the tree is
-/// covered.
+/// The top layer's directories take the real ones' mode, owner and times (the overlay shows the
+/// top layer's). On an error nothing stays mounted over `root`, or else the error says the tree
+/// is covered.
 pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskError> {
     use rustix::fs::{FileType, Mode, OFlags};
     let fail = |what: &str, e: rustix::io::Errno| {
         MaskError::Failed(format!("cannot mask `{}`: {what}: {e}", root.display()))
     };
+    // The overlay's options name its layers by path: the top one by `root` (the tmpfs then),
+    // the real tree, covered by then, as the working directory (`/proc/self/fd` would do, but
+    // in the relay `/proc` is PID 1's by then, where the relay has no entry).
+    let top_layer = root
+        .to_str()
+        .filter(|r| !r.contains([':', ',', '\\']))
+        .ok_or_else(|| {
+            MaskError::Failed(format!(
+                "cannot mask `{}`: its path cannot be an overlay layer",
+                root.display()
+            ))
+        })?;
     let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let real = rustix::fs::open(root, dir, Mode::empty()).map_err(|e| fail("open", e))?;
+    rustix::process::fchdir(&real).map_err(|e| fail("enter", e))?;
     rustix::mount::mount(
         "tmpfs",
         root,
@@ -114,13 +128,8 @@ pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskEr
         for rel in &dirs {
             like(&top, &real, rel)?;
         }
-        let layers = format!(
-            "lowerdir=/proc/self/fd/{}:/proc/self/fd/{}",
-            top.as_raw_fd(),
-            real.as_raw_fd()
-        );
-        let layers = std::ffi::CString::new(layers)
-            .map_err(|_| MaskError::Failed("a descriptor's path holds a NUL".into()))?;
+        let layers = std::ffi::CString::new(format!("lowerdir={top_layer}:."))
+            .map_err(|_| MaskError::Failed("a path holds a NUL".into()))?;
         rustix::mount::mount(
             "overlay",
             root,
@@ -130,6 +139,7 @@ pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskEr
         )
         .map_err(|e| fail("mount the overlay", e))
     })();
+    let _ = rustix::process::chdir("/");
     if layered.is_err()
         && rustix::mount::unmount(root, rustix::mount::UnmountFlags::DETACH).is_err()
     {

@@ -127,10 +127,10 @@ pub(crate) fn unframe(mut buf: &[u8]) -> Vec<&[u8]> {
     frames
 }
 
-/// Fills `buf` from file descriptor 0 with plain `read`s (std's `Stdin` buffers ahead).
-fn read_exact_stdin(mut buf: &mut [u8]) -> Result<(), String> {
+/// Fills `buf` from `fd` with plain `read`s (std's `Stdin` buffers ahead).
+fn read_exact(fd: BorrowedFd<'_>, mut buf: &mut [u8]) -> Result<(), String> {
     while !buf.is_empty() {
-        match rustix::io::read(std::io::stdin(), &mut *buf) {
+        match rustix::io::read(fd, &mut *buf) {
             Ok(0) => return Err("end of input".into()),
             Ok(n) => {
                 let rest = std::mem::take(&mut buf);
@@ -144,16 +144,24 @@ fn read_exact_stdin(mut buf: &mut [u8]) -> Result<(), String> {
 }
 
 /// Reads one frame from standard input, unbuffered: the rest stays in the socket for the next
-/// reader (PID 1, after the fork, reads the second).
+/// reader (after the fork, the relay reads the rules, PID 1 the command).
 fn read_frame<T: serde::de::DeserializeOwned>(what: &str) -> Result<T, String> {
+    read_frame_from(std::io::stdin().as_fd(), what)
+}
+
+/// [`read_frame`] from `fd`.
+fn read_frame_from<T: serde::de::DeserializeOwned>(
+    fd: BorrowedFd<'_>,
+    what: &str,
+) -> Result<T, String> {
     let mut len = [0u8; 4];
-    read_exact_stdin(&mut len).map_err(|e| format!("cannot read the {what}: {e}"))?;
+    read_exact(fd, &mut len).map_err(|e| format!("cannot read the {what}: {e}"))?;
     let len = u32::from_le_bytes(len) as usize;
     if len > MAX_FRAME {
         return Err(format!("the {what} is too large ({len} bytes)"));
     }
     let mut text = vec![0u8; len];
-    read_exact_stdin(&mut text).map_err(|e| format!("cannot read the {what}: {e}"))?;
+    read_exact(fd, &mut text).map_err(|e| format!("cannot read the {what}: {e}"))?;
     serde_json::from_slice(&text).map_err(|e| format!("bad {what}: {e}"))
 }
 
@@ -246,10 +254,19 @@ fn run(ahead: Option<bool>) -> u8 {
         Err(e) => return refuse(&e),
     };
     limit(&spec, &cgroups, &mut applied);
+    let mount_ns = applied.namespaces.iter().any(|n| n == "mount");
+    // Where PID 1 gets its rules from: the relay, which masks the trees while PID 1 installs
+    // its seccomp filters; else the socket.
+    let mut from_relay = None;
     if applied.namespaces.iter().any(|n| n == "pid") {
+        let pipe = std::io::pipe();
         match sys::fork() {
-            Ok(sys::Forked::Parent(child)) => return relay(child, &cgroups),
+            Ok(sys::Forked::Parent(child)) => {
+                let to_pid1 = pipe.ok().map(|(_, w)| w);
+                return relay(child, &cgroups, to_pid1.map(|w| (w, mount_ns)));
+            }
             Ok(sys::Forked::Child) => {
+                from_relay = pipe.ok().map(|(r, _)| r);
                 // PID 1 of the namespace: if the trampoline dies (killed on timeout), so does the
                 // namespace.
                 if let Err(e) = rustix::process::set_parent_process_death_signal(Some(
@@ -283,14 +300,24 @@ fn run(ahead: Option<bool>) -> u8 {
     // is off: the runner failed before it finished asking).
     // A forked trampoline ran apart from its caller's CPU; the command gets its caller's CPUs.
     super::affinity::restore_for_command();
-    let mount_ns = applied.namespaces.iter().any(|n| n == "mount");
-    let launch = read_frame::<FsSpec>("file-system spec").and_then(|fs| {
-        // The overlays before the seccomp filters, which deny mounts.
-        let fs = mask(fs, mount_ns, &mut applied);
-        confine_process(&spec, &mut applied);
-        _rule_fds = confine_files(&spec, &fs, &mut applied);
-        read_frame::<Launch>("launch spec")
-    });
+    let launch = match from_relay {
+        Some(pipe) => {
+            confine_process(&spec, &mut applied);
+            read_frame_from::<Masked>(pipe.as_fd(), "file-system spec").and_then(|masked| {
+                applied.hidden_by_overlay = masked.hidden_by_overlay;
+                applied.notes.extend(masked.notes);
+                _rule_fds = confine_files(&spec, &masked.fs, &mut applied);
+                read_frame::<Launch>("launch spec")
+            })
+        }
+        None => read_frame::<FsSpec>("file-system spec").and_then(|fs| {
+            // The overlays before the seccomp filters, which deny mounts.
+            let fs = mask(fs, mount_ns, &mut applied);
+            confine_process(&spec, &mut applied);
+            _rule_fds = confine_files(&spec, &fs, &mut applied);
+            read_frame::<Launch>("launch spec")
+        }),
+    };
     let launch = match launch {
         Ok(launch) => {
             // Landlock does not govern `chdir`: the directory is entered as the command would.
@@ -339,14 +366,55 @@ pub(crate) struct Finished {
     pub(crate) wait_status: i32,
 }
 
-/// The trampoline's side of the fork: wait for PID 1 of the namespace, tell the runner how it
-/// ended, and end the same way.
+/// The rules as the relay hands them on to PID 1: its masked trees resolved (see [`mask`]).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Masked {
+    fs: FsSpec,
+    hidden_by_overlay: Vec<PathBuf>,
+    notes: Vec<String>,
+}
+
+/// The relay's part of the rules: it reads them from the runner, mounts the masks (in the mount
+/// namespace it shares with PID 1, while PID 1 installs its seccomp filters, which deny mounts)
+/// and hands them on to PID 1. Whatever fails leaves PID 1 without them, and it refuses.
+fn hand_on_rules(to_pid1: std::io::PipeWriter, mount_ns: bool) {
+    let Ok(fs) = read_frame::<FsSpec>("file-system spec") else {
+        return;
+    };
+    let mut applied = Applied::default();
+    let fs = mask(fs, mount_ns, &mut applied);
+    let masked = Masked {
+        fs,
+        hidden_by_overlay: applied.hidden_by_overlay,
+        notes: applied.notes,
+    };
+    if let Ok(bytes) = frame(&masked) {
+        let mut rest = bytes.as_slice();
+        while !rest.is_empty() {
+            match rustix::io::write(&to_pid1, rest) {
+                Ok(0) => return,
+                Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// The trampoline's side of the fork: hand the rules on to PID 1 (`to_pid1`, see
+/// [`hand_on_rules`]), wait for PID 1 of the namespace, tell the runner how it ended, and end
+/// the same way.
 ///
 /// It gives up its copies of the run's output pipes first (PID 1 has them), so they end with
 /// the command; and it leaves the run's cgroups before it reports, so they are empty once the
 /// runner has the status. Where it cannot leave them (cgroup v2 keeps a process out of a
 /// parent with controllers), it sends nothing and the runner waits for its exit.
-fn relay(child: rustix::process::Pid, cgroups: &CgroupSpec) -> u8 {
+fn relay(
+    child: rustix::process::Pid,
+    cgroups: &CgroupSpec,
+    to_pid1: Option<(std::io::PipeWriter, bool)>,
+) -> u8 {
     use rustix::process::{WaitOptions, waitpid};
     if let Ok(null) = rustix::fs::open(
         "/dev/null",
@@ -355,6 +423,10 @@ fn relay(child: rustix::process::Pid, cgroups: &CgroupSpec) -> u8 {
     ) {
         let _ = rustix::stdio::dup2_stdout(&null);
         let _ = rustix::stdio::dup2_stderr(&null);
+    }
+    if let Some((pipe, mount_ns)) = to_pid1 {
+        super::affinity::beside_caller();
+        hand_on_rules(pipe, mount_ns);
     }
     let status = loop {
         match waitpid(Some(child), WaitOptions::empty()) {
