@@ -357,6 +357,10 @@ fn target_arch() -> Result<TargetArch, String> {
 /// The `socket(2)` rules that deny: every family but IPv4/IPv6; within those every type but a
 /// TCP stream (and a UDP datagram when `allow_udp`). Unix sockets go too, so nothing connects to
 /// a daemon's socket outside the roots (pathname or abstract); `socketpair` and pipes stay.
+///
+/// Only the first rule names the families: the others then apply to IPv4 and IPv6 alone, and
+/// the filter is half as long as one with a rule per family (the kernel checks and compiles
+/// each instruction at every run's start).
 fn socket_rules(allow_udp: bool) -> Result<Vec<SeccompRule>, String> {
     let (inet, inet6) = (libc::AF_INET as u64, libc::AF_INET6 as u64);
     let mut rules = vec![rule(vec![
@@ -365,32 +369,25 @@ fn socket_rules(allow_udp: bool) -> Result<Vec<SeccompRule>, String> {
     ])?];
     let stream = libc::SOCK_STREAM as u64;
     let dgram = libc::SOCK_DGRAM as u64;
-    for family in [inet, inet6] {
-        // The type's low four bits; the rest are SOCK_NONBLOCK/SOCK_CLOEXEC.
-        for ty in 0..16u64 {
-            if ty == stream || (allow_udp && ty == dgram) {
-                continue;
-            }
-            rules.push(rule(vec![
-                cond(0, SeccompCmpOp::Eq, family)?,
-                cond(1, SeccompCmpOp::MaskedEq(0xf), ty)?,
-            ])?);
+    // The type's low four bits; the rest are SOCK_NONBLOCK/SOCK_CLOEXEC.
+    for ty in 0..16u64 {
+        if ty == stream || (allow_udp && ty == dgram) {
+            continue;
         }
-        // A stream of another protocol (SCTP, MPTCP) is not TCP, which is what Landlock governs.
+        rules.push(rule(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), ty)?])?);
+    }
+    // A stream of another protocol (SCTP, MPTCP) is not TCP, which is what Landlock governs.
+    rules.push(rule(vec![
+        cond(1, SeccompCmpOp::MaskedEq(0xf), stream)?,
+        cond(2, SeccompCmpOp::Ne, 0)?,
+        cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+    ])?);
+    if allow_udp {
         rules.push(rule(vec![
-            cond(0, SeccompCmpOp::Eq, family)?,
-            cond(1, SeccompCmpOp::MaskedEq(0xf), stream)?,
+            cond(1, SeccompCmpOp::MaskedEq(0xf), dgram)?,
             cond(2, SeccompCmpOp::Ne, 0)?,
-            cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+            cond(2, SeccompCmpOp::Ne, libc::IPPROTO_UDP as u64)?,
         ])?);
-        if allow_udp {
-            rules.push(rule(vec![
-                cond(0, SeccompCmpOp::Eq, family)?,
-                cond(1, SeccompCmpOp::MaskedEq(0xf), dgram)?,
-                cond(2, SeccompCmpOp::Ne, 0)?,
-                cond(2, SeccompCmpOp::Ne, libc::IPPROTO_UDP as u64)?,
-            ])?);
-        }
     }
     Ok(rules)
 }
