@@ -61,23 +61,41 @@ impl Drop for Apart {
     }
 }
 
-/// In the relay (the trampoline once it forked PID 1): onto the caller's CPU, away from PID 1's.
-/// The relay's work there (the masks, the rules) runs beside PID 1's own instead of taking
-/// turns with it; the caller leaves that CPU once it has sent the launch, which PID 1 needs
-/// only after that work. Nothing when the trampoline was not set apart.
-pub(crate) fn beside_caller() {
+/// In the relay (the trampoline once it forked PID 1): onto the caller's CPU, away from PID 1's,
+/// until the returned guard drops. The relay's work there (the masks) runs beside PID 1's own
+/// instead of taking turns with it; the caller leaves that CPU once it has sent the launch,
+/// which PID 1 needs only after that work. The relay goes back before it waits for PID 1: its
+/// exit (the namespaces' teardown) would otherwise delay the caller's wake-up on its CPU at
+/// the end of the run. Nothing when the trampoline was not set apart.
+pub(crate) fn beside_caller() -> Beside {
+    let none = Beside { back: None };
     let Some(caller) = CALLER.get() else {
-        return;
+        return none;
     };
     let Ok(mine) = sched_getaffinity(None) else {
-        return;
+        return none;
     };
     let mut theirs = *caller;
     for cpu in (0..CpuSet::MAX_CPU).filter(|cpu| mine.is_set(*cpu)) {
         theirs.unset(cpu);
     }
-    if theirs.count() > 0 {
-        let _ = sched_setaffinity(None, &theirs);
+    if theirs.count() == 0 || sched_setaffinity(None, &theirs).is_err() {
+        return none;
+    }
+    Beside { back: Some(mine) }
+}
+
+/// The relay on its caller's CPU (see [`beside_caller`]); dropping it moves the relay back.
+#[derive(Debug)]
+pub(crate) struct Beside {
+    back: Option<CpuSet>,
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        if let Some(cpus) = &self.back {
+            let _ = sched_setaffinity(None, cpus);
+        }
     }
 }
 

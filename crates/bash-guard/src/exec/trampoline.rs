@@ -14,9 +14,10 @@ use std::process::ExitCode;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus,
-    PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
-    path_beneath_rules,
+    PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError,
+    RulesetStatus, Scope, path_beneath_rules,
 };
+use rustix::fs::FileType;
 use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +76,7 @@ pub(crate) struct Launch {
 /// it judges the command, when it prepares the trampoline with them) and applied by the process
 /// that becomes the command, with the capabilities and the seccomp filters, while the runner
 /// still judges.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FsSpec {
     pub(crate) read_roots: Vec<PathBuf>,
@@ -260,13 +261,16 @@ fn run(ahead: Option<bool>) -> u8 {
     let mut from_relay = None;
     if applied.namespaces.iter().any(|n| n == "pid") {
         let pipe = std::io::pipe();
+        // Created before the fork, so that both hold it: the relay adds the rules, PID 1
+        // restricts itself with them.
+        let ruleset = create_ruleset(&spec).map_err(|e| e.to_string());
         match sys::fork() {
             Ok(sys::Forked::Parent(child)) => {
-                let to_pid1 = pipe.ok().map(|(_, w)| w);
-                return relay(child, &cgroups, to_pid1.map(|w| (w, mount_ns)));
+                let to_pid1 = pipe.ok().map(|(_, w)| (w, mount_ns, ruleset));
+                return relay(child, &cgroups, to_pid1);
             }
             Ok(sys::Forked::Child) => {
-                from_relay = pipe.ok().map(|(r, _)| r);
+                from_relay = pipe.ok().map(|(r, _)| (r, ruleset));
                 // PID 1 of the namespace: if the trampoline dies (killed on timeout), so does the
                 // namespace.
                 if let Err(e) = rustix::process::set_parent_process_death_signal(Some(
@@ -301,12 +305,13 @@ fn run(ahead: Option<bool>) -> u8 {
     // A forked trampoline ran apart from its caller's CPU; the command gets its caller's CPUs.
     super::affinity::restore_for_command();
     let launch = match from_relay {
-        Some(pipe) => {
+        Some((pipe, ruleset)) => {
             confine_process(&spec, &mut applied);
             read_frame_from::<Masked>(pipe.as_fd(), "file-system spec").and_then(|masked| {
                 applied.hidden_by_overlay = masked.hidden_by_overlay;
                 applied.notes.extend(masked.notes);
-                _rule_fds = confine_files(&spec, &masked.fs, &mut applied);
+                applied.landlock = restrict_prepared(&spec, ruleset, masked.rules, &masked.pid1);
+                drop_capabilities(&spec, &mut applied);
                 read_frame::<Launch>("launch spec")
             })
         }
@@ -370,22 +375,64 @@ pub(crate) struct Finished {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Masked {
-    fs: FsSpec,
+    /// The rules added to the shared ruleset (whether a listed directory was narrowed to a
+    /// file's rights), or why not.
+    rules: Result<bool, String>,
+    /// The rules left to PID 1, on paths it mounts itself (see [`PID1_MOUNTS`]).
+    pid1: FsSpec,
     hidden_by_overlay: Vec<PathBuf>,
     notes: Vec<String>,
 }
 
+/// Where PID 1 mounts a file system of its own. A rule names what is at its path when the path
+/// is opened: the relay, which may open it before PID 1 has mounted there, leaves the rules at or
+/// below these to PID 1.
+const PID1_MOUNTS: &[&str] = &["/proc"];
+
+/// The paths of `fs` at or below [`PID1_MOUNTS`], taken out of it.
+fn pid1_mounted(fs: &mut FsSpec) -> FsSpec {
+    let mounted = |p: &PathBuf| PID1_MOUNTS.iter().any(|m| p.starts_with(m));
+    let take = |paths: &mut Vec<PathBuf>| {
+        let (theirs, ours): (Vec<_>, Vec<_>) = std::mem::take(paths).into_iter().partition(mounted);
+        *paths = ours;
+        theirs
+    };
+    FsSpec {
+        read_roots: take(&mut fs.read_roots),
+        read_dirs: take(&mut fs.read_dirs),
+        read_files: take(&mut fs.read_files),
+        write_roots: take(&mut fs.write_roots),
+        system_read: take(&mut fs.system_read),
+        list_only: take(&mut fs.list_only),
+        devices: take(&mut fs.devices),
+        masked: Vec::new(),
+    }
+}
+
 /// The relay's part of the rules: it reads them from the runner, mounts the masks (in the mount
-/// namespace it shares with PID 1, while PID 1 installs its seccomp filters, which deny mounts)
-/// and hands them on to PID 1. Whatever fails leaves PID 1 without them, and it refuses.
-fn hand_on_rules(to_pid1: std::io::PipeWriter, mount_ns: bool) {
+/// namespace it shares with PID 1, while PID 1 installs its seccomp filters, which deny mounts),
+/// adds the rules to the ruleset it shares with PID 1 and tells PID 1 how that went. Whatever
+/// fails leaves PID 1 without word, and it refuses.
+fn hand_on_rules(
+    to_pid1: std::io::PipeWriter,
+    mount_ns: bool,
+    ruleset: Result<RulesetCreated, String>,
+) {
     let Ok(fs) = read_frame::<FsSpec>("file-system spec") else {
         return;
     };
     let mut applied = Applied::default();
-    let fs = mask(fs, mount_ns, &mut applied);
+    let mut fs = mask(fs, mount_ns, &mut applied);
+    let pid1 = pid1_mounted(&mut fs);
+    // The descriptors may go once added: the rules hold what they name.
+    let rules = ruleset.and_then(|ruleset| {
+        add_fs_rules(ruleset, &fs)
+            .map(|(_, _, narrowed)| narrowed)
+            .map_err(|e| e.to_string())
+    });
     let masked = Masked {
-        fs,
+        rules,
+        pid1,
         hidden_by_overlay: applied.hidden_by_overlay,
         notes: applied.notes,
     };
@@ -413,7 +460,7 @@ fn hand_on_rules(to_pid1: std::io::PipeWriter, mount_ns: bool) {
 fn relay(
     child: rustix::process::Pid,
     cgroups: &CgroupSpec,
-    to_pid1: Option<(std::io::PipeWriter, bool)>,
+    to_pid1: Option<(std::io::PipeWriter, bool, Result<RulesetCreated, String>)>,
 ) -> u8 {
     use rustix::process::{WaitOptions, waitpid};
     if let Ok(null) = rustix::fs::open(
@@ -424,9 +471,9 @@ fn relay(
         let _ = rustix::stdio::dup2_stdout(&null);
         let _ = rustix::stdio::dup2_stderr(&null);
     }
-    if let Some((pipe, mount_ns)) = to_pid1 {
-        super::affinity::beside_caller();
-        hand_on_rules(pipe, mount_ns);
+    if let Some((pipe, mount_ns, ruleset)) = to_pid1 {
+        let _beside = super::affinity::beside_caller();
+        hand_on_rules(pipe, mount_ns, ruleset);
     }
     let status = loop {
         match waitpid(Some(child), WaitOptions::empty()) {
@@ -620,13 +667,18 @@ fn confine_process(spec: &Spec, applied: &mut Applied) {
 fn confine_files(spec: &Spec, fs: &FsSpec, applied: &mut Applied) -> Vec<OwnedFd> {
     let (report, rule_fds) = landlock(spec, fs);
     applied.landlock = report;
+    drop_capabilities(spec, applied);
+    rule_fds
+}
+
+/// (Isolated) no capabilities, the last step before the command.
+fn drop_capabilities(spec: &Spec, applied: &mut Applied) {
     if spec.isolate {
         match confine::drop_capabilities() {
             Ok(()) => applied.capabilities_dropped = true,
             Err(e) => applied.isolation_errors.push(e),
         }
     }
-    rule_fds
 }
 
 fn rule(
@@ -682,35 +734,55 @@ fn unmet(spec: &Spec, cgroups: &CgroupSpec, applied: &Applied) -> Option<String>
     None
 }
 
-fn landlock(spec: &Spec, fs: &FsSpec) -> (LandlockReport, Vec<OwnedFd>) {
+/// The run's ruleset, before any rule: what it handles (every file-system right, the scopes,
+/// TCP when the network is blocked).
+fn create_ruleset(spec: &Spec) -> Result<RulesetCreated, RulesetError> {
     // The newest ABI this crate knows; best-effort compatibility reports what the kernel lacks
     // as PartiallyEnforced/NotEnforced rather than failing.
     let abi = ABI::V7;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))?
+        .scope(Scope::from_all(abi))?;
+    if spec.block_network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+    }
+    ruleset.create()
+}
+
+/// The rules of `fs` added to `ruleset`, with the descriptors of the listed entries (kept until
+/// `exec` closes them) and whether a listed directory is not one (any more): the landlock crate
+/// then narrows its rule to a file's rights and reports the ruleset as partially enforced.
+fn add_fs_rules(
+    ruleset: RulesetCreated,
+    fs: &FsSpec,
+) -> Result<(RulesetCreated, Vec<OwnedFd>, bool), RulesetError> {
+    let abi = ABI::V7;
     let dirs = open_paths(&fs.read_dirs);
     let files = open_paths(&fs.read_files);
-    let result = (|| -> Result<landlock::RestrictionStatus, landlock::RulesetError> {
-        let mut ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_all(abi))?
-            .scope(Scope::from_all(abi))?;
-        if spec.block_network {
-            ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
-        }
-        let read = AccessFs::from_read(abi);
-        // What of `read` a rule on a file may grant (the kernel refuses directory rights there).
-        let read_file = read & (AccessFs::ReadFile | AccessFs::Execute);
-        ruleset
-            .create()?
-            .add_rules(path_beneath_rules(&fs.system_read, read))?
-            .add_rules(path_beneath_rules(&fs.read_roots, read))?
-            .add_rules(dirs.iter().map(|fd| rule(fd, read)))?
-            .add_rules(files.iter().map(|fd| rule(fd, read_file)))?
-            .add_rules(path_beneath_rules(&fs.list_only, AccessFs::ReadDir))?
-            .add_rules(path_beneath_rules(&fs.devices, AccessFs::from_file(abi)))?
-            .add_rules(path_beneath_rules(&fs.write_roots, AccessFs::from_all(abi)))?
-            .restrict_self()
-    })();
-    let report = match result {
+    let narrowed = dirs.iter().any(|fd| {
+        rustix::fs::fstat(fd).is_ok_and(|st| !FileType::from_raw_mode(st.st_mode).is_dir())
+    });
+    let read = AccessFs::from_read(abi);
+    // What of `read` a rule on a file may grant (the kernel refuses directory rights there).
+    let read_file = read & (AccessFs::ReadFile | AccessFs::Execute);
+    let ruleset = ruleset
+        .add_rules(path_beneath_rules(&fs.system_read, read))?
+        .add_rules(path_beneath_rules(&fs.read_roots, read))?
+        .add_rules(dirs.iter().map(|fd| rule(fd, read)))?
+        .add_rules(files.iter().map(|fd| rule(fd, read_file)))?
+        .add_rules(path_beneath_rules(&fs.list_only, AccessFs::ReadDir))?
+        .add_rules(path_beneath_rules(&fs.devices, AccessFs::from_file(abi)))?
+        .add_rules(path_beneath_rules(&fs.write_roots, AccessFs::from_all(abi)))?;
+    Ok((ruleset, dirs.into_iter().chain(files).collect(), narrowed))
+}
+
+/// What a restriction enforced, as the report says it.
+fn landlock_report(
+    spec: &Spec,
+    result: Result<landlock::RestrictionStatus, String>,
+) -> LandlockReport {
+    match result {
         Ok(status) => {
             let abi = match status.landlock {
                 LandlockStatus::Available {
@@ -736,10 +808,44 @@ fn landlock(spec: &Spec, fs: &FsSpec) -> (LandlockReport, Vec<OwnedFd>) {
             abi: None,
             status: LandlockState::NotEnforced,
             network_blocked: false,
-            error: Some(e.to_string()),
+            error: Some(e),
         },
-    };
-    (report, dirs.into_iter().chain(files).collect())
+    }
+}
+
+/// Landlock in one process: the ruleset, its rules, the restriction.
+fn landlock(spec: &Spec, fs: &FsSpec) -> (LandlockReport, Vec<OwnedFd>) {
+    let mut fds = Vec::new();
+    let result = create_ruleset(spec)
+        .and_then(|ruleset| add_fs_rules(ruleset, fs))
+        .and_then(|(ruleset, rule_fds, _)| {
+            // The crate saw the narrowing itself and reports it.
+            fds = rule_fds;
+            ruleset.restrict_self()
+        })
+        .map_err(|e| e.to_string());
+    (landlock_report(spec, result), fds)
+}
+
+/// Landlock in PID 1 with the rules the relay added to the ruleset both hold, and its own on
+/// what it mounted (`pid1`): the restriction, reported as partially enforced where the relay
+/// saw a rule narrowed.
+fn restrict_prepared(
+    spec: &Spec,
+    ruleset: Result<RulesetCreated, String>,
+    rules: Result<bool, String>,
+    pid1: &FsSpec,
+) -> LandlockReport {
+    let result = rules.and_then(|narrowed| {
+        // The rules on what PID 1 mounted, which the crate checks itself.
+        let (ruleset, _, _) = add_fs_rules(ruleset?, pid1).map_err(|e| e.to_string())?;
+        let mut status = ruleset.restrict_self().map_err(|e| e.to_string())?;
+        if narrowed && status.ruleset == RulesetStatus::FullyEnforced {
+            status.ruleset = RulesetStatus::PartiallyEnforced;
+        }
+        Ok(status)
+    });
+    landlock_report(spec, result)
 }
 
 #[cfg(test)]
@@ -793,5 +899,30 @@ mod tests {
         assert_eq!(fs.list_only, vec![etc.clone()]);
         assert!(fs.read_roots.is_empty());
         assert!(applied.hidden_by_overlay.is_empty() && applied.notes.is_empty());
+    }
+
+    /// The relay leaves the rules on what PID 1 mounts to PID 1: opened before PID 1's own
+    /// `/proc` is mounted, a rule would name the host's.
+    #[test]
+    fn rules_on_what_pid_1_mounts_are_left_to_it() {
+        let mut fs = FsSpec {
+            system_read: ["/usr", "/proc", "/sys"]
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            read_roots: vec![PathBuf::from("/proc/sys/kernel"), PathBuf::from("/procfs")],
+            devices: vec![PathBuf::from("/dev/null")],
+            ..FsSpec::default()
+        };
+        let pid1 = pid1_mounted(&mut fs);
+        assert_eq!(pid1.system_read, [PathBuf::from("/proc")]);
+        assert_eq!(pid1.read_roots, [PathBuf::from("/proc/sys/kernel")]);
+        assert!(pid1.devices.is_empty());
+        assert_eq!(
+            fs.system_read,
+            [PathBuf::from("/usr"), PathBuf::from("/sys")]
+        );
+        assert_eq!(fs.read_roots, [PathBuf::from("/procfs")]);
+        assert_eq!(fs.devices, [PathBuf::from("/dev/null")]);
     }
 }
