@@ -108,6 +108,18 @@ pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskEr
         let top = rustix::fs::open(root, dir, Mode::empty()).map_err(|e| fail("open", e))?;
         let mut dirs = vec![PathBuf::new()];
         for path in whiteouts {
+            // Made relative to the tmpfs: a name that could leave it would make a node on the
+            // tree it covers.
+            if !path
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+            {
+                return Err(MaskError::Failed(format!(
+                    "cannot mask `{}`: `{}` is not a name below it",
+                    root.display(),
+                    path.display()
+                )));
+            }
             let mut parent = PathBuf::new();
             let mut parts = path.components().peekable();
             while let Some(part) = parts.next() {

@@ -298,6 +298,10 @@ fn matching_names(dir: &Path, pc: &str) -> Option<Vec<String>> {
 /// directory in the top layer would replace, or cannot be read).
 fn whiteouts_below(dir: &Path, rel: &Path, rest: &[&str], out: &mut Vec<PathBuf>) -> Option<()> {
     let (first, tail) = rest.split_first()?;
+    // A whiteout is made below the top layer's root: a name that leaves it is not one.
+    if matches!(*first, "." | "..") {
+        return None;
+    }
     let names = if first.contains('*') {
         matching_names(dir, first)?
     } else {
@@ -753,8 +757,8 @@ mod tests {
         assert!(!listed.read.contains(&etc.join("shadow")));
     }
 
-    /// A link on a secret's way (a whiteout's directory would replace it), or a pattern that
-    /// hides the tree itself: no overlay.
+    /// A link on a secret's way (a whiteout's directory would replace it), a pattern that hides
+    /// the tree itself, or one that leaves it: no overlay.
     #[test]
     fn a_link_on_a_secret_s_way_or_a_hidden_tree_is_not_masked() {
         let t = tempfile::tempdir().unwrap();
@@ -786,6 +790,11 @@ mod tests {
             None,
         );
         assert!(p.masked.is_empty() && p.read.is_empty(), "{p:?}");
+        // A name that would leave the tree is no whiteout: entry by entry.
+        touch(&etc.join("sub/f"));
+        let out = vec![format!("{}/sub/../../x", etc.display())];
+        let p = build(std::slice::from_ref(&etc), &out, true, &[], &[], None, None);
+        assert!(p.masked.is_empty(), "{p:?}");
     }
 
     #[test]
