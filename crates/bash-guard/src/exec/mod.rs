@@ -693,39 +693,28 @@ impl Runner {
         tmp: &Path,
         report: &mut ConfinementReport,
     ) -> trampoline::FsSpec {
-        let mut read_roots = conf.read_roots.clone();
         let mut write_roots = conf.write_roots.clone();
         write_roots.push(tmp.to_path_buf());
         let profile = self.fs_profile();
         report.toolchains = profile.toolchains.clone();
         report.notes.extend(profile.notes.iter().cloned());
-        let (whole, mut read_dirs, mut read_files) = profile.readable_by_kind();
-        read_roots.extend(whole);
-        let mut list_only = profile.list_only.clone();
-        // An overlay is read-only: a tree that holds a write root is read entry by entry.
-        let (masked, overlapping): (Vec<_>, Vec<_>) = profile
-            .masked
-            .iter()
-            .cloned()
-            .partition(|tree| !write_roots.iter().any(|r| r.starts_with(&tree.root)));
-        for tree in overlapping {
-            let listed = profile::entry_by_entry(&tree);
-            let (whole, dirs, files) = listed.readable_by_kind();
-            read_roots.extend(whole);
-            read_dirs.extend(dirs);
-            read_files.extend(files);
-            list_only.extend(listed.list_only);
-        }
-        trampoline::FsSpec {
-            read_roots,
-            read_dirs,
-            read_files,
+        let mut fs = trampoline::FsSpec {
+            read_roots: conf.read_roots.clone(),
             write_roots,
             system_read: self.config.system_read_paths.clone(),
-            list_only,
             devices: self.config.device_paths.clone(),
-            masked,
+            ..trampoline::FsSpec::default()
+        };
+        fs.add_listed(profile);
+        for tree in &profile.masked {
+            // An overlay is read-only: a tree that holds a write root is read entry by entry.
+            if fs.write_roots.iter().any(|r| r.starts_with(&tree.root)) {
+                fs.add_listed(&profile::entry_by_entry(tree));
+            } else {
+                fs.masked.push(tree.clone());
+            }
         }
+        fs
     }
 
     /// The effective timeout of a request: the default when none, clamped to the maximum.

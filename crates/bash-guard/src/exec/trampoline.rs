@@ -96,6 +96,18 @@ pub(crate) struct FsSpec {
     pub(crate) masked: Vec<MaskedTree>,
 }
 
+impl FsSpec {
+    /// Adds the rules of a listed profile: its readable paths by kind and the directories whose
+    /// listing alone is readable.
+    pub(crate) fn add_listed(&mut self, listed: &super::profile::FsProfile) {
+        let (whole, dirs, files) = listed.readable_by_kind();
+        self.read_roots.extend(whole);
+        self.read_dirs.extend(dirs);
+        self.read_files.extend(files);
+        self.list_only.extend(listed.list_only.iter().cloned());
+    }
+}
+
 /// Largest frame the trampoline reads: far above any real one (a few KiB per hundred roots), so
 /// a runner gone wrong cannot make it allocate without bound.
 const MAX_FRAME: usize = 16 << 20;
@@ -627,12 +639,7 @@ fn mask(mut fs: FsSpec, mount_ns: bool, applied: &mut Applied) -> FsSpec {
                         tree.root.display()
                     ));
                 }
-                let listed = super::profile::entry_by_entry(&tree);
-                let (whole, dirs, files) = listed.readable_by_kind();
-                fs.read_roots.extend(whole);
-                fs.read_dirs.extend(dirs);
-                fs.read_files.extend(files);
-                fs.list_only.extend(listed.list_only);
+                fs.add_listed(&super::profile::entry_by_entry(&tree));
             }
             Err(confine::MaskError::Covered(why)) => applied.notes.push(why),
         }
