@@ -439,7 +439,7 @@ fn hand_on_rules(
     // The descriptors may go once added: the rules hold what they name.
     let rules = ruleset.and_then(|ruleset| {
         add_fs_rules(ruleset, &fs)
-            .map(|(_, _, narrowed)| narrowed)
+            .map(|(_, dirs, _)| not_all_directories(&dirs))
             .map_err(|e| e.to_string())
     });
     let masked = Masked {
@@ -757,19 +757,15 @@ fn create_ruleset(spec: &Spec) -> Result<RulesetCreated, RulesetError> {
     ruleset.create()
 }
 
-/// The rules of `fs` added to `ruleset`, with the descriptors of the listed entries (kept until
-/// `exec` closes them) and whether a listed directory is not one (any more): the landlock crate
-/// then narrows its rule to a file's rights and reports the ruleset as partially enforced.
+/// The rules of `fs` added to `ruleset`, with the descriptors of the listed directories and
+/// files (kept until `exec` closes them).
 fn add_fs_rules(
     ruleset: RulesetCreated,
     fs: &FsSpec,
-) -> Result<(RulesetCreated, Vec<OwnedFd>, bool), RulesetError> {
+) -> Result<(RulesetCreated, Vec<OwnedFd>, Vec<OwnedFd>), RulesetError> {
     let abi = ABI::V7;
     let dirs = open_paths(&fs.read_dirs);
     let files = open_paths(&fs.read_files);
-    let narrowed = dirs.iter().any(|fd| {
-        rustix::fs::fstat(fd).is_ok_and(|st| !FileType::from_raw_mode(st.st_mode).is_dir())
-    });
     let read = AccessFs::from_read(abi);
     // What of `read` a rule on a file may grant (the kernel refuses directory rights there).
     let read_file = read & (AccessFs::ReadFile | AccessFs::Execute);
@@ -781,7 +777,16 @@ fn add_fs_rules(
         .add_rules(path_beneath_rules(&fs.list_only, AccessFs::ReadDir))?
         .add_rules(path_beneath_rules(&fs.devices, AccessFs::from_file(abi)))?
         .add_rules(path_beneath_rules(&fs.write_roots, AccessFs::from_all(abi)))?;
-    Ok((ruleset, dirs.into_iter().chain(files).collect(), narrowed))
+    Ok((ruleset, dirs, files))
+}
+
+/// Whether a listed directory is not one (any more): the landlock crate then narrows its rule
+/// to a file's rights and reports the ruleset as partially enforced, which a process that did
+/// not add the rule does not see.
+fn not_all_directories(dirs: &[OwnedFd]) -> bool {
+    dirs.iter().any(|fd| {
+        rustix::fs::fstat(fd).is_ok_and(|st| !FileType::from_raw_mode(st.st_mode).is_dir())
+    })
 }
 
 /// What a restriction enforced, as the report says it.
@@ -825,9 +830,9 @@ fn landlock(spec: &Spec, fs: &FsSpec) -> (LandlockReport, Vec<OwnedFd>) {
     let mut fds = Vec::new();
     let result = create_ruleset(spec)
         .and_then(|ruleset| add_fs_rules(ruleset, fs))
-        .and_then(|(ruleset, rule_fds, _)| {
-            // The crate saw the narrowing itself and reports it.
-            fds = rule_fds;
+        .and_then(|(ruleset, dirs, files)| {
+            // The crate saw any narrowing itself and reports it.
+            fds = dirs.into_iter().chain(files).collect();
             ruleset.restrict_self()
         })
         .map_err(|e| e.to_string());
