@@ -120,21 +120,17 @@ pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskEr
                     path.display()
                 )));
             }
-            let mut parent = PathBuf::new();
-            let mut parts = path.components().peekable();
-            while let Some(part) = parts.next() {
-                if parts.peek().is_none() {
-                    rustix::fs::mknodat(&top, path, FileType::CharacterDevice, Mode::empty(), 0)
-                        .map_err(|e| fail("create a whiteout", e))?;
-                    break;
-                }
-                parent.push(part);
-                match rustix::fs::mkdirat(&top, &parent, Mode::from_raw_mode(0o755)) {
-                    Ok(()) => dirs.push(parent.clone()),
+            // Its directories, outermost first (`ancestors` ends with the empty path: the root).
+            let parents: Vec<&Path> = path.ancestors().skip(1).collect();
+            for parent in parents.into_iter().rev().skip(1) {
+                match rustix::fs::mkdirat(&top, parent, Mode::from_raw_mode(0o755)) {
+                    Ok(()) => dirs.push(parent.to_path_buf()),
                     Err(rustix::io::Errno::EXIST) => {}
                     Err(e) => return Err(fail("create a whiteout's directory", e)),
                 }
             }
+            rustix::fs::mknodat(&top, path, FileType::CharacterDevice, Mode::empty(), 0)
+                .map_err(|e| fail("create a whiteout", e))?;
         }
         // Once their entries are made, which would change their times again.
         for rel in &dirs {
@@ -163,8 +159,8 @@ pub(crate) fn mask_tree(root: &Path, whiteouts: &[PathBuf]) -> Result<(), MaskEr
     layered
 }
 
-/// Gives the top layer's directory `rel` (below the tmpfs `top`) the mode and owner of the real
-/// tree's (below `real`), which the overlay shows; nothing when the real one is not a directory.
+/// Gives the top layer's directory `rel` (below the tmpfs `top`) the mode, owner and times of
+/// the real tree's (below `real`), which the overlay shows; nothing when the real one is missing.
 fn like(top: &OwnedFd, real: &OwnedFd, rel: &Path) -> Result<(), MaskError> {
     use rustix::fs::{AtFlags, Mode};
     // The directory itself, for the tree's root (`fchmodat` takes no empty path).
