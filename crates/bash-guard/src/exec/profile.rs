@@ -486,6 +486,29 @@ mod tests {
         std::fs::write(p, "x").unwrap();
     }
 
+    /// A fresh `etc` holding `files` (paths below it), and the temp dir that holds it.
+    fn etc_with(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
+        for file in files {
+            touch(&etc.join(file));
+        }
+        (t, etc)
+    }
+
+    /// The patterns `names` below `tree`.
+    fn below(tree: &Path, names: &[&str]) -> Vec<String> {
+        names
+            .iter()
+            .map(|n| format!("{}/{n}", tree.display()))
+            .collect()
+    }
+
+    /// The profile of `tree` filtered by `hidden` alone (no toolchains, no `PATH`).
+    fn filtered(tree: &Path, hidden: &[String], mask: bool) -> FsProfile {
+        build(&[tree.to_path_buf()], hidden, mask, &[], &[], None, None)
+    }
+
     #[test]
     fn relations_are_component_wise() {
         let hides = |p: &str, q: &str| relate(p, Path::new(q));
@@ -533,27 +556,15 @@ mod tests {
 
     #[test]
     fn a_tree_is_read_entry_by_entry_around_a_secret() {
-        let t = tempfile::tempdir().unwrap();
-        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
-        touch(&etc.join("passwd"));
-        touch(&etc.join("shadow"));
-        touch(&etc.join("ssh/ssh_config"));
-        touch(&etc.join("ssh/ssh_host_ed25519_key"));
-        touch(&etc.join("ssh/ssh_host_ed25519_key.pub"));
-        touch(&etc.join("apt/sources.list"));
-        let hidden = vec![
-            format!("{}/shadow", etc.display()),
-            format!("{}/ssh/ssh_host_*_key", etc.display()),
-        ];
-        let p = build(
-            std::slice::from_ref(&etc),
-            &hidden,
-            false,
-            &[],
-            &[],
-            None,
-            None,
-        );
+        let (_t, etc) = etc_with(&[
+            "passwd",
+            "shadow",
+            "ssh/ssh_config",
+            "ssh/ssh_host_ed25519_key",
+            "ssh/ssh_host_ed25519_key.pub",
+            "apt/sources.list",
+        ]);
+        let p = filtered(&etc, &below(&etc, &["shadow", "ssh/ssh_host_*_key"]), false);
         let mut read = p.read.clone();
         read.sort();
         assert_eq!(
@@ -570,23 +581,11 @@ mod tests {
 
     #[test]
     fn listed_entries_carry_their_kind_and_a_link_its_target_s() {
-        let t = tempfile::tempdir().unwrap();
-        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
-        touch(&etc.join("shadow"));
-        touch(&etc.join("passwd"));
-        touch(&etc.join("apt/sources.list"));
+        let (_t, etc) = etc_with(&["shadow", "passwd", "apt/sources.list"]);
         std::os::unix::fs::symlink(etc.join("apt"), etc.join("apt.link")).unwrap();
         std::os::unix::fs::symlink(etc.join("passwd"), etc.join("passwd.link")).unwrap();
-        let hidden = vec![format!("{}/shadow", etc.display())];
-        let p = build(
-            std::slice::from_ref(&etc),
-            &hidden,
-            false,
-            &[],
-            &[],
-            None,
-            None,
-        );
+        let hidden = below(&etc, &["shadow"]);
+        let p = filtered(&etc, &hidden, false);
         let mut kinds: Vec<(&Path, bool)> =
             p.listed.iter().map(|(k, v)| (k.as_path(), *v)).collect();
         kinds.sort();
@@ -600,30 +599,18 @@ mod tests {
             ]
         );
         // A directory read whole, not listed from a parent, has no kind: the trampoline asks.
-        let whole = build(&[etc.join("apt")], &hidden, false, &[], &[], None, None);
+        let whole = filtered(&etc.join("apt"), &hidden, false);
         assert_eq!(whole.read, vec![etc.join("apt")]);
         assert!(whole.listed.is_empty());
     }
 
     #[test]
     fn a_symlink_to_a_secret_is_hidden_too() {
-        let t = tempfile::tempdir().unwrap();
-        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
-        touch(&etc.join("shadow"));
-        touch(&etc.join("hosts"));
+        let (_t, etc) = etc_with(&["shadow", "hosts"]);
         std::os::unix::fs::symlink(etc.join("shadow"), etc.join("innocent")).unwrap();
         std::os::unix::fs::symlink(etc.join("hosts"), etc.join("hosts.link")).unwrap();
         std::os::unix::fs::symlink(etc.join("missing"), etc.join("dangling")).unwrap();
-        let hidden = vec![format!("{}/shadow", etc.display())];
-        let p = build(
-            std::slice::from_ref(&etc),
-            &hidden,
-            false,
-            &[],
-            &[],
-            None,
-            None,
-        );
+        let p = filtered(&etc, &below(&etc, &["shadow"]), false);
         let mut read = p.read.clone();
         read.sort();
         assert_eq!(read, vec![etc.join("hosts"), etc.join("hosts.link")]);
@@ -697,32 +684,24 @@ mod tests {
     /// what a `*` matches now, and nothing below a directory that does not exist.
     #[test]
     fn a_tree_is_masked_by_names_and_read_whole() {
-        let t = tempfile::tempdir().unwrap();
-        let etc = std::fs::canonicalize(t.path()).unwrap().join("etc");
-        touch(&etc.join("passwd"));
-        touch(&etc.join("shadow"));
-        touch(&etc.join("ssh/ssh_host_ed25519_key"));
-        touch(&etc.join("ssh/ssh_host_ed25519_key.pub"));
-        touch(&etc.join("ssl/private/k.pem"));
-        let hidden: Vec<String> = [
+        let (_t, etc) = etc_with(&[
+            "passwd",
             "shadow",
-            "gshadow",
-            "ssh/ssh_host_*_key",
-            "ssl/private",
-            "nm/system-connections",
-        ]
-        .iter()
-        .map(|p| format!("{}/{p}", etc.display()))
-        .collect();
-        let p = build(
-            std::slice::from_ref(&etc),
-            &hidden,
-            true,
-            &[],
-            &[],
-            None,
-            None,
+            "ssh/ssh_host_ed25519_key",
+            "ssh/ssh_host_ed25519_key.pub",
+            "ssl/private/k.pem",
+        ]);
+        let hidden = below(
+            &etc,
+            &[
+                "shadow",
+                "gshadow",
+                "ssh/ssh_host_*_key",
+                "ssl/private",
+                "nm/system-connections",
+            ],
         );
+        let p = filtered(&etc, &hidden, true);
         let whiteouts: Vec<&str> = p.masked[0]
             .whiteouts
             .iter()
@@ -742,15 +721,7 @@ mod tests {
         assert!(p.read.is_empty() && p.list_only.is_empty(), "{p:?}");
         // Where it cannot be masked, the same tree is read entry by entry around the secrets.
         let listed = entry_by_entry(&p.masked[0]);
-        let unmasked = build(
-            std::slice::from_ref(&etc),
-            &hidden,
-            false,
-            &[],
-            &[],
-            None,
-            None,
-        );
+        let unmasked = filtered(&etc, &hidden, false);
         assert_eq!(listed.read, unmasked.read);
         assert_eq!(listed.list_only, unmasked.list_only);
         assert!(listed.read.contains(&etc.join("passwd")));
@@ -761,39 +732,18 @@ mod tests {
     /// the tree itself, or one that leaves it: no overlay.
     #[test]
     fn a_link_on_a_secret_s_way_or_a_hidden_tree_is_not_masked() {
-        let t = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(t.path()).unwrap();
-        let etc = base.join("etc");
-        touch(&etc.join("passwd"));
-        touch(&base.join("elsewhere/private/k.pem"));
-        std::os::unix::fs::symlink(base.join("elsewhere"), etc.join("ssl")).unwrap();
-        let hidden = vec![format!("{}/ssl/private", etc.display())];
-        let p = build(
-            std::slice::from_ref(&etc),
-            &hidden,
-            true,
-            &[],
-            &[],
-            None,
-            None,
-        );
+        let (_t, etc) = etc_with(&["passwd"]);
+        let elsewhere = etc.parent().unwrap().join("elsewhere");
+        touch(&elsewhere.join("private/k.pem"));
+        std::os::unix::fs::symlink(&elsewhere, etc.join("ssl")).unwrap();
+        let p = filtered(&etc, &below(&etc, &["ssl/private"]), true);
         assert!(p.masked.is_empty(), "{p:?}");
         assert!(p.read.contains(&etc.join("passwd")), "{p:?}");
-        let whole = vec![format!("{}", etc.display())];
-        let p = build(
-            std::slice::from_ref(&etc),
-            &whole,
-            true,
-            &[],
-            &[],
-            None,
-            None,
-        );
+        let p = filtered(&etc, &[format!("{}", etc.display())], true);
         assert!(p.masked.is_empty() && p.read.is_empty(), "{p:?}");
         // A name that would leave the tree is no whiteout: entry by entry.
         touch(&etc.join("sub/f"));
-        let out = vec![format!("{}/sub/../../x", etc.display())];
-        let p = build(std::slice::from_ref(&etc), &out, true, &[], &[], None, None);
+        let p = filtered(&etc, &below(&etc, &["sub/../../x"]), true);
         assert!(p.masked.is_empty(), "{p:?}");
     }
 
