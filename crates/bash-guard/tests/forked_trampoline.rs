@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bash_guard::{Confinement, ExecError, LandlockState, Runner, StartedTrampoline};
+use bash_guard::{Confinement, ExecError, ExecResult, LandlockState, Runner, StartedTrampoline};
 use tokio_util::sync::CancellationToken;
 
 mod common;
@@ -35,11 +35,18 @@ fn cpus() -> String {
         .to_string()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+/// `command` run in `root` through `started`, on a runtime started for it (after the fork).
+fn run_started(
+    runner: &Runner,
+    started: StartedTrampoline,
+    command: &str,
+    root: &Path,
+) -> Result<ExecResult, ExecError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
+        .block_on(runner.run_started(started, &confined(command, root), &CancellationToken::new()))
 }
 
 /// Prepared in steps as `agent-guard exec` does (limits, then the Landlock rules while the
@@ -49,21 +56,17 @@ fn a_forked_trampoline_runs_the_command_confined() {
     let before = cpus();
     let mut started = StartedTrampoline::fork().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let rt = runtime();
     let runner = Runner::new(config());
     let conf = confinement(root.path());
-    let result = rt.block_on(async {
-        runner.prepare(&mut started, &conf).unwrap();
-        runner.prepare_files(&mut started, &conf).unwrap();
-        let request = confined(
-            "grep Cpus_allowed_list /proc/self/status; echo \"$TMPDIR\"; pwd; touch made",
-            root.path(),
-        );
-        runner
-            .run_started(started, &request, &CancellationToken::new())
-            .await
-            .unwrap()
-    });
+    runner.prepare(&mut started, &conf).unwrap();
+    runner.prepare_files(&mut started, &conf).unwrap();
+    let result = run_started(
+        &runner,
+        started,
+        "grep Cpus_allowed_list /proc/self/status; echo \"$TMPDIR\"; pwd; touch made",
+        root.path(),
+    )
+    .unwrap();
     assert_eq!(result.exit_code, Some(0), "{result:?}");
     let lines: Vec<&str> = result.stdout.lines().collect();
     assert_eq!(
@@ -91,18 +94,8 @@ fn namespaces_entered_ahead_must_be_the_run_s() {
     let conf = confinement(root.path());
     assert!(conf.isolate && conf.block_network);
     let mut started = StartedTrampoline::fork_isolated(true).unwrap();
-    let rt = runtime();
-    let result = rt.block_on(async {
-        runner.prepare(&mut started, &conf).unwrap();
-        runner
-            .run_started(
-                started,
-                &confined("echo ok", root.path()),
-                &CancellationToken::new(),
-            )
-            .await
-            .unwrap()
-    });
+    runner.prepare(&mut started, &conf).unwrap();
+    let result = run_started(&runner, started, "echo ok", root.path()).unwrap();
     assert_eq!(result.stdout, "ok\n", "{result:?}");
     assert_eq!(
         result.confinement.namespaces,
@@ -133,21 +126,11 @@ fn rules_sent_for_other_roots_refuse_the_run() {
     let mut started = StartedTrampoline::fork().unwrap();
     let prepared_root = tempfile::tempdir().unwrap();
     let other_root = tempfile::tempdir().unwrap();
-    let rt = runtime();
     let runner = Runner::new(config());
-    let err = rt.block_on(async {
-        let conf = confinement(prepared_root.path());
-        runner.prepare(&mut started, &conf).unwrap();
-        runner.prepare_files(&mut started, &conf).unwrap();
-        runner
-            .run_started(
-                started,
-                &confined("touch made", other_root.path()),
-                &CancellationToken::new(),
-            )
-            .await
-            .unwrap_err()
-    });
+    let conf = confinement(prepared_root.path());
+    runner.prepare(&mut started, &conf).unwrap();
+    runner.prepare_files(&mut started, &conf).unwrap();
+    let err = run_started(&runner, started, "touch made", other_root.path()).unwrap_err();
     assert!(
         matches!(&err, ExecError::Unconfined(why) if why.contains("other roots")),
         "{err:?}"
